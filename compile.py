@@ -15,8 +15,103 @@ from collections.abc import Callable, Sequence
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
 # the process exit code.
 _HANDLERS: dict[str, str] = {
+    "compile": "pipelines.cli_compile:cli_compile",
+    "estimate": "pipelines.cli_compile:cli_estimate",
+    "run": "pipelines.cli_run:cli_run",
+    "models": "pipelines.cli_local:cli_models",
+    "endpoints": "pipelines.cli_local:cli_endpoints",
+    "serve": "pipelines.cli_local:cli_serve",
+    "demo": "pipelines.demo:cli_demo",
     "validate": "components.specs.lint_file:cli_validate",
+    "upload": "pipelines.template_upload:cli_upload",
+    "schedule": "pipelines.schedule_reconcile:cli_schedule",
 }
+
+
+def _add_compile(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compile",
+        help="compile every pipeline and component to dist/ (the default command)",
+        description=(
+            "Compile every pipeline to DIR/pipelines and every component to DIR/components, "
+            "validate each pipeline's default training job, and print its steps, parameters "
+            "and the estimated cost of one run on Vertex (on-demand and Spot)."
+        ),
+    )
+    _add_compile_options(parser)
+
+
+def _add_compile_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="dist", metavar="DIR", help="output folder (dist)")
+    parser.add_argument(
+        "--component-image",
+        metavar="URI",
+        help="image the components run in on Vertex (built from components/Dockerfile)",
+    )
+
+
+def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a pipeline locally (--local) or submit it to Vertex AI Pipelines",
+        description=(
+            "Run NAME on this machine with kfp.local and the local backend (--local), or "
+            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root)."
+        ),
+    )
+    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    parser.add_argument("--local", action="store_true", help="run on this machine")
+    parser.add_argument("--project", help="Google Cloud project (Vertex)")
+    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1 (Vertex)")
+    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
+    parser.add_argument("--service-account", help="runtime service account (Vertex)")
+    parser.add_argument("--component-image", metavar="URI", help="component image (Vertex)")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
+    parser.add_argument("--no-wait", action="store_true", help="submit and return (Vertex)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show every task's full output (--local)"
+    )
+
+
+def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "estimate",
+        help="cost breakdown of one run on Vertex, per step, on-demand against Spot",
+    )
+    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
+    parser.add_argument(
+        "--training-hours",
+        type=float,
+        default=2.0,
+        metavar="H",
+        help="expected hours of one training job on one GPU (default 2)",
+    )
+
+
+def _add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
+    subparsers.add_parser("models", help="list the local model registry's models and versions")
+    subparsers.add_parser("endpoints", help="list the local endpoints and their traffic split")
+    parser = subparsers.add_parser(
+        "serve", help="serve a local endpoint on 127.0.0.1 (its traffic split applies)"
+    )
+    parser.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+
+
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="generate small data and run weekly-retraining locally end to end (make demo)",
+    )
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
 
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
@@ -34,14 +129,88 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print problems as a JSON list")
 
 
+def _add_upload(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "upload",
+        help="upload compiled pipeline templates to Artifact Registry or a local directory",
+        description=(
+            "Upload compiled templates, tagged v<package version> and with the git revision "
+            "(short sha, '-dirty' for uncommitted changes, 'nogit' without git), to an "
+            "Artifact Registry KFP repository or to a local directory registry. Prints each "
+            "version digest and the URI to pin in `schedule --template-version`."
+        ),
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="compiled pipeline YAML files (default: dist/pipelines/*.yaml)",
+    )
+    parser.add_argument("--project", help="Google Cloud project of the repository")
+    parser.add_argument("--location", help="region of the repository, e.g. asia-east1")
+    parser.add_argument("--repository", help="Artifact Registry repository (format KFP)")
+    parser.add_argument(
+        "--registry-dir", metavar="DIR", help="upload to a local directory registry instead"
+    )
+    parser.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="extra tag (repeatable)"
+    )
+
+
+def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "schedule",
+        help="reconcile the schedules declared in pipelines/schedules.py with Vertex AI",
+        description=(
+            "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
+            "pipelines/schedules.py, matched by display name, pinned to an uploaded template "
+            "version. --dry-run prints the diff and the next five run times and changes nothing."
+        ),
+    )
+    parser.add_argument("--project", required=True, help="Google Cloud project")
+    parser.add_argument("--location", required=True, help="Vertex AI region, e.g. asia-east1")
+    parser.add_argument(
+        "--service-account", required=True, help="runtime service account of the scheduled runs"
+    )
+    parser.add_argument(
+        "--pipeline-root", required=True, metavar="GS_URI", help="gs:// root for run artifacts"
+    )
+    parser.add_argument(
+        "--template-version",
+        action="append",
+        required=True,
+        metavar="URI_OR_DIGEST",
+        help=(
+            "pinned template version: the URI printed by `upload` "
+            "(https://LOCATION-kfp.pkg.dev/PROJECT/REPO/PIPELINE/sha256:...) or a digest "
+            "with --repository; repeat once per scheduled pipeline"
+        ),
+    )
+    parser.add_argument("--repository", help="Artifact Registry repository of a bare digest")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the diff and next runs; change nothing"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser for every subcommand (no heavy imports)."""
     parser = argparse.ArgumentParser(
         prog="compile.py",
-        description="Compile, validate, run, upload and schedule the vertex-retrain pipelines.",
+        description=(
+            "Compile, validate, run, upload and schedule the vertex-retrain pipelines. "
+            "Without a command, compiles (see `compile --help`)."
+        ),
     )
+    _add_compile_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_compile(subparsers)
+    _add_run(subparsers)
+    _add_estimate(subparsers)
     _add_validate(subparsers)
+    _add_upload(subparsers)
+    _add_schedule(subparsers)
+    _add_local_inspection(subparsers)
+    _add_demo(subparsers)
     return parser
 
 
@@ -58,8 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        args.command = "compile"
     return _resolve(_HANDLERS[args.command])(args)
 
 

@@ -1,0 +1,1 @@
+"""Vertex AI backend: submits the shared payloads through GCPC launchers and Google clients."""

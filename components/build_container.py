@@ -1,0 +1,60 @@
+"""build_container: package the training code as a container image or a Python package."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def build_container(
+    backend: str,
+    source_uri: str,
+    destination: str,
+    kind: str = "python_package",
+    dockerfile: str = "Dockerfile",
+    gpu: bool = True,
+    package_name: str = "",
+    package_version: str = "",
+    staging_uri: str = "",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> NamedTuple("Outputs", [("reference", str), ("digest", str), ("skipped", bool)]):
+    """Packages training code; skips the work when the source digest is unchanged.
+
+    Args:
+        backend: ``"vertex"`` (Cloud Build / Cloud Storage) or ``"local"`` (the local builder).
+        source_uri: The source: a directory (local path, ``gs://`` or ``/gcs/``).
+        destination: For ``kind="container"`` the Artifact Registry image URI without tag;
+            for ``kind="python_package"`` the ``gs://`` folder that receives the package.
+        kind: ``"container"`` or ``"python_package"``.
+        dockerfile: The Dockerfile, relative to the source, for containers.
+        gpu: Whether the image is meant for GPU machines (the lint then wants a CUDA base).
+        package_name: Distribution name when the source is a bare package folder.
+        package_version: Distribution version when the source is a bare package folder.
+        staging_uri: ``gs://`` folder for the Cloud Build context (Vertex containers).
+        project: Google Cloud project (Vertex backend).
+        location: Google Cloud region (Vertex backend).
+
+    Returns:
+        reference: ``IMAGE@sha256:DIGEST`` or the package's ``gs://`` URI.
+        digest: The source digest (``sha256:...``).
+        skipped: True when an earlier build of the same digest was reused.
+    """
+    from components.steps.build import build
+
+    result = build(
+        backend=backend,
+        source_uri=source_uri,
+        destination=destination,
+        kind=kind,
+        dockerfile=dockerfile,
+        gpu=gpu,
+        package_name=package_name,
+        package_version=package_version,
+        staging_uri=staging_uri,
+        project=project,
+        location=location,
+    )
+    return (result.reference, result.digest, result.skipped)

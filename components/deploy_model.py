@@ -1,0 +1,76 @@
+"""deploy_model: deploy a model version to an endpoint with a traffic share."""
+
+from typing import NamedTuple
+
+from google_cloud_pipeline_components.types.artifact_types import VertexEndpoint, VertexModel
+from kfp import dsl
+from kfp.dsl import Input, Output
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def deploy_model(
+    backend: str,
+    vertex_model: Input[VertexModel],
+    endpoint_display_name: str,
+    endpoint: Output[VertexEndpoint],
+    traffic_percentage: int = 100,
+    keep_last_n: int = 2,
+    machine_type: str = "n1-standard-4",
+    min_replica_count: int = 1,
+    max_replica_count: int = 1,
+    sample_instances: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    service_account: str = "",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> NamedTuple("Outputs", [("deployed_model_id", str), ("traffic", dict)]):
+    """Deploys the version and gives it ``traffic_percentage`` of the endpoint's traffic.
+
+    The endpoint is created on first use. Models already deployed keep the rest of the
+    traffic in proportion, so the previous version stays deployed for rollback; zero-traffic
+    versions beyond the newest ``keep_last_n`` are undeployed. Locally the model's server is
+    started and must answer its health route and ``sample_instances`` before any traffic
+    moves; if it does not, traffic stays as it was.
+
+    Args:
+        backend: ``"vertex"`` or ``"local"``.
+        vertex_model: The version to deploy (from ``register_model``).
+        endpoint_display_name: The endpoint's display name.
+        endpoint: Output: GCPC's ``google.VertexEndpoint`` artifact.
+        traffic_percentage: Share of traffic for the new version (0-100).
+        keep_last_n: Zero-traffic deployed versions to keep for rollback.
+        machine_type: Serving machine type (Vertex).
+        min_replica_count: Minimum serving replicas (Vertex).
+        max_replica_count: Maximum serving replicas (Vertex).
+        sample_instances: Instances the new version must answer before traffic moves.
+        service_account: Service account the deployed model runs as.
+        project: Google Cloud project.
+        location: Google Cloud region.
+
+    Returns:
+        deployed_model_id: The id of the new deployment.
+        traffic: The endpoint's traffic split after the call.
+    """
+    from components.steps.deploy import DeploymentRequest, deploy
+
+    deployed = deploy(
+        DeploymentRequest(
+            backend=backend,
+            model_resource_name=vertex_model.metadata.get("resourceName", ""),
+            model_version_id=str(vertex_model.metadata.get("versionId", "")),
+            endpoint_display_name=endpoint_display_name,
+            traffic_percentage=traffic_percentage,
+            keep_last_n=keep_last_n,
+            machine_type=machine_type,
+            min_replica_count=min_replica_count,
+            max_replica_count=max_replica_count,
+            sample_instances=list(sample_instances),
+            service_account=service_account,
+            project=project,
+            location=location,
+        )
+    )
+    endpoint.uri = deployed.endpoint_uri
+    endpoint.metadata["resourceName"] = deployed.endpoint_resource_name
+    return (deployed.deployed_model_id, deployed.traffic)

@@ -1,0 +1,141 @@
+"""hp_tune: a Vertex AI HyperparameterTuningJob and its best trial."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import HTML, Dataset, Input, Model, Output, OutputPath
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def hp_tune(
+    backend: str,
+    display_name: str,
+    base_output_directory: str,
+    parameter_specs: list,
+    metric_id: str,
+    best_model: Output[Model],
+    trials_report: Output[HTML],
+    gcp_resources: OutputPath(str),
+    goal: str = "MAXIMIZE",
+    algorithm: str = "",
+    max_trial_count: int = 8,
+    parallel_trial_count: int = 2,
+    max_failed_trial_count: int = 2,
+    measurement_selection: str = "BEST_MEASUREMENT",
+    python_module: str = "",
+    package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    executor_image_uri: str = "",
+    image_uri: str = "",
+    args: list = [],  # noqa: B006
+    hyperparameters: dict = {},  # noqa: B006
+    dataset: Input[Dataset] = None,
+    dataset_flag: str = "--data",
+    machine_type: str = "n1-standard-8",
+    accelerator_type: str = "NVIDIA_TESLA_T4",
+    accelerator_count: int = 1,
+    scheduling_strategy: str = "SPOT",
+    timeout_seconds: int = 3600,
+    service_account: str = "",
+    network: str = "",
+    labels: dict = {},  # noqa: B006
+    pipeline_run: str = "",
+    pipeline_task: str = "",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> NamedTuple(
+    "Outputs", [("best_parameters", dict), ("best_metric", float), ("best_trial_id", str)]
+):
+    """Runs a tuning study (Bayesian by default) and outputs its best trial.
+
+    GCPC has had no best-trial op since 2.0; this component returns the best trial's
+    parameters, metric and model directory directly. A failed or infeasible trial is never
+    chosen. Each trial reports its metric with ``cloudml-hypertune``; a trial that never
+    reports counts as failed.
+
+    Args:
+        backend: ``"vertex"`` or ``"local"``.
+        display_name: The tuning job's display name.
+        base_output_directory: ``gs://`` folder; trial ``N`` writes under ``N/``.
+        parameter_specs: Study parameters in Vertex REST form (``parameterId``,
+            ``doubleValueSpec``/``integerValueSpec``/``categoricalValueSpec``/
+            ``discreteValueSpec``, ``scaleType``, ``conditionalParameterSpecs``).
+        metric_id: The metric the trials report (e.g. ``ndcg_at_10``).
+        best_model: Output: the best trial's model directory.
+        trials_report: Output: HTML with the metric per trial and the trials table.
+        gcp_resources: Output: the Vertex job resource.
+        goal: ``MAXIMIZE`` or ``MINIMIZE``.
+        algorithm: ``""`` (Bayesian), ``GRID_SEARCH`` or ``RANDOM_SEARCH``.
+        max_trial_count: Trials in total.
+        parallel_trial_count: Trials at once.
+        max_failed_trial_count: Failed trials tolerated before the study fails.
+        measurement_selection: ``BEST_MEASUREMENT`` or ``LAST_MEASUREMENT``.
+        python_module: Module to run for Python-package trials.
+        package_uris: ``gs://`` URIs of the training package.
+        executor_image_uri: Prebuilt training image for Python-package trials.
+        image_uri: Custom container image (instead of a Python package).
+        args: Fixed arguments; each trial appends ``--PARAMETER=VALUE`` flags.
+        machine_type: Machine type of each trial.
+        accelerator_type: Accelerator enum name, or ``""``.
+        accelerator_count: Accelerators per trial.
+        scheduling_strategy: ``STANDARD`` or ``SPOT`` for the trials.
+        timeout_seconds: Maximum run time of one trial.
+        service_account: Service account the trials run as.
+        network: VPC network for the trials.
+        labels: Labels on the job.
+        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
+            ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
+        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+        project: Google Cloud project.
+        location: Google Cloud region.
+
+    Returns:
+        best_parameters: The best trial's parameters.
+        best_metric: Its metric value.
+        best_trial_id: Its trial id.
+    """
+    from components.steps.job_request import TrainingRequest
+    from components.steps.tune import TuningRequest, tune
+
+    result = tune(
+        TuningRequest(
+            trial=TrainingRequest(
+                backend=backend,
+                display_name=display_name,
+                base_output_directory=base_output_directory,
+                python_module=python_module,
+                package_uris=list(package_uris),
+                executor_image_uri=executor_image_uri,
+                image_uri=image_uri,
+                args=[str(arg) for arg in args],
+                hyperparameters=dict(hyperparameters),
+                dataset_uri=dataset.uri if dataset is not None else "",
+                dataset_flag=dataset_flag,
+                machine_type=machine_type,
+                accelerator_type=accelerator_type,
+                accelerator_count=accelerator_count,
+                scheduling_strategy=scheduling_strategy,
+                timeout_seconds=timeout_seconds,
+                service_account=service_account,
+                network=network,
+                project=project,
+                location=location,
+            ),
+            parameter_specs=list(parameter_specs),
+            metric_id=metric_id,
+            goal=goal,
+            algorithm=algorithm,
+            max_trial_count=max_trial_count,
+            parallel_trial_count=parallel_trial_count,
+            max_failed_trial_count=max_failed_trial_count,
+            measurement_selection=measurement_selection,
+            labels={str(k): str(v) for k, v in labels.items()},
+        ),
+        gcp_resources_path=gcp_resources,
+        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+        report_path=trials_report.path,
+    )
+    best_model.uri = result.best_model_uri
+    best_model.metadata.update({"trial_id": result.best_trial_id, metric_id: result.best_metric})
+    return (result.best_parameters, result.best_metric, result.best_trial_id)

@@ -1,0 +1,95 @@
+"""register_model: a new Model Registry version, with champion/challenger aliases."""
+
+from typing import NamedTuple
+
+from google_cloud_pipeline_components.types.artifact_types import VertexModel
+from kfp import dsl
+from kfp.dsl import Input, Metrics, Model, Output
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def register_model(
+    backend: str,
+    model: Input[Model],
+    display_name: str,
+    serving_image_uri: str,
+    vertex_model: Output[VertexModel],
+    make_champion: bool = False,
+    champion_alias: str = "champion",
+    challenger_alias: str = "challenger",
+    serving_command: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    serving_args: list = [],  # noqa: B006
+    health_route: str = "/health",
+    predict_route: str = "/predict",
+    labels: dict = {},  # noqa: B006
+    sample_instances: list = [],  # noqa: B006
+    evaluation: Input[Metrics] = None,
+    dataset_uri: str = "",
+    pipeline_run: str = "{{$.pipeline_job_name}}",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
+    """Uploads the model as a new version of ``display_name`` and sets its aliases.
+
+    The model is created on first use; later runs add versions to it (``parent_model``).
+    ``champion`` and the default version move only when ``make_champion`` is true (the
+    evaluation gate passed), in one step; otherwise the version gets ``challenger``. A
+    re-run of the same pipeline task returns the version it made instead of adding one.
+
+    Args:
+        backend: ``"vertex"`` or ``"local"``.
+        model: The model directory to register.
+        display_name: The registry model's display name.
+        serving_image_uri: Prediction container image.
+        vertex_model: Output: the version, as GCPC's ``google.VertexModel`` artifact.
+        make_champion: Move the champion alias and the default version to this version.
+        champion_alias: Alias of the version that serves.
+        challenger_alias: Alias given to versions that did not pass the gate.
+        serving_command: Container command (empty: the image's entrypoint).
+        serving_args: Container arguments.
+        health_route: Health route of the prediction server.
+        predict_route: Predict route of the prediction server.
+        labels: Labels on the version.
+        sample_instances: Instances a deployment of this version must answer before it
+            receives traffic (the local backend's smoke test).
+        evaluation: Evaluation metrics to record with the version.
+        dataset_uri: Training data, recorded as lineage.
+        pipeline_run: Pipeline run that produced the version (lineage and idempotency).
+        project: Google Cloud project.
+        location: Google Cloud region.
+
+    Returns:
+        version_id: The new (or existing, on a re-run) version id.
+        aliases: The version's aliases after the call.
+    """
+    from components.steps.register import RegistrationRequest, register
+
+    evaluation_metrics = dict(evaluation.metadata) if evaluation is not None else {}
+    registered = register(
+        RegistrationRequest(
+            backend=backend,
+            artifact_uri=model.uri,
+            display_name=display_name,
+            serving_image_uri=serving_image_uri,
+            make_champion=make_champion,
+            champion_alias=champion_alias,
+            challenger_alias=challenger_alias,
+            serving_command=[str(part) for part in serving_command],
+            serving_args=[str(part) for part in serving_args],
+            health_route=health_route,
+            predict_route=predict_route,
+            labels={str(k): str(v) for k, v in labels.items()},
+            evaluation_metrics=evaluation_metrics,
+            sample_instances=list(sample_instances),
+            dataset_uri=dataset_uri,
+            pipeline_run=pipeline_run,
+            project=project,
+            location=location,
+        )
+    )
+    vertex_model.uri = registered.artifact_uri
+    vertex_model.metadata["resourceName"] = registered.resource_name
+    vertex_model.metadata["versionId"] = registered.version_id
+    return (registered.version_id, registered.aliases)

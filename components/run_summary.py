@@ -1,0 +1,73 @@
+"""run_summary: the exit handler's report of a pipeline run, written even when it fails."""
+
+from kfp import dsl
+from kfp.dsl import Artifact, Markdown, Output
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def run_summary(
+    status: dsl.PipelineTaskFinalStatus,
+    backend: str,
+    pipeline_root: str,
+    run_name: str,
+    machine_type: str,
+    accelerator_type: str,
+    accelerator_count: int,
+    worker_count: int,
+    scheduling_strategy: str,
+    summary: Output[Artifact],
+    report: Output[Markdown],
+    expected_training_hours: float = 2.0,
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> None:
+    """Gathers the run's decision, metrics, goodput and cost into ``summary`` and ``report``.
+
+    An exit task may not consume the outputs of the tasks it guards, so this reads them
+    from the run itself: locally from kfp.local's pipeline root, on Vertex from the
+    PipelineJob's task details.
+
+    Args:
+        status: The guarded tasks' final status (set by KFP).
+        backend: ``"vertex"`` or ``"local"``.
+        pipeline_root: The run's pipeline root (``dsl.PIPELINE_ROOT_PLACEHOLDER``).
+        run_name: The run's name (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``).
+        machine_type: Training machine type (for the cost estimate).
+        accelerator_type: Training accelerator type (for the cost estimate).
+        accelerator_count: Accelerators per training replica.
+        worker_count: Replicas in the training workers pool.
+        scheduling_strategy: The training job's strategy (``SPOT``...).
+        summary: Output: the summary as JSON.
+        report: Output: the summary as Markdown.
+        expected_training_hours: Training time on Vertex assumed by the cost estimate.
+        project: Google Cloud project.
+        location: Google Cloud region.
+    """
+    import json
+
+    from components.steps.summary import render_markdown, summarize_run
+
+    facts = summarize_run(
+        backend=backend,
+        pipeline_root=pipeline_root,
+        run_name=run_name,
+        state=status.state,
+        error_message=status.error_message,
+        job_shape={
+            "machine_type": machine_type,
+            "accelerator_type": accelerator_type,
+            "accelerator_count": accelerator_count,
+            "worker_count": worker_count,
+            "scheduling_strategy": scheduling_strategy,
+        },
+        expected_training_hours=expected_training_hours,
+        project=project,
+        location=location,
+    )
+    with open(summary.path, "w", encoding="utf-8") as handle:
+        json.dump(facts, handle, indent=2, sort_keys=True)
+    with open(report.path, "w", encoding="utf-8") as handle:
+        handle.write(render_markdown(facts))
+    print(render_markdown(facts))

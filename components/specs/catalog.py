@@ -1,0 +1,284 @@
+"""The machine catalog: machine types, GPU pairings, TPU shapes, retirements and prices.
+
+The facts live in ``catalog.yaml`` next to this module (versioned, with its sources and the
+date they were read). This module only loads them into immutable lookups; it has no rules of
+its own. Loading is cached per path, and price overrides build a new catalog instead of
+mutating the shared one.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+DEFAULT_CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
+
+
+@dataclass(frozen=True)
+class MachineType:
+    """A Compute Engine machine type usable for training.
+
+    Attributes:
+        name: e.g. ``n1-standard-8``.
+        family: Prefix before the first dash, e.g. ``n1``.
+        series: Name without the size suffix, e.g. ``n1-standard``.
+        vcpus: Virtual CPUs, or None where the docs are silent.
+        memory_gb: Memory in GB, or None where the docs are silent.
+    """
+
+    name: str
+    family: str
+    series: str
+    vcpus: int | None
+    memory_gb: float | None
+
+
+@dataclass(frozen=True)
+class TpuMachine:
+    """A TPU machine type and the shapes it accepts.
+
+    Attributes:
+        name: Machine type, e.g. ``ct5lp-hightpu-4t``.
+        generation: ``v2/v3``, ``v5e``, ``v6e`` or ``7x``.
+        accelerator_types: Enum names allowed in ``acceleratorType`` (empty: leave it unset).
+        chips_per_host: Chips per VM (None for ``cloud-tpu``).
+        topologies: ``tpuTopology`` -> number of hosts; empty for ``cloud-tpu``.
+        single_device_count: ``cloud-tpu`` only: the count of one device (8 cores).
+        pod_multiple: ``cloud-tpu`` only: Pod slices use multiples of this count.
+    """
+
+    name: str
+    generation: str
+    accelerator_types: tuple[str, ...]
+    chips_per_host: int | None
+    topologies: Mapping[str, int]
+    single_device_count: int | None = None
+    pod_multiple: int | None = None
+
+
+@dataclass(frozen=True)
+class Price:
+    """Hourly list price of one machine type or one accelerator (None: unknown)."""
+
+    on_demand: float | None
+    spot: float | None
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """When an accelerator stopped (or stops) being supported, and where that is stated."""
+
+    date: _dt.date
+    note: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Immutable view of ``catalog.yaml``. Build it with :func:`load_catalog`."""
+
+    version: int
+    retrieved: str
+    sources: tuple[str, ...]
+    accelerator_enum: tuple[str, ...]
+    machines: Mapping[str, MachineType]
+    bundled_gpus: Mapping[str, tuple[str, int]]
+    n1_gpus: Mapping[str, Mapping[int, tuple[int, float]]]
+    retired: Mapping[str, Retirement]
+    tpu_machines: Mapping[str, TpuMachine]
+    tpu_requirements: Mapping[str, Mapping[str, str]]
+    min_vcpus_per_gpu_machine: int
+    min_vcpus_per_gpu: float
+    machine_prices: Mapping[str, Price]
+    accelerator_prices: Mapping[str, Price]
+    price_meta: Mapping[str, str] = field(default_factory=dict)
+
+    def machine(self, name: str) -> MachineType | None:
+        """Returns the machine type, or None when the catalog does not know it."""
+        return self.machines.get(name)
+
+    def gpu_machines_for(self, accelerator: str) -> list[str]:
+        """Returns the accelerator-optimized machine types that carry ``accelerator``."""
+        return [m for m, (acc, _n) in self.bundled_gpus.items() if acc == accelerator]
+
+    def known_accelerators(self) -> set[str]:
+        """Returns every accelerator enum the catalog has rules for."""
+        names = {acc for acc, _n in self.bundled_gpus.values()} | set(self.n1_gpus)
+        for tpu in self.tpu_machines.values():
+            names |= set(tpu.accelerator_types)
+        return names
+
+    def machine_price(self, name: str) -> Price:
+        """Returns the hourly price of a machine type (fields None when unknown)."""
+        return self.machine_prices.get(name, Price(None, None))
+
+    def accelerator_price(self, name: str) -> Price:
+        """Returns the hourly price of one accelerator (fields None when unknown)."""
+        return self.accelerator_prices.get(name, Price(None, None))
+
+    def with_prices(self, overrides: Mapping[str, Mapping[str, float | None]]) -> Catalog:
+        """Returns a copy whose prices are overridden.
+
+        Args:
+            overrides: Machine type or accelerator enum name -> ``{"on_demand": x, "spot":
+                y}``; a missing key keeps the catalog's value. Names that are neither a known
+                machine type nor an accelerator enum are refused.
+
+        Returns:
+            A new catalog; this one is unchanged.
+
+        Raises:
+            ValueError: On an unknown name, an unknown price key or a negative price.
+        """
+        machines = dict(self.machine_prices)
+        accelerators = dict(self.accelerator_prices)
+        known_acc = self.known_accelerators() | set(self.retired) | set(accelerators)
+        for name, values in overrides.items():
+            bad_keys = set(values) - {"on_demand", "spot"}
+            if bad_keys:
+                raise ValueError(
+                    f"price override for {name!r}: unknown keys {sorted(bad_keys)}; "
+                    "expected 'on_demand' and/or 'spot'"
+                )
+            for key, amount in values.items():
+                if amount is not None and (not isinstance(amount, int | float) or amount < 0):
+                    raise ValueError(
+                        f"price override {name}.{key} = {amount!r}: expected a number >= 0 or None"
+                    )
+            if name in self.machines:
+                target = machines
+            elif name in known_acc:
+                target = accelerators
+            else:
+                raise ValueError(
+                    f"price override for {name!r}: not a machine type or accelerator in the catalog"
+                )
+            old = target.get(name, Price(None, None))
+            target[name] = Price(
+                on_demand=_as_price(values.get("on_demand", old.on_demand)),
+                spot=_as_price(values.get("spot", old.spot)),
+            )
+        return replace(
+            self,
+            machine_prices=MappingProxyType(machines),
+            accelerator_prices=MappingProxyType(accelerators),
+            price_meta=MappingProxyType({**self.price_meta, "status": "overridden"}),
+        )
+
+
+def _as_price(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _machine(name: str, vcpus: Any, memory: Any) -> MachineType:
+    series = name.rsplit("-", 1)[0] if name != "cloud-tpu" else name
+    return MachineType(
+        name=name,
+        family=name.split("-", 1)[0],
+        series=series,
+        vcpus=None if vcpus is None else int(vcpus),
+        memory_gb=None if memory is None else float(memory),
+    )
+
+
+def _prices(raw: Mapping[str, Any] | None) -> Mapping[str, Price]:
+    return MappingProxyType(
+        {
+            name: Price(_as_price(p.get("on_demand")), _as_price(p.get("spot")))
+            for name, p in (raw or {}).items()
+        }
+    )
+
+
+def _parse(raw: Mapping[str, Any]) -> Catalog:
+    tpu = {
+        name: TpuMachine(
+            name=name,
+            generation=str(t["generation"]),
+            accelerator_types=tuple(t.get("accelerator_types", ())),
+            chips_per_host=t.get("chips_per_host"),
+            topologies=MappingProxyType(dict(t.get("topologies", {}))),
+            single_device_count=t.get("single_device_count"),
+            pod_multiple=t.get("pod_multiple"),
+        )
+        for name, t in raw["tpu"].items()
+    }
+    prices = raw.get("prices", {})
+    feeding = raw["gpu_feeding"]
+    return Catalog(
+        version=int(raw["version"]),
+        retrieved=str(raw["retrieved"]),
+        sources=tuple(raw.get("sources", ())),
+        accelerator_enum=tuple(str(a) for a in raw["accelerator_enum"]),
+        machines=MappingProxyType(
+            {n: _machine(n, v[0], v[1]) for n, v in raw["machine_types"].items()}
+        ),
+        bundled_gpus=MappingProxyType(
+            {m: (str(v[0]), int(v[1])) for m, v in raw["bundled_gpus"].items()}
+        ),
+        n1_gpus=MappingProxyType(
+            {
+                acc: MappingProxyType({int(c): (int(v[0]), float(v[1])) for c, v in caps.items()})
+                for acc, caps in raw["n1_gpus"].items()
+            }
+        ),
+        retired=MappingProxyType(
+            {
+                acc: Retirement(_dt.date.fromisoformat(str(r["date"])), str(r.get("note", "")))
+                for acc, r in raw.get("retired_accelerators", {}).items()
+            }
+        ),
+        tpu_machines=MappingProxyType(tpu),
+        tpu_requirements=MappingProxyType(
+            {str(g): MappingProxyType(dict(v)) for g, v in raw.get("tpu_requirements", {}).items()}
+        ),
+        min_vcpus_per_gpu_machine=int(feeding["min_vcpus"]),
+        min_vcpus_per_gpu=float(feeding["min_vcpus_per_gpu"]),
+        machine_prices=_prices(prices.get("machines")),
+        accelerator_prices=_prices(prices.get("accelerators")),
+        price_meta=MappingProxyType(
+            {k: str(prices[k]) for k in ("as_of", "currency", "region", "status") if k in prices}
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: Path) -> Catalog:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read machine catalog {path}: {exc}") from exc
+    try:
+        return _parse(raw)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ValueError(
+            f"machine catalog {path} is malformed ({type(exc).__name__}: {exc}); compare it "
+            f"with {DEFAULT_CATALOG_PATH}"
+        ) from exc
+
+
+def load_catalog(
+    path: str | Path | None = None,
+    *,
+    price_overrides: Mapping[str, Mapping[str, float | None]] | None = None,
+) -> Catalog:
+    """Loads the machine catalog (cached per path).
+
+    Args:
+        path: A catalog YAML file; defaults to the ``catalog.yaml`` shipped with the package.
+        price_overrides: Optional price overrides, see :meth:`Catalog.with_prices`.
+
+    Returns:
+        The immutable catalog.
+
+    Raises:
+        ValueError: When the file cannot be read or does not have the expected structure.
+    """
+    catalog = _load_cached(Path(path or DEFAULT_CATALOG_PATH).resolve())
+    return catalog.with_prices(price_overrides) if price_overrides else catalog

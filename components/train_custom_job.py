@@ -1,0 +1,137 @@
+"""train_custom_job: run a validated Vertex AI CustomJob and hand back its model directory."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def train_custom_job(
+    backend: str,
+    display_name: str,
+    base_output_directory: str,
+    model: Output[Model],
+    metrics: Output[Metrics],
+    gcp_resources: OutputPath(str),
+    python_module: str = "",
+    package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    executor_image_uri: str = "",
+    image_uri: str = "",
+    args: list = [],  # noqa: B006
+    dataset: Input[Dataset] = None,
+    dataset_flag: str = "--data",
+    hyperparameters: dict = {},  # noqa: B006
+    machine_type: str = "n1-standard-8",
+    accelerator_type: str = "NVIDIA_TESLA_T4",
+    accelerator_count: int = 1,
+    worker_count: int = 0,
+    distribution: str = "ddp",
+    scheduling_strategy: str = "SPOT",
+    timeout_seconds: int = 7200,
+    max_wait_seconds: int = 0,
+    restart_job_on_worker_restart: bool = False,
+    service_account: str = "",
+    network: str = "",
+    labels: dict = {},  # noqa: B006
+    reservation_name: str = "",
+    local_preemption_after_seconds: float = 0.0,
+    pipeline_run: str = "",
+    pipeline_task: str = "",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+) -> NamedTuple("Outputs", [("state", str), ("goodput", float), ("restarts", int)]):
+    """Builds the CustomJob with the validated core, runs it, and outputs its model directory.
+
+    An impossible machine/accelerator/topology combination fails here, before the job is
+    submitted. On Vertex the job runs through GCPC's launcher, so ``gcp_resources`` links
+    it in the console, a restarted launcher resumes it, and cancelling the pipeline cancels
+    it. Locally every replica runs as a process with the Vertex environment.
+
+    Args:
+        backend: ``"vertex"`` or ``"local"``.
+        display_name: The job's display name.
+        base_output_directory: ``gs://`` folder; the job writes ``model/``,
+            ``checkpoints/`` and ``logs/`` under it (``AIP_*`` variables).
+        model: Output: the trained model directory (``AIP_MODEL_DIR``).
+        metrics: Output: goodput, restarts and wall time of the job.
+        gcp_resources: Output: the Vertex job resource (for the console and cancellation).
+        python_module: Module to run for a Python-package job.
+        package_uris: ``gs://`` URIs of the training package (Python-package job).
+        executor_image_uri: Prebuilt training image for a Python-package job.
+        image_uri: Custom container image (instead of a Python package).
+        args: Arguments for the training code.
+        dataset: Training data (e.g. from ``prepare_dataset``); its URI is passed to the
+            training code as ``DATASET_FLAG=URI``.
+        dataset_flag: The flag that carries the dataset URI.
+        hyperparameters: Extra ``--name=value`` flags (e.g. ``hp_tune``'s best parameters).
+        machine_type: Machine type of every pool.
+        accelerator_type: Accelerator enum name, or ``""`` for CPU only.
+        accelerator_count: Accelerators per replica.
+        worker_count: Replicas in the workers pool (0: single-node training).
+        distribution: Declared distributed setup (``ddp``, ``multi_worker_mirrored``,
+            ``parameter_server``, ``reduction_server`` or ``""``).
+        scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``.
+        timeout_seconds: Maximum run time.
+        max_wait_seconds: FLEX_START only: how long to wait for capacity.
+        restart_job_on_worker_restart: Restart the whole job when a worker restarts.
+        service_account: Service account the job runs as (a dedicated one is recommended).
+        network: VPC network for the job.
+        labels: Labels on the job.
+        reservation_name: Compute Engine reservation to consume, if any.
+        local_preemption_after_seconds: Local backend, SPOT only: rehearse a preemption
+            this many seconds into each attempt (0 disables).
+        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
+            ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
+        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+        project: Google Cloud project.
+        location: Google Cloud region.
+
+    Returns:
+        state: The job's final state (``JOB_STATE_SUCCEEDED``...).
+        goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
+        restarts: Restarts after preemption.
+    """
+    from components.steps.job_request import TrainingRequest
+    from components.steps.train import train
+
+    result = train(
+        TrainingRequest(
+            backend=backend,
+            display_name=display_name,
+            base_output_directory=base_output_directory,
+            python_module=python_module,
+            package_uris=list(package_uris),
+            executor_image_uri=executor_image_uri,
+            image_uri=image_uri,
+            args=[str(arg) for arg in args],
+            dataset_uri=dataset.uri if dataset is not None else "",
+            dataset_flag=dataset_flag,
+            hyperparameters=dict(hyperparameters),
+            machine_type=machine_type,
+            accelerator_type=accelerator_type,
+            accelerator_count=accelerator_count,
+            worker_count=worker_count,
+            distribution=distribution,
+            scheduling_strategy=scheduling_strategy,
+            timeout_seconds=timeout_seconds,
+            max_wait_seconds=max_wait_seconds,
+            restart_job_on_worker_restart=restart_job_on_worker_restart,
+            service_account=service_account,
+            network=network,
+            labels=dict(labels),
+            reservation_name=reservation_name,
+            local_preemption_after_seconds=local_preemption_after_seconds,
+            project=project,
+            location=location,
+        ),
+        gcp_resources_path=gcp_resources,
+        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+    )
+    model.uri = result.model_uri
+    model.metadata.update(result.model_metadata)
+    for name, value in result.metrics.items():
+        metrics.log_metric(name, value)
+    return (result.state, result.goodput, result.restarts)

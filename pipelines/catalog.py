@@ -1,0 +1,41 @@
+"""Every pipeline and component this library compiles, by name (imported on demand)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+PIPELINES: dict[str, str] = {
+    "weekly-retraining": "pipelines.weekly_retraining:weekly_retraining",
+    "train-only": "pipelines.train_only:train_only",
+}
+"""Pipeline name -> ``module:attribute`` of its ``@dsl.pipeline`` function."""
+
+COMPONENTS: dict[str, str] = {
+    "build_container": "components.build_container:build_container",
+    "prepare_dataset": "components.prepare_dataset:prepare_dataset",
+    "train_custom_job": "components.train_custom_job:train_custom_job",
+    "hp_tune": "components.hp_tune:hp_tune",
+    "evaluate_model": "components.evaluate_model:evaluate_model",
+    "register_model": "components.register_model:register_model",
+    "deploy_model": "components.deploy_model:deploy_model",
+    "run_summary": "components.run_summary:run_summary",
+}
+"""Component name -> ``module:attribute`` of its ``@dsl.component`` function."""
+
+
+def load(target: str) -> Any:
+    """Imports ``module:attribute`` and returns the attribute."""
+    module_name, attribute = target.split(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def pipeline_by_name(name: str) -> Any:
+    """Returns the pipeline called ``name``, or raises a KeyError listing the known ones."""
+    aliases = {key.replace("-", "_"): key for key in PIPELINES}
+    key = aliases.get(name, name)
+    if key not in PIPELINES:
+        raise KeyError(
+            f"no pipeline named {name!r}; known pipelines: {', '.join(sorted(PIPELINES))}"
+        )
+    return load(PIPELINES[key])

@@ -1,0 +1,84 @@
+"""What one pipeline run costs on Vertex: the training job (and tuning trials) it launches.
+
+Built from the run's arguments with the same code the components use, so an estimate and a
+run can never disagree on the job shape. Orchestration steps and endpoint serving are not
+included, and every estimate says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from components.specs import PipelineCostEstimate, estimate_job_cost, estimate_pipeline_cost
+from components.steps.job_request import custom_job_payload
+from components.steps.training_cost import (
+    SPOT_PRICE_FRACTION,
+    estimate_training_cost,
+    request_for_shape,
+)
+from components.steps.tune import TuningRequest, tuning_job_payload
+from pipelines import defaults
+
+NOT_INCLUDED = (
+    "not included: the pipeline's own lightweight steps (a few minutes of a small VM each) "
+    "and the endpoint's serving nodes (billed per node-hour while deployed)"
+)
+
+
+def validate_run(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Validates the training job of a run; returns its payload.
+
+    Raises:
+        JobSpecError: The job is impossible (field, value, alternatives in the message).
+    """
+    return custom_job_payload(request_for_shape(arguments))
+
+
+def estimate_run(
+    pipeline_name: str,
+    arguments: Mapping[str, Any],
+    *,
+    training_hours: float = defaults.EXPECTED_TRAINING_HOURS,
+    spot_price_fraction: float | None = SPOT_PRICE_FRACTION,
+) -> PipelineCostEstimate:
+    """Estimates one run on Vertex: on-demand against Spot, assumptions stated.
+
+    Args:
+        pipeline_name: The pipeline (for the label).
+        arguments: The run's parameters (defaults merged with overrides).
+        training_hours: Expected run time of one training job on one GPU.
+        spot_price_fraction: Spot price as a share of on-demand; None uses the catalog's
+            Spot prices (unknown ones make the Spot total unknown).
+
+    Returns:
+        The estimate; ``describe()`` prints the breakdown and assumptions.
+    """
+    request = request_for_shape(arguments)
+    steps = []
+    if bool(arguments.get("tune", False)):
+        tuning = TuningRequest(
+            trial=request,
+            parameter_specs=_tuning_parameters(),
+            metric_id="ndcg_at_10",
+            max_trial_count=int(arguments.get("max_trial_count") or 8),
+            parallel_trial_count=int(arguments.get("parallel_trial_count") or 2),
+        )
+        steps.append(
+            estimate_job_cost(
+                tuning_job_payload(tuning),
+                training_hours,
+                label="tune (all trials)",
+                spot_price_fraction=spot_price_fraction,
+            )
+        )
+    steps.append(
+        estimate_training_cost(request, training_hours, spot_price_fraction=spot_price_fraction)
+    )
+    return estimate_pipeline_cost(steps, label=f"{pipeline_name} run")
+
+
+def _tuning_parameters() -> list[dict[str, Any]]:
+    from pipelines.weekly_retraining import TUNING_PARAMETERS
+
+    return list(TUNING_PARAMETERS)

@@ -1,0 +1,147 @@
+"""Running a pipeline on this machine: kfp.local's SubprocessRunner plus the local backend.
+
+The console shows one line per step (and the training replicas' own progress); everything
+kfp.local prints goes to a log file under the local root, whose tail is shown on failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+LOCAL_PROJECT = "local-project"
+LOCAL_LOCATION = "local"
+
+_PROGRESS = re.compile(
+    r"Executing task|finished with status|Skipping|Pipeline .* finished|"
+    r"^\s*\[(workerpool0-0|trial \d+|executor|progress)\]|ERROR"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class LocalRunOutcome:
+    """How a local run ended and where to look."""
+
+    succeeded: bool
+    run_dir: Path | None
+    log_path: Path
+    wall_seconds: float
+    summary: dict[str, Any] | None
+
+
+class _ProgressFilter(io.TextIOBase):
+    """Writes everything to the log and the progress lines to the console."""
+
+    def __init__(self, log: TextIO, console: TextIO, verbose: bool) -> None:
+        self._log, self._console, self._verbose = log, console, verbose
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._log.write(text)
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if self._verbose or _PROGRESS.search(_ANSI.sub("", line)):
+                self._console.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+        self._console.flush()
+
+
+@contextlib.contextmanager
+def _captured(log_path: Path, console: TextIO, verbose: bool) -> Iterator[None]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as log:
+        stream = _ProgressFilter(log, console, verbose)
+        previous = sys.stdout
+        sys.stdout = stream
+        try:
+            yield
+        finally:
+            sys.stdout = previous
+            stream.flush()
+
+
+def local_arguments(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A local run's arguments: the pipeline's defaults, the local backend, then overrides.
+
+    ``project`` and ``location`` default to Vertex placeholders that only Vertex resolves, so
+    a local run names them explicitly.
+    """
+    arguments = dict(defaults)
+    arguments.update(backend="local", project=LOCAL_PROJECT, location=LOCAL_LOCATION)
+    arguments.update(overrides)
+    return arguments
+
+
+def run_pipeline_locally(
+    pipeline: Any,
+    arguments: Mapping[str, Any],
+    *,
+    console: TextIO = sys.stdout,
+    verbose: bool = False,
+) -> LocalRunOutcome:
+    """Runs ``pipeline`` with kfp.local; returns how it ended and its run summary.
+
+    Args:
+        pipeline: A ``@dsl.pipeline`` function.
+        arguments: Every parameter it needs (see :func:`local_arguments`).
+        console: Where progress goes.
+        verbose: Show every line of every task.
+
+    Returns:
+        The outcome; ``summary`` is the exit handler's summary when the pipeline has one.
+    """
+    from kfp import local
+
+    from components.local.storage import local_root
+
+    root = local_root()
+    pipeline_root = root / "pipeline-root"
+    pipeline_root.mkdir(parents=True, exist_ok=True)
+    before = set(pipeline_root.iterdir())
+    log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    local.init(
+        runner=local.SubprocessRunner(use_venv=False),
+        pipeline_root=str(pipeline_root),
+        raise_on_error=True,
+    )
+    started = time.monotonic()
+    succeeded = True
+    with _captured(log_path, console, verbose):
+        try:
+            pipeline(**arguments)
+        except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
+            succeeded = False
+            print(f"ERROR: {error}")
+    wall = time.monotonic() - started
+    new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
+    run_dir = new_runs[-1] if new_runs else None
+    if not succeeded:
+        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
+        console.write("\n".join(["", f"--- last lines of {log_path} ---", *tail, ""]))
+    return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+
+
+def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
+    import json
+
+    if run_dir is None:
+        return None
+    for path in sorted(run_dir.glob("*summary*/summary")):
+        try:
+            loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return loaded
+    return None

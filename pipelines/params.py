@@ -1,0 +1,308 @@
+"""Pipeline parameters of a compiled template: typed `--param NAME=VALUE` overrides and checks.
+
+A compiled KFP v2 pipeline declares its parameters under ``root.inputDefinitions.parameters``,
+each with a ``parameterType`` (STRING, NUMBER_INTEGER, NUMBER_DOUBLE, BOOLEAN, LIST, STRUCT),
+an optional ``defaultValue`` and ``isOptional``. Everything here is pure apart from
+:func:`load_pipeline_spec`, which reads one YAML file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "PARAMETER_TYPES",
+    "ParameterError",
+    "TemplateError",
+    "check_values",
+    "convert_value",
+    "load_parameter_definitions",
+    "load_pipeline_spec",
+    "parameter_definitions",
+    "parse_overrides",
+]
+
+# What each type accepts on the command line, with a generic example for the error message.
+PARAMETER_TYPES: dict[str, tuple[str, str]] = {
+    "STRING": ("any text", "hello"),
+    "NUMBER_INTEGER": ("an integer", "10"),
+    "NUMBER_DOUBLE": ("a finite number", "0.001"),
+    "BOOLEAN": ("true or false", "true"),
+    "LIST": ("a JSON list", '["a", 1]'),
+    "STRUCT": ("a JSON object", '{"key": 1}'),
+}
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# JSON-like decimal literal; float() alone would also take "nan", "1_0" and " 1 ".
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+class ParameterError(ValueError):
+    """One or more parameter values are wrong; ``problems`` holds one message per mistake."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class TemplateError(ValueError):
+    """A file is not a compiled KFP pipeline."""
+
+
+def load_pipeline_spec(template: str | Path | bytes, *, source: str = "") -> dict[str, Any]:
+    """Reads a compiled pipeline (the PipelineSpec document of a KFP YAML).
+
+    Args:
+        template: Path of a pipeline compiled by ``kfp.compiler.Compiler``, or its content.
+        source: Name for error messages when ``template`` is content.
+
+    Returns:
+        The first YAML document (kfp may append a platform-config document after it).
+
+    Raises:
+        TemplateError: Unreadable, not YAML, or without ``pipelineInfo.name`` and ``root``.
+    """
+    where = source or (str(template) if not isinstance(template, bytes) else "template")
+    try:
+        content = template if isinstance(template, bytes) else Path(template).read_bytes()
+        document = next(iter(yaml.safe_load_all(content)), None)
+    except (OSError, yaml.YAMLError) as error:
+        raise TemplateError(f"{where}: cannot read a compiled pipeline: {error}") from None
+    info = document.get("pipelineInfo") if isinstance(document, dict) else None
+    if (
+        not isinstance(document, dict)
+        or not isinstance(info, dict)
+        or not isinstance(info.get("name"), str)
+        or not isinstance(document.get("root"), dict)
+    ):
+        raise TemplateError(
+            f"{where}: not a compiled KFP pipeline (needs pipelineInfo.name and root); "
+            "compile it first (python compile.py compile)"
+        )
+    return document
+
+
+def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The parameter definitions of a compiled pipeline spec.
+
+    Args:
+        spec: A document from :func:`load_pipeline_spec`.
+
+    Returns:
+        ``root.inputDefinitions.parameters``: parameter name -> definition (``parameterType``,
+        optionally ``defaultValue`` and ``isOptional``). Empty when the pipeline has none.
+
+    Raises:
+        TemplateError: The section is not a mapping of mappings.
+    """
+    definitions = spec["root"].get("inputDefinitions", {}).get("parameters", {})
+    if not isinstance(definitions, dict) or not all(
+        isinstance(value, dict) for value in definitions.values()
+    ):
+        raise TemplateError("root.inputDefinitions.parameters is not a mapping of definitions")
+    return {str(name): dict(value) for name, value in definitions.items()}
+
+
+def load_parameter_definitions(template: str | Path) -> dict[str, dict[str, Any]]:
+    """Reads the parameter definitions of a compiled pipeline YAML file.
+
+    Args:
+        template: Path of a compiled pipeline.
+
+    Returns:
+        See :func:`parameter_definitions`.
+
+    Raises:
+        TemplateError: The file is not a compiled pipeline.
+    """
+    return parameter_definitions(load_pipeline_spec(template))
+
+
+def convert_value(name: str, text: str, parameter_type: str) -> Any:
+    """Converts the command-line text of one parameter to its typed value.
+
+    Args:
+        name: Parameter name (for the message only).
+        text: The text after ``=``.
+        parameter_type: The KFP ``parameterType``.
+
+    Returns:
+        str, int, float, bool, list or dict according to ``parameter_type``.
+
+    Raises:
+        ParameterError: The text is not a value of that type.
+    """
+    if parameter_type not in PARAMETER_TYPES:
+        raise ParameterError(
+            [
+                f"parameter {name!r} has unsupported type {parameter_type!r}; "
+                f"expected one of {', '.join(PARAMETER_TYPES)}"
+            ]
+        )
+    try:
+        value = _convert(text, parameter_type)
+    except (ValueError, RecursionError) as error:
+        raise ParameterError([_type_message(name, parameter_type, text, str(error))]) from None
+    return value
+
+
+def _convert(text: str, parameter_type: str) -> Any:
+    if parameter_type == "STRING":
+        return text
+    if parameter_type == "NUMBER_INTEGER":
+        if not _INTEGER.fullmatch(text):
+            raise ValueError("not an integer")
+        return int(text)
+    if parameter_type == "NUMBER_DOUBLE":
+        number = float(text) if _DOUBLE.fullmatch(text) else math.nan
+        if not math.isfinite(number):
+            raise ValueError("not a finite number")
+        return number
+    if parameter_type == "BOOLEAN":
+        if text.lower() not in ("true", "false"):
+            raise ValueError("not true or false")
+        return text.lower() == "true"
+    value = json.loads(text, parse_constant=_reject_constant)
+    expected = list if parameter_type == "LIST" else dict
+    if not isinstance(value, expected):
+        raise ValueError(f"JSON {type(value).__name__}, not a JSON {expected.__name__}")
+    return value
+
+
+def _reject_constant(constant: str) -> Any:
+    # NaN and Infinity are not JSON and a Vertex parameter (protobuf Value) cannot carry them.
+    raise ValueError(f"{constant} is not allowed")
+
+
+def _type_message(name: str, parameter_type: str, given: object, reason: str) -> str:
+    wanted, example = PARAMETER_TYPES[parameter_type]
+    return (
+        f"parameter {name!r} expects {parameter_type} ({wanted}), got {given!r} ({reason}); "
+        f"for example --param {name}={example}"
+    )
+
+
+def parse_overrides(
+    pairs: Iterable[str], parameters: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Parses ``NAME=VALUE`` overrides against a pipeline's parameter definitions.
+
+    Every override is checked before anything is returned, and all mistakes are reported at
+    once. Values are typed: JSON for LIST and STRUCT, ``true``/``false`` (any case) for
+    BOOLEAN, decimal literals for numbers, the raw text (which may be empty or contain ``=``)
+    for STRING.
+
+    Args:
+        pairs: The ``--param`` arguments, e.g. ``["epochs=10", "tune=true"]``.
+        parameters: Definitions as returned by :func:`load_parameter_definitions`.
+
+    Returns:
+        Parameter name -> typed value, for ``PipelineJob(parameter_values=...)``.
+
+    Raises:
+        ParameterError: An override has no ``=``, names an unknown parameter (close matches
+            are suggested), is given twice, or its value does not fit the parameter's type.
+    """
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for pair in pairs:
+        name, separator, text = pair.partition("=")
+        name = name.strip()
+        if not separator:
+            problems.append(f"--param {pair!r}: expected NAME=VALUE, e.g. --param epochs=10")
+        elif not name:
+            problems.append(f"--param {pair!r}: no parameter name before '='")
+        elif name not in parameters:
+            problems.append(f"--param {pair!r}: {_unknown_message(name, parameters)}")
+        elif name in values:
+            problems.append(f"--param {pair!r}: parameter {name!r} is given more than once")
+        else:
+            try:
+                values[name] = convert_value(name, text, _type_of(name, parameters[name]))
+            except ParameterError as error:
+                problems.extend(f"--param {pair!r}: {problem}" for problem in error.problems)
+    if problems:
+        raise ParameterError(problems)
+    return values
+
+
+def check_values(
+    values: Mapping[str, Any],
+    parameters: Mapping[str, Mapping[str, Any]],
+    *,
+    require_all: bool = True,
+) -> None:
+    """Checks already-typed parameter values against a pipeline's definitions.
+
+    The aiplatform SDK checks only parameter names; a value of the wrong type would be
+    rejected by Vertex after submission, so it is caught here instead.
+
+    Args:
+        values: Parameter name -> value (as given to ``PipelineJob``).
+        parameters: Definitions as returned by :func:`load_parameter_definitions`.
+        require_all: Also report required parameters (no default) that are missing.
+
+    Raises:
+        ParameterError: Unknown names, values of the wrong type, or missing required values.
+    """
+    problems: list[str] = []
+    for name, value in values.items():
+        if name not in parameters:
+            problems.append(_unknown_message(name, parameters))
+            continue
+        parameter_type = _type_of(name, parameters[name])
+        if parameter_type not in PARAMETER_TYPES:
+            problems.append(f"parameter {name!r} has unsupported type {parameter_type!r}")
+        elif not _fits(value, parameter_type):
+            problems.append(_type_message(name, parameter_type, value, type(value).__name__))
+    if require_all:
+        for name, spec in parameters.items():
+            required = "defaultValue" not in spec and not spec.get("isOptional", False)
+            if required and name not in values:
+                wanted, example = PARAMETER_TYPES.get(_type_of(name, spec), ("a value", "..."))
+                problems.append(
+                    f"parameter {name!r} has no default and was not given; "
+                    f"pass {wanted}, e.g. --param {name}={example}"
+                )
+    if problems:
+        raise ParameterError(problems)
+
+
+def _fits(value: object, parameter_type: str) -> bool:
+    if parameter_type == "STRING":
+        return isinstance(value, str)
+    if parameter_type == "BOOLEAN":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if parameter_type == "NUMBER_INTEGER":
+        # Vertex carries every number as a double: 3.0 is the integer 3 there.
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if parameter_type == "NUMBER_DOUBLE":
+        return isinstance(value, int | float) and math.isfinite(value)
+    if parameter_type == "LIST":
+        return isinstance(value, list | tuple)
+    return isinstance(value, dict)
+
+
+def _type_of(name: str, spec: Mapping[str, Any]) -> str:
+    # Old (schema 2.0.0) templates say "type" with INT/DOUBLE/STRING.
+    legacy = {"INT": "NUMBER_INTEGER", "DOUBLE": "NUMBER_DOUBLE"}
+    raw = spec.get("parameterType") or spec.get("type") or ""
+    return legacy.get(str(raw), str(raw))
+
+
+def _unknown_message(name: str, parameters: Iterable[str]) -> str:
+    known = sorted(parameters)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(match) for match in close)}?)" if close else ""
+    listing = ", ".join(known) if known else "(none)"
+    return f"unknown parameter {name!r}{hint}; this pipeline's parameters: {listing}"

@@ -1,0 +1,94 @@
+"""train_only: a smaller pipeline for experiments: train, evaluate, register as a challenger.
+
+Nothing is deployed and the champion never moves, so experiments (on Spot, by default) can
+run next to production without touching what serves.
+"""
+
+from kfp import dsl
+
+from components.evaluate_model import evaluate_model
+from components.prepare_dataset import prepare_dataset
+from components.register_model import register_model
+from components.train_custom_job import train_custom_job
+from pipelines import defaults
+
+PIPELINE_NAME = "train-only"
+
+
+@dsl.pipeline(
+    name=PIPELINE_NAME,
+    description="Experiment: train, evaluate against the champion, register as a challenger.",
+)
+def train_only(
+    backend: str = "vertex",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+    package_uri: str = f"{defaults.PACKAGES_URI}/trainer-1.0.0-py3-none-any.whl",
+    transactions_uri: str = defaults.TRANSACTIONS_URI,
+    output_root: str = defaults.OUTPUT_ROOT,
+    model_display_name: str = defaults.MODEL_DISPLAY_NAME,
+    executor_image_uri: str = defaults.EXECUTOR_IMAGE_URI,
+    serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    epochs: int = 4,
+    learning_rate: float = 0.005,
+    embedding_dim: int = 32,
+    batch_size: int = 512,
+    machine_type: str = defaults.MACHINE_TYPE,
+    accelerator_type: str = defaults.ACCELERATOR_TYPE,
+    accelerator_count: int = defaults.ACCELERATOR_COUNT,
+    scheduling_strategy: str = defaults.SCHEDULING_STRATEGY,
+    timeout_seconds: int = 4 * 3600,
+    service_account: str = "",
+    local_preemption_after_seconds: float = 0.0,
+) -> None:
+    """Trains one candidate and registers it as a challenger; traffic is never touched."""
+    data = prepare_dataset(backend=backend, transactions_uri=transactions_uri).set_display_name(
+        "prepare-dataset"
+    )
+    trained = train_custom_job(
+        backend=backend,
+        display_name="guess-your-order-experiment",
+        base_output_directory=output_root,
+        python_module="trainer.task",
+        package_uris=[package_uri],
+        executor_image_uri=executor_image_uri,
+        dataset=data.outputs["dataset"],
+        hyperparameters={
+            "epochs": epochs,
+            "learning_rate": learning_rate,
+            "embedding_dim": embedding_dim,
+            "batch_size": batch_size,
+        },
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count,
+        scheduling_strategy=scheduling_strategy,
+        timeout_seconds=timeout_seconds,
+        service_account=service_account,
+        local_preemption_after_seconds=local_preemption_after_seconds,
+        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        project=project,
+        location=location,
+    ).set_display_name("train")
+    evaluation = evaluate_model(
+        backend=backend,
+        candidate=trained.outputs["model"],
+        dataset=data.outputs["dataset"],
+        model_display_name=model_display_name,
+        project=project,
+        location=location,
+    ).set_display_name("evaluate")
+    register_model(
+        backend=backend,
+        model=trained.outputs["model"],
+        display_name=model_display_name,
+        serving_image_uri=serving_image_uri,
+        serving_command=defaults.SERVING_COMMAND,
+        sample_instances=defaults.SAMPLE_INSTANCES,
+        make_champion=False,
+        evaluation=evaluation.outputs["metrics"],
+        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        project=project,
+        location=location,
+    ).set_display_name("register-challenger")

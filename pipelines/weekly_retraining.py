@@ -1,0 +1,198 @@
+"""weekly_retraining: the drink shops' weekly flow, from source to a served champion.
+
+build -> prepare dataset -> (optional) tune -> train (Spot, checkpointed) -> evaluate against
+the champion -> if better: register as champion and deploy; else: register as a challenger
+with traffic untouched. An exit handler writes a run summary either way.
+"""
+
+from kfp import dsl
+
+from components.build_container import build_container
+from components.deploy_model import deploy_model
+from components.evaluate_model import evaluate_model
+from components.hp_tune import hp_tune
+from components.prepare_dataset import prepare_dataset
+from components.register_model import register_model
+from components.run_summary import run_summary
+from components.train_custom_job import train_custom_job
+from pipelines import defaults
+
+PIPELINE_NAME = "weekly-retraining"
+
+TUNING_PARAMETERS = [
+    {
+        "parameterId": "learning_rate",
+        "doubleValueSpec": {"minValue": 1e-4, "maxValue": 3e-2},
+        "scaleType": "UNIT_LOG_SCALE",
+    },
+    {
+        "parameterId": "embedding_dim",
+        "discreteValueSpec": {"values": [16, 32, 64]},
+    },
+]
+
+
+@dsl.pipeline(
+    name=PIPELINE_NAME,
+    description="Weekly retraining of the drink shops' 'guess your order' recommender.",
+)
+def weekly_retraining(
+    backend: str = "vertex",
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
+    source_uri: str = defaults.SOURCE_URI,
+    package_destination: str = defaults.PACKAGES_URI,
+    transactions_uri: str = defaults.TRANSACTIONS_URI,
+    output_root: str = defaults.OUTPUT_ROOT,
+    model_display_name: str = defaults.MODEL_DISPLAY_NAME,
+    endpoint_display_name: str = defaults.ENDPOINT_DISPLAY_NAME,
+    executor_image_uri: str = defaults.EXECUTOR_IMAGE_URI,
+    serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    validation_weeks: int = 1,
+    tune: bool = False,
+    max_trial_count: int = 8,
+    parallel_trial_count: int = 2,
+    epochs: int = 4,
+    learning_rate: float = 0.005,
+    embedding_dim: int = 32,
+    batch_size: int = 512,
+    machine_type: str = defaults.MACHINE_TYPE,
+    accelerator_type: str = defaults.ACCELERATOR_TYPE,
+    accelerator_count: int = defaults.ACCELERATOR_COUNT,
+    worker_count: int = 0,
+    scheduling_strategy: str = defaults.SCHEDULING_STRATEGY,
+    timeout_seconds: int = 4 * 3600,
+    service_account: str = "",
+    min_improvement: float = 0.0,
+    force_decision: str = "",
+    traffic_percentage: int = 100,
+    keep_last_n: int = 2,
+    local_preemption_after_seconds: float = 0.0,
+) -> None:
+    """The weekly retraining flow; every tunable is a parameter with a sensible default."""
+    summary = run_summary(
+        backend=backend,
+        pipeline_root=dsl.PIPELINE_ROOT_PLACEHOLDER,
+        run_name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count,
+        worker_count=worker_count,
+        scheduling_strategy=scheduling_strategy,
+        project=project,
+        location=location,
+    ).set_display_name("run-summary")
+    with dsl.ExitHandler(summary, name="weekly-retraining-run"):
+        package = build_container(
+            backend=backend,
+            source_uri=source_uri,
+            destination=package_destination,
+            kind="python_package",
+            package_name="trainer",
+            package_version="1.0.0",
+            project=project,
+            location=location,
+        ).set_display_name("build")
+        data = prepare_dataset(
+            backend=backend,
+            transactions_uri=transactions_uri,
+            validation_weeks=validation_weeks,
+        ).set_display_name("prepare-dataset")
+        common = dict(
+            backend=backend,
+            python_module="trainer.task",
+            executor_image_uri=executor_image_uri,
+            machine_type=machine_type,
+            accelerator_type=accelerator_type,
+            accelerator_count=accelerator_count,
+            scheduling_strategy=scheduling_strategy,
+            service_account=service_account,
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        )
+        training_args = {
+            "epochs": epochs,
+            "learning_rate": learning_rate,
+            "embedding_dim": embedding_dim,
+            "batch_size": batch_size,
+        }
+        with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
+            study = hp_tune(
+                display_name="guess-your-order-tuning",
+                base_output_directory=output_root,
+                parameter_specs=TUNING_PARAMETERS,
+                metric_id="ndcg_at_10",
+                max_trial_count=max_trial_count,
+                parallel_trial_count=parallel_trial_count,
+                package_uris=[package.outputs["reference"]],
+                dataset=data.outputs["dataset"],
+                hyperparameters={"epochs": epochs, "batch_size": batch_size},
+                **common,
+            ).set_display_name("tune")
+            tuned = train_custom_job(
+                display_name="guess-your-order-training",
+                base_output_directory=output_root,
+                package_uris=[package.outputs["reference"]],
+                dataset=data.outputs["dataset"],
+                hyperparameters=study.outputs["best_parameters"],
+                args=["--epochs", epochs, "--batch_size", batch_size],
+                worker_count=worker_count,
+                timeout_seconds=timeout_seconds,
+                local_preemption_after_seconds=local_preemption_after_seconds,
+                **common,
+            ).set_display_name("train-tuned")
+        with dsl.Else(name="no-tune"):
+            plain = train_custom_job(
+                display_name="guess-your-order-training",
+                base_output_directory=output_root,
+                package_uris=[package.outputs["reference"]],
+                dataset=data.outputs["dataset"],
+                hyperparameters=training_args,
+                worker_count=worker_count,
+                timeout_seconds=timeout_seconds,
+                local_preemption_after_seconds=local_preemption_after_seconds,
+                **common,
+            ).set_display_name("train")
+        candidate = dsl.OneOf(tuned.outputs["model"], plain.outputs["model"])
+        evaluation = evaluate_model(
+            backend=backend,
+            candidate=candidate,
+            dataset=data.outputs["dataset"],
+            model_display_name=model_display_name,
+            min_improvement=min_improvement,
+            force_decision=force_decision,
+            project=project,
+            location=location,
+        ).set_display_name("evaluate")
+        registration = dict(
+            backend=backend,
+            model=candidate,
+            display_name=model_display_name,
+            serving_image_uri=serving_image_uri,
+            serving_command=defaults.SERVING_COMMAND,
+            sample_instances=defaults.SAMPLE_INSTANCES,
+            evaluation=evaluation.outputs["metrics"],
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        )
+        with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
+            champion = register_model(make_champion=True, **registration).set_display_name(
+                "register-champion"
+            )
+            deploy_model(
+                backend=backend,
+                vertex_model=champion.outputs["vertex_model"],
+                endpoint_display_name=endpoint_display_name,
+                traffic_percentage=traffic_percentage,
+                keep_last_n=keep_last_n,
+                service_account=service_account,
+                project=project,
+                location=location,
+            ).set_display_name("deploy")
+        with dsl.Else(name="not-better"):
+            register_model(make_champion=False, **registration).set_display_name(
+                "register-challenger"
+            )

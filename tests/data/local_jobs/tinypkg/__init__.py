@@ -1,0 +1,1 @@
+"""A tiny trainer package for python-package pool tests."""

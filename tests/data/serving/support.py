@@ -1,0 +1,48 @@
+"""Shared test helpers: register echo-server model versions and clean up their processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from components.local.endpoint_servers import stop_servers
+from components.local.endpoints import LocalEndpoints
+from components.local.registry import ModelRegistry, ModelVersion
+from components.local.storage import to_local_path
+
+ECHO_SERVER = Path(__file__).with_name("echo_server.py")
+
+
+def echo_spec(mode: str = "", *, routes: bool = True) -> dict[str, object]:
+    """Serving spec that runs echo_server.py; `mode` sets FIXTURE_MODE (see the server)."""
+    spec: dict[str, object] = {
+        "imageUri": "us-docker.pkg.dev/local/echo:test",
+        "command": ["python", str(ECHO_SERVER)],
+        "env": [{"name": "FIXTURE_MODE", "value": mode}],
+    }
+    if routes:
+        spec.update(predictRoute="/predict", healthRoute="/health")
+    return spec
+
+
+def register_echo(
+    registry: ModelRegistry, name: str, bias: int, *, mode: str = "", model: str = "recs"
+) -> ModelVersion:
+    """Write model.json for a fake model and register it as a new version of `model`."""
+    uri = f"gs://test-bucket/models/{model}/{name}"
+    folder = to_local_path(uri)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.json").write_text(json.dumps({"name": name, "bias": bias}))
+    return registry.upload_version(
+        model,
+        artifact_uri=uri,
+        container_spec=echo_spec(mode),
+        sample_instances=[1, 2],
+        is_default_version=False,
+    )
+
+
+def stop_all_servers(endpoints: LocalEndpoints) -> None:
+    """Stop the server processes of every endpoint in the database (test teardown)."""
+    for endpoint in endpoints.list_endpoints():
+        stop_servers(endpoint.display_name, db_path=endpoints.db.path)

@@ -1,0 +1,211 @@
+"""The local builder: .dockerignore, context digests, Dockerfile lint, wheels, build index."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from components.local.build_context import (
+    BuildError,
+    context_files,
+    is_ignored,
+    parse_dockerignore,
+)
+from components.local.build_index import ImageNotBuiltError, index_path, lookup_image
+from components.local.builder import build_container_image, build_python_package
+from components.local.dockerfile_lint import parse_dockerfile
+from components.local.storage import local_root
+
+JOBS = Path(__file__).parent / "data" / "local_jobs"
+IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    return local_root()
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> Path:
+    ctx = tmp_path / "ctx"
+    (ctx / "trainer").mkdir(parents=True)
+    (ctx / "trainer" / "__init__.py").write_text("")
+    (ctx / "trainer" / "task.py").write_text("print('hi')\n")
+    (ctx / "Dockerfile").write_text(
+        "FROM python:3.11-slim\nWORKDIR /app\nCOPY trainer/ /app/trainer/\n"
+        'ENTRYPOINT ["python", "-m", "trainer.task"]\n'
+    )
+    return ctx
+
+
+@pytest.mark.parametrize(
+    ("path", "ignored"),
+    [
+        ("data/big.csv", True),
+        ("data/keep.csv", False),
+        ("notes.md", True),
+        ("README.md", False),
+        ("src/deep/x.pyc", True),
+        ("src/deep/x.py", False),
+        ("secrets/a/b.txt", True),
+        ("tmpfile", True),
+        ("tmp/x", False),
+    ],
+)
+def test_is_ignored_follows_docker_rules(path: str, ignored: bool) -> None:
+    patterns = parse_dockerignore(
+        "# comment\ndata\n!data/keep.csv\n*.md\n!README.md\n**/*.pyc\n/secrets/\ntmp?ile\n"
+    )
+    assert is_ignored(path, patterns) is ignored
+
+
+def test_context_files_and_digest_honour_dockerignore(root: Path, context: Path) -> None:
+    (context / "scratch").mkdir()
+    (context / "scratch" / "big.bin").write_bytes(b"x" * 100)
+    (context / ".dockerignore").write_text("scratch\n")
+    assert context_files(context) == [
+        ".dockerignore",
+        "Dockerfile",
+        "trainer/__init__.py",
+        "trainer/task.py",
+    ]
+    first = build_container_image(context, image_uri=IMAGE)
+    (context / "scratch" / "big.bin").write_bytes(b"y" * 100)  # ignored: same digest
+    second = build_container_image(context, image_uri=IMAGE)
+    assert second.skipped and second.digest == first.digest
+    (context / "trainer" / "task.py").write_text("print('changed')\n")
+    third = build_container_image(context, image_uri=IMAGE)
+    assert not third.skipped and third.digest != first.digest
+
+
+def test_build_container_image_records_entrypoint_and_returns_digest_reference(
+    root: Path, context: Path
+) -> None:
+    result = build_container_image(context, image_uri=IMAGE)
+    assert not result.skipped
+    assert result.uri == f"{IMAGE}@sha256:{result.digest}"
+    record = lookup_image(result.uri, root)
+    assert record["entrypoint"] == ["python", "-m", "trainer.task"]
+    assert record["workdir"] == "/app"
+    assert record["context"] == str(context)
+    assert json.loads(index_path(root).read_text())["images"][IMAGE]["digest"] == result.digest
+    assert lookup_image(IMAGE, root) == record  # a tag without digest finds the latest build
+
+
+def test_lookup_image_refuses_stale_digest(root: Path, context: Path) -> None:
+    old = build_container_image(context, image_uri=IMAGE).uri
+    (context / "trainer" / "task.py").write_text("print('v2')\n")
+    build_container_image(context, image_uri=IMAGE)
+    with pytest.raises(ImageNotBuiltError, match="context changed"):
+        lookup_image(old, root)
+
+
+@pytest.mark.parametrize("secret", [".env", "id_rsa", "sa-key.json", "creds/app.json"])
+def test_build_container_image_refuses_copying_credentials(
+    root: Path, context: Path, secret: str
+) -> None:
+    target = context / secret
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = (
+        '{"type": "service_account", "private_key": "-----BEGIN"}'
+        if secret.endswith(".json")
+        else "X=1"
+    )
+    target.write_text(body)
+    (context / "Dockerfile").write_text('FROM python:3.11\nCOPY . /app\nCMD ["python", "x.py"]\n')
+    with pytest.raises(BuildError, match=f"credential-copied.*{secret}"):
+        build_container_image(context, image_uri=IMAGE)
+    assert not index_path(root).exists()
+    (context / ".dockerignore").write_text(secret + "\n")
+    assert build_container_image(context, image_uri=IMAGE).lint == ()
+
+
+def test_build_container_image_warns_gpu_without_cuda_and_missing_entrypoint(
+    root: Path, context: Path
+) -> None:
+    (context / "Dockerfile").write_text("FROM python:3.11-slim\nCOPY trainer /app/trainer\n")
+    codes = {f.code for f in build_container_image(context, image_uri=IMAGE, gpu=True).lint}
+    assert codes == {"gpu-without-cuda", "no-entrypoint"}
+    (context / "Dockerfile").write_text(
+        'FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nCMD ["python3", "-m", "trainer.task"]\n'
+    )
+    assert build_container_image(context, image_uri=IMAGE, gpu=True).lint == ()
+
+
+def test_parse_dockerfile_follows_stages_continuations_and_env() -> None:
+    info = parse_dockerfile(
+        "FROM nvidia/cuda:12.4.1-devel AS build\nRUN make \\\n  all\n"
+        'FROM build\nWORKDIR /srv\nWORKDIR app\nENV A=1 B="two words"\n'
+        "COPY --from=build /out /out\nCOPY src/ ./src/\nENTRYPOINT python -m app.main\n"
+    )
+    assert info.base_image == "nvidia/cuda:12.4.1-devel"
+    assert info.workdir == "/srv/app"
+    assert info.env == {"A": "1", "B": "two words"}
+    assert info.copies == [(9, ["src/"])]
+    assert info.entrypoint == ["/bin/sh", "-c", "python -m app.main"]
+
+
+def _tar_with(member: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        data = b'FROM python:3.11\nCMD ["python"]\n'
+        info = tarfile.TarInfo(member)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("member", ["../evil/Dockerfile", "/etc/Dockerfile"])
+def test_build_container_image_refuses_archive_escaping_context(
+    root: Path, tmp_path: Path, member: str
+) -> None:
+    archive = tmp_path / "ctx.tar.gz"
+    archive.write_bytes(_tar_with(member))
+    with pytest.raises(BuildError, match="outside the context"):
+        build_container_image(archive, image_uri=IMAGE)
+    assert not (tmp_path / "evil").exists()
+    contexts = root / "builds" / "contexts"
+    assert not contexts.exists() or not any(contexts.iterdir())
+
+
+def test_build_container_image_accepts_safe_archive(root: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "ctx.tar.gz"
+    archive.write_bytes(_tar_with("Dockerfile"))
+    result = build_container_image(archive, image_uri=IMAGE)
+    assert (result.path / "Dockerfile").is_file()
+    assert result.path.parent == root / "builds" / "contexts"
+
+
+def test_build_python_package_bare_package_gets_synthesised_metadata(
+    root: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "tinypkg"
+    shutil.copytree(JOBS / "tinypkg", source)
+    result = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.2.3")
+    assert result.uri == "gs://bkt/pkgs/tinypkg-1.2.3-py3-none-any.whl"
+    assert result.path == root / "gcs" / "bkt" / "pkgs" / "tinypkg-1.2.3-py3-none-any.whl"
+    with zipfile.ZipFile(result.path) as wheel:
+        names = wheel.namelist()
+        metadata = wheel.read("tinypkg-1.2.3.dist-info/METADATA").decode()
+    assert "tinypkg/task.py" in names
+    assert "Requires-Dist: numpy" in metadata
+    assert not (source / "build").exists() and not list(source.glob("*.egg-info"))
+    again = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.2.3")
+    assert again.skipped and again.uri == result.uri
+    (source / "task.py").write_text("print('changed')\n")
+    changed = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.2.3")
+    assert not changed.skipped and changed.digest != result.digest
+
+
+def test_build_python_package_refuses_non_package_folder(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "x.py").write_text("")
+    with pytest.raises(BuildError, match="neither a Python project"):
+        build_python_package(tmp_path / "loose", destination_uri="gs://bkt/pkgs")

@@ -1,0 +1,86 @@
+"""Command-line handlers for the registry: tables on stdout, clear one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from data.serving.support import register_echo
+
+from components.local.endpoint_servers import stop_servers
+from components.local.endpoints import LocalEndpoints
+from components.local.registry import ModelRegistry
+from components.local.registry_cli import cli_endpoints, cli_models
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelRegistry:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    return ModelRegistry()
+
+
+def test_registry_cli_models_prints_models_and_versions(
+    registry: ModelRegistry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    register_echo(registry, "a", 0)
+    assert cli_models(argparse.Namespace(model=None)) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["recs", "1", "1"]
+    assert cli_models(argparse.Namespace(model="recs")) == 0
+    assert "gs://test-bucket/models/recs/a" in capsys.readouterr().out
+
+
+def test_registry_cli_unknown_model_is_one_clear_line(
+    registry: ModelRegistry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_models(argparse.Namespace(model="nope")) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no model named 'nope'" in err
+    assert cli_endpoints(argparse.Namespace()) == 0
+    assert "(none)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_registry_cli_serve_restarts_servers_and_stops_on_sigterm(
+    registry: ModelRegistry, tmp_path: Path
+) -> None:
+    register_echo(registry, "a", 5)
+    endpoints = LocalEndpoints()
+    endpoints.get_or_create("ep")
+    deployed = endpoints.deploy("ep", "recs", "1")
+    os.kill(deployed.pid or 0, signal.SIGKILL)  # stale record: serve must restart it
+    code = (
+        "import argparse, sys\n"
+        "from components.local.registry_cli import cli_serve\n"
+        "sys.exit(cli_serve(argparse.Namespace(endpoint='ep', host=None, port=None, seed=1)))\n"
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        banner = serve.stdout.readline()
+        url = banner.split(" at ")[1].split()[0]
+        request = urllib.request.Request(f"{url}/predict", data=b'{"instances": [1]}')
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.read() == b'{"predictions": [{"model": "a", "value": 6}]}'
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=15) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+        restarted = endpoints.get("ep").deployed_models[0]
+        stop_servers("ep")
+    assert restarted.pid != deployed.pid and not restarted.running

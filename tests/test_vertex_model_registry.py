@@ -1,0 +1,137 @@
+"""Model Registry calls against an in-memory ModelServiceClient (not the live service)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.cloud import aiplatform_v1
+
+from components.vertex.fakes_serving import FakeModelServiceClient
+from components.vertex.model_registry import find_model_version, register_model_version
+
+SERVING: dict[str, Any] = {
+    "imageUri": "europe-west4-docker.pkg.dev/proj/repo/server@sha256:cd",
+    "ports": [{"containerPort": 8080}],
+    "predictRoute": "/predict",
+    "healthRoute": "/health",
+    "env": [{"name": "TOP_K", "value": "5"}],
+}
+
+
+def _register(client: FakeModelServiceClient, key: str, **kwargs: Any) -> Any:
+    args: dict[str, Any] = {
+        "project": "proj",
+        "location": "europe-west4",
+        "display_name": "drink-recommender",
+        "artifact_uri": f"gs://bucket/{key}/model",
+        "serving_container": SERVING,
+        "request_key": key,
+        "model_client": client,
+        **kwargs,
+    }
+    return register_model_version(**args)
+
+
+def test_model_registry_first_upload_creates_the_model_as_gcpc_artifact() -> None:
+    client = FakeModelServiceClient()
+    first = _register(client, "run-1/register")
+    assert first.created and first.version_id == "1"
+    assert first.version_aliases == ("default",)
+    name = "projects/proj/locations/europe-west4/models/500"
+    assert first.resource_name == f"{name}@1"
+    assert first.uri == f"https://europe-west4-aiplatform.googleapis.com/v1/{name}@1"
+    assert first.artifact_metadata() == {"resourceName": f"{name}@1"}
+    stored = client.versions[name][0]
+    assert stored.container_spec.ports[0].container_port == 8080
+    assert stored.artifact_uri == "gs://bucket/run-1/register/model"
+
+
+def test_model_registry_second_run_adds_a_version_without_moving_aliases() -> None:
+    client = FakeModelServiceClient()
+    _register(client, "run-1/register", make_champion=True)
+    second = _register(client, "run-2/register", aliases=["candidate"])
+    assert second.version_id == "2"
+    assert second.version_aliases == ("candidate",)
+    assert client.get_model(name=f"{second.model_name}@champion").version_id == "1"
+    assert client.get_model(name=f"{second.model_name}@default").version_id == "1"
+
+
+def test_model_registry_champion_and_default_move_together_in_one_call() -> None:
+    client = FakeModelServiceClient()
+    _register(client, "run-1/register", make_champion=True)
+    client.calls.clear()
+    second = _register(client, "run-2/register", make_champion=True, make_default=True)
+    assert client.calls.count("merge_version_aliases") == 1
+    assert set(second.version_aliases) == {"champion", "default"}
+    first = client.get_model(name=f"{second.model_name}@1")
+    assert list(first.version_aliases) == []
+
+
+def test_model_registry_rerun_with_same_request_key_does_not_duplicate() -> None:
+    client = FakeModelServiceClient()
+    first = _register(client, "run-3/register", make_champion=True)
+    again = _register(client, "run-3/register", make_champion=True)
+    assert not again.created
+    assert again.resource_name == first.resource_name
+    assert len(client.versions[first.model_name]) == 1
+    assert client.calls.count("upload_model") == 1
+
+
+def test_model_registry_rerun_after_crash_before_aliases_finishes_the_move() -> None:
+    client = FakeModelServiceClient()
+    _register(client, "run-1/register", make_champion=True)
+    original = client.merge_version_aliases
+
+    def crash(request: Any) -> Any:
+        raise KeyboardInterrupt("killed between upload and alias move")
+
+    client.merge_version_aliases = crash  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        _register(client, "run-2/register", make_champion=True)
+    client.merge_version_aliases = original  # type: ignore[method-assign]
+    again = _register(client, "run-2/register", make_champion=True)
+    assert not again.created and again.version_id == "2"
+    assert "champion" in again.version_aliases
+
+
+def test_model_registry_bad_input_changes_nothing() -> None:
+    client = FakeModelServiceClient()
+    with pytest.raises(ValueError, match="make_champion"):
+        _register(client, "k", aliases=["champion"])
+    with pytest.raises(ValueError, match="gs://"):
+        _register(client, "k", artifact_uri="/tmp/model")
+    with pytest.raises(ValueError, match="ModelContainerSpec"):
+        _register(client, "k", serving_container={**SERVING, "healthPath": "/h"})
+    assert client.calls == []
+
+
+def test_model_registry_two_models_with_one_display_name_is_an_error() -> None:
+    client = FakeModelServiceClient()
+    _register(client, "a")
+    client.upload_model(
+        request=aiplatform_v1.UploadModelRequest(
+            parent="projects/proj/locations/europe-west4",
+            model={"display_name": "drink-recommender"},
+        )
+    )
+    with pytest.raises(ValueError, match="2 models are named"):
+        _register(client, "b")
+
+
+def test_model_registry_find_champion_returns_none_until_one_exists() -> None:
+    client = FakeModelServiceClient()
+    where: dict[str, Any] = {
+        "project": "proj",
+        "location": "europe-west4",
+        "display_name": "drink-recommender",
+        "model_client": client,
+    }
+    assert find_model_version(**where) is None
+    _register(client, "run-1/register")
+    assert find_model_version(**where) is None
+    _register(client, "run-2/register", make_champion=True)
+    champion = find_model_version(**where)
+    assert champion is not None
+    assert champion["versionId"] == "2"
+    assert champion["artifactUri"] == "gs://bucket/run-2/register/model"

@@ -1,0 +1,91 @@
+"""The self-contained model artifact written to AIP_MODEL_DIR.
+
+Files: `weights.pt` (a state dict of tensors, loadable with `weights_only=True`), `config.json`
+(model sizes), `vocab.json` (member ids), `catalogue.json` (drinks, stores, menus, launch days),
+`popularity.json` (per-store fallback table), `metrics.json`, and last `artifact.json`, listing
+every file's SHA-256. A reader that finds no artifact.json knows the export did not finish.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.features import Catalogue
+from trainer.model import DrinkRecommender, ModelConfig
+from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
+
+ARTIFACT_FORMAT = "drinkshop-recommender/v1"
+INDEX_FILE = "artifact.json"
+
+
+def export_model(
+    model_dir: Path,
+    model: DrinkRecommender,
+    catalogue: Catalogue,
+    member_vocab: np.ndarray,
+    popularity: np.ndarray,
+    metrics: dict[str, Any],
+) -> dict[str, Any]:
+    """Write the artifact; every file atomically, the index last.
+
+    Args:
+        model_dir: destination (AIP_MODEL_DIR, resolved).
+        model: the trained model (not a DDP wrapper).
+        catalogue: drinks and stores.
+        member_vocab: sorted member ids; member index i+1 is member_vocab[i].
+        popularity: (stores, drinks) counts for the fallback.
+        metrics: evaluation results.
+
+    Returns:
+        The artifact index (format, file hashes).
+    """
+    buffer = io.BytesIO()
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
+    atomic_write_bytes(model_dir / "weights.pt", buffer.getvalue())
+    atomic_write_json(model_dir / "config.json", {"format": ARTIFACT_FORMAT, "model": model.config.to_dict()})
+    atomic_write_json(model_dir / "vocab.json", {"member_ids": member_vocab.tolist()})
+    atomic_write_json(model_dir / "catalogue.json", catalogue.to_json())
+    atomic_write_json(model_dir / "popularity.json", {"store_drink_counts": popularity.tolist()})
+    atomic_write_json(model_dir / "metrics.json", metrics)
+    names = ["weights.pt", "config.json", "vocab.json", "catalogue.json", "popularity.json", "metrics.json"]
+    index = {"format": ARTIFACT_FORMAT, "sha256": {n: sha256_file(model_dir / n) for n in names}}
+    atomic_write_json(model_dir / INDEX_FILE, index)
+    return index
+
+
+def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndarray, np.ndarray]:
+    """Verify and load an artifact.
+
+    Returns:
+        `(model, catalogue, member_vocab, popularity)`; the model is in eval mode on CPU.
+
+    Raises:
+        FileNotFoundError: no artifact.json (not a model folder, or the export did not finish).
+        ValueError: wrong format or a file's SHA-256 does not match the index.
+    """
+    index_path = model_dir / INDEX_FILE
+    if not index_path.is_file():
+        raise FileNotFoundError(f"{model_dir} has no {INDEX_FILE}; expected a folder written by trainer.task")
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    if index.get("format") != ARTIFACT_FORMAT:
+        raise ValueError(f"{index_path}: format {index.get('format')!r}, expected {ARTIFACT_FORMAT!r}")
+    for name, digest in index["sha256"].items():
+        if sha256_file(model_dir / name) != digest:
+            raise ValueError(f"{model_dir / name}: SHA-256 does not match {INDEX_FILE}; re-export")
+
+    def read(name: str) -> Any:
+        return json.loads((model_dir / name).read_text(encoding="utf-8"))
+
+    model = DrinkRecommender(ModelConfig.from_dict(read("config.json")["model"]))
+    model.load_state_dict(torch.load(model_dir / "weights.pt", map_location="cpu", weights_only=True))
+    model.eval()
+    catalogue = Catalogue.from_json(read("catalogue.json"))
+    members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)
+    popularity = np.asarray(read("popularity.json")["store_drink_counts"], dtype=np.float64)
+    return model, catalogue, members, popularity

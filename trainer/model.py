@@ -1,0 +1,219 @@
+"""Two-tower drink recommender and its loss: sampled softmax with log-Q correction.
+
+Query tower: member embedding plus an MLP over (member, store, hour, weekday, season).
+Drink tower: drink, category and hot/cold embeddings, plus a per-drink bias and a bias for how
+recently the drink was launched. Score = query · drink + biases; drinks a shop cannot sell at
+that moment (other region's menu, not launched yet) are masked out everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+import numpy as np
+
+from trainer.features import NOVELTY_BUCKETS, Catalogue
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of the model; saved as JSON next to the weights."""
+
+    n_members: int  # known members; index 0 is reserved for unknown members
+    n_stores: int
+    n_drinks: int
+    n_categories: int
+    embedding_dim: int = 32
+    hidden_dim: int = 64
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> ModelConfig:
+        """Inverse of `to_dict`."""
+        return cls(**{k: int(v) for k, v in payload.items()})
+
+
+@dataclass(frozen=True)
+class CatalogueTensors:
+    """Per-drink and per-store facts the model and loss need, as tensors on one device."""
+
+    drink_category: torch.Tensor
+    drink_cold: torch.Tensor
+    drink_region: torch.Tensor
+    drink_launch_day: torch.Tensor
+    store_region: torch.Tensor
+    log_q: torch.Tensor  # log of each drink's share of training purchases
+
+    @classmethod
+    def build(
+        cls, catalogue: Catalogue, log_q: np.ndarray | None, device: torch.device
+    ) -> CatalogueTensors:
+        """Move a catalogue to `device`; `log_q` may be None where no loss is computed."""
+
+        def t(values: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(values, device=device)
+
+        if log_q is None:
+            log_q = np.zeros(catalogue.drink_ids.size, dtype=np.float32)
+        return cls(
+            drink_category=t(catalogue.drink_category),
+            drink_cold=t(catalogue.drink_cold),
+            drink_region=t(catalogue.drink_region),
+            drink_launch_day=t(catalogue.drink_launch_day),
+            store_region=t(catalogue.store_region),
+            log_q=t(log_q.astype(np.float32)),
+        )
+
+
+def purchase_log_share(drink: np.ndarray, n_drinks: int) -> np.ndarray:
+    """log of each drink's (add-one smoothed) share of training purchases: log p_j for log-Q."""
+    counts = np.bincount(drink, minlength=n_drinks).astype(np.float64) + 1.0
+    return np.log(counts / counts.sum()).astype(np.float32)
+
+
+class DrinkRecommender(nn.Module):
+    """Two-tower recommender; see the module docstring."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        d = config.embedding_dim
+        self.config = config
+        self.member = nn.Embedding(config.n_members + 1, d)
+        self.store = nn.Embedding(config.n_stores, d)
+        self.hour = nn.Embedding(24, d)
+        self.weekday = nn.Embedding(7, d)
+        self.season = nn.Embedding(4, d)
+        self.context = nn.Sequential(
+            nn.Linear(5 * d, config.hidden_dim), nn.ReLU(), nn.Linear(config.hidden_dim, d)
+        )
+        self.drink = nn.Embedding(config.n_drinks, d)
+        self.category = nn.Embedding(config.n_categories, d)
+        self.cold = nn.Embedding(2, d)
+        self.drink_bias = nn.Parameter(torch.zeros(config.n_drinks))
+        self.novelty_bias = nn.Parameter(torch.zeros(NOVELTY_BUCKETS))
+        for table in (self.member, self.store, self.hour, self.weekday, self.season):
+            nn.init.normal_(table.weight, std=0.05)
+        for table in (self.drink, self.category, self.cold):
+            nn.init.normal_(table.weight, std=0.05)
+
+    def query(
+        self,
+        member: torch.Tensor,
+        store: torch.Tensor,
+        hour: torch.Tensor,
+        weekday: torch.Tensor,
+        season: torch.Tensor,
+    ) -> torch.Tensor:
+        """Query vectors (B, d) for a batch of visits."""
+        m = self.member(member)
+        parts = [m, self.store(store), self.hour(hour), self.weekday(weekday), self.season(season)]
+        return m + self.context(torch.cat(parts, dim=1))
+
+    def items(self, drinks: torch.Tensor, category: torch.Tensor, cold: torch.Tensor) -> torch.Tensor:
+        """Drink vectors (U, d) for candidate drinks."""
+        return self.drink(drinks) + self.category(category) + self.cold(cold)
+
+    def forward(
+        self,
+        member: torch.Tensor,
+        store: torch.Tensor,
+        hour: torch.Tensor,
+        weekday: torch.Tensor,
+        season: torch.Tensor,
+        candidates: torch.Tensor,
+        candidate_category: torch.Tensor,
+        candidate_cold: torch.Tensor,
+        novelty: torch.Tensor,
+    ) -> torch.Tensor:
+        """Unmasked scores (B, U) of `candidates` for each visit; `novelty` is (B, U) buckets."""
+        q = self.query(member, store, hour, weekday, season)
+        v = self.items(candidates, candidate_category, candidate_cold)
+        return q @ v.T + self.drink_bias[candidates] + self.novelty_bias[novelty]
+
+
+def candidate_context(
+    cat: CatalogueTensors, store: torch.Tensor, day: torch.Tensor, candidates: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Availability mask and novelty bucket of each candidate for each visit.
+
+    Args:
+        cat: catalogue tensors.
+        store: store indices (B,).
+        day: day numbers (B,).
+        candidates: drink indices (U,).
+
+    Returns:
+        `(available, novelty)`, both (B, U): bool, and int64 in [0, NOVELTY_BUCKETS).
+    """
+    age = day[:, None] - cat.drink_launch_day[candidates][None, :]
+    region = cat.drink_region[candidates][None, :]
+    available = ((region == -1) | (region == cat.store_region[store][:, None])) & (age >= 0)
+    novelty = torch.where(
+        age < 0, 0, torch.where(age < 14, 1, torch.where(age < 42, 2, NOVELTY_BUCKETS - 1))
+    )
+    return available, novelty
+
+
+def score(
+    model: nn.Module, cat: CatalogueTensors, batch: dict[str, torch.Tensor], candidates: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores (B, U) of `candidates` for a batch of visits, and their availability mask.
+
+    `model` may be a `DrinkRecommender` or a DistributedDataParallel wrapper around one.
+    """
+    available, novelty = candidate_context(cat, batch["store"], batch["day"], candidates)
+    logits = model(
+        batch["member"],
+        batch["store"],
+        batch["hour"],
+        batch["weekday"],
+        batch["season"],
+        candidates,
+        cat.drink_category[candidates],
+        cat.drink_cold[candidates],
+        novelty,
+    )
+    return logits, available
+
+
+def sampled_softmax_loss(
+    model: nn.Module,
+    cat: CatalogueTensors,
+    batch: dict[str, torch.Tensor],
+    global_drinks: torch.Tensor,
+    row_offset: int,
+) -> torch.Tensor:
+    """In-batch sampled softmax with log-Q correction over the whole global batch's drinks.
+
+    The candidates are the distinct drinks bought anywhere in the global batch (all replicas),
+    so each row's negatives are other visits' purchases: popular drinks appear as negatives far
+    more often than rare ones. Subtracting log Q(j), the log probability that drink j is among
+    the sampled candidates, undoes that bias (Yi et al., RecSys 2019), so the logits estimate
+    the full softmax. Candidates the visit's shop could not sell are masked out.
+
+    Args:
+        model: the recommender (or its DDP wrapper).
+        cat: catalogue tensors (`log_q` holds log purchase shares).
+        batch: this replica's rows: member, store, hour, weekday, season, day, drink.
+        global_drinks: the drinks of every row of the global batch, replica-major.
+        row_offset: where this replica's rows start inside `global_drinks`.
+
+    Returns:
+        Mean cross-entropy over this replica's rows.
+    """
+    candidates, inverse = torch.unique(global_drinks, return_inverse=True)
+    target = inverse[row_offset : row_offset + batch["drink"].shape[0]]
+    logits, available = score(model, cat, batch, candidates)
+    # Q(j) = P(j among G draws) = 1 - (1 - p_j)^G, computed stably in log space.
+    g = float(global_drinks.shape[0])
+    log_q = torch.log(-torch.expm1(g * torch.log1p(-torch.exp(cat.log_q[candidates]))))
+    logits = (logits - log_q).masked_fill(~available, float("-inf"))
+    return F.cross_entropy(logits, target)

@@ -1,0 +1,158 @@
+"""Time-based train/validation split stored as a dataset manifest.
+
+Random splits of a time series leak the future into training; the manifest trains on weeks
+0..T-1-v and validates on the last v weeks. CLI: `python -m trainer.split --data DIR --out DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainer.data import FORMAT as DATA_FORMAT
+from trainer.paths import atomic_write_json, resolve, sha256_file
+
+MANIFEST_FORMAT = "drinkshop-dataset-manifest/v1"
+MANIFEST_NAME = "manifest.json"
+
+
+def plan_time_split(data_dir: str, validation_weeks: int = 1) -> dict[str, Any]:
+    """Build the manifest for `data_dir` without writing anything.
+
+    Args:
+        data_dir: a folder written by `trainer.data generate` (local, `gs://` or `/gcs/`).
+        validation_weeks: how many final weeks to hold out.
+
+    Returns:
+        The manifest: `data_uri`, `train`/`validation` (weeks, files, rows), catalogue paths,
+        schema, seed and a `content_hash` over every file's SHA-256.
+
+    Raises:
+        FileNotFoundError: `data_dir` has no generation.json.
+        ValueError: `validation_weeks` leaves no training week, or the data is not ours.
+    """
+    root = resolve(data_dir)
+    info_path = root / "generation.json"
+    if not info_path.is_file():
+        raise FileNotFoundError(
+            f"{data_dir!r} has no generation.json; expected a folder written by "
+            "`python -m trainer.data generate --out DIR`"
+        )
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    if info.get("format") != DATA_FORMAT:
+        raise ValueError(f"{info_path}: format {info.get('format')!r}, expected {DATA_FORMAT!r}")
+    weeks = sorted(info["weeks"], key=lambda w: w["week"])
+    if not 1 <= validation_weeks < len(weeks):
+        raise ValueError(
+            f"validation_weeks must be between 1 and {len(weeks) - 1} for {len(weeks)} weeks "
+            f"of data, got {validation_weeks}"
+        )
+    cut = len(weeks) - validation_weeks
+    files: dict[str, str] = {}
+    for rel in [w["path"] for w in weeks] + [info["drinks_path"], info["stores_path"]]:
+        path = root / rel
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is listed in generation.json but missing; regenerate")
+        files[rel] = sha256_file(path)
+    content_hash = hashlib.sha256(
+        "".join(f"{rel}:{digest}\n" for rel, digest in sorted(files.items())).encode()
+    ).hexdigest()
+
+    def part(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "weeks": [w["week"] for w in chosen],
+            "files": [w["path"] for w in chosen],
+            "rows": sum(w["rows"] for w in chosen),
+        }
+
+    return {
+        "format": MANIFEST_FORMAT,
+        "data_uri": str(data_dir),
+        "seed": info["config"]["seed"],
+        "generation": info["config"],
+        "start_date": info["start_date"],
+        "schema": info["schema"],
+        "train": part(weeks[:cut]),
+        "validation": part(weeks[cut:]),
+        "drinks": info["drinks_path"],
+        "stores": info["stores_path"],
+        "sha256": files,
+        "content_hash": content_hash,
+    }
+
+
+def make_time_split(data_dir: str, out_dir: str, validation_weeks: int = 1) -> dict[str, Any]:
+    """Plan the split and write it atomically to `out_dir/manifest.json`.
+
+    The manifest references the data files relative to `data_uri` (kept as given, e.g. a
+    `gs://` URI), so a job anywhere can resolve them with `trainer.paths.resolve`.
+
+    Args:
+        data_dir: folder written by `trainer.data generate`.
+        out_dir: folder for `manifest.json` (created if missing).
+        validation_weeks: how many final weeks to hold out.
+
+    Returns:
+        The manifest dict (see `plan_time_split`).
+    """
+    manifest = plan_time_split(data_dir, validation_weeks)
+    atomic_write_json(resolve(out_dir) / MANIFEST_NAME, manifest)
+    return manifest
+
+
+def load_manifest(path: str) -> dict[str, Any]:
+    """Read a manifest from a `manifest.json` path or a folder holding one.
+
+    A folder written by `trainer.data generate` (no manifest yet) is split on the fly with one
+    validation week, so a quick run needs no separate split step.
+
+    Args:
+        path: manifest file, folder with `manifest.json`, or raw dataset folder.
+
+    Raises:
+        FileNotFoundError: nothing usable at `path`.
+        ValueError: the file is not a dataset manifest.
+    """
+    local = resolve(path)
+    if local.is_dir() and (local / MANIFEST_NAME).is_file():
+        local = local / MANIFEST_NAME
+    elif local.is_dir():
+        return plan_time_split(path)
+    if not local.is_file():
+        raise FileNotFoundError(
+            f"no dataset at {path!r}: pass a manifest.json from `python -m trainer.split` or a "
+            "folder from `python -m trainer.data generate`"
+        )
+    manifest: dict[str, Any] = json.loads(local.read_text(encoding="utf-8"))
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"{path!r}: format {manifest.get('format')!r}, expected {MANIFEST_FORMAT!r}")
+    return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: `python -m trainer.split --data DIR --out DIR [--validation_weeks 1]`."""
+    parser = argparse.ArgumentParser(prog="python -m trainer.split", description=__doc__)
+    parser.add_argument("--data", required=True, help="folder from `trainer.data generate`")
+    parser.add_argument("--out", required=True, help="folder for manifest.json")
+    parser.add_argument("--validation_weeks", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        manifest = make_time_split(args.data, args.out, args.validation_weeks)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"train weeks {manifest['train']['weeks'][0]}..{manifest['train']['weeks'][-1]} "
+        f"({manifest['train']['rows']} rows), validation weeks {manifest['validation']['weeks']} "
+        f"({manifest['validation']['rows']} rows); content hash {manifest['content_hash'][:12]}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Training entry point: `python -m trainer.task --data DATASET --learning_rate ... --epochs ...`.
+
+Honours the Vertex training contract: outputs go to AIP_MODEL_DIR, AIP_CHECKPOINT_DIR and
+AIP_TENSORBOARD_LOG_DIR (gs:// and /gcs/ map through GCS_FUSE_ROOT; unset means folders under
+--output_dir); the cluster comes from CLUSTER_SPEC / MASTER_ADDR / MASTER_PORT / WORLD_SIZE /
+RANK; the tuning metric goes to cloudml-hypertune. SIGTERM checkpoints and exits with 143.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped early with a durable checkpoint; rerun resumes
+METRIC_CHOICES = ("ndcg_at_10", "recall_at_10", "ndcg_at_10_margin", "recall_at_10_margin")
+log = logging.getLogger("trainer.task")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """All flags; every tunable hyperparameter is one."""
+    p = argparse.ArgumentParser(prog="python -m trainer.task", description=__doc__)
+    p.add_argument("--data", required=True, help="manifest.json, a folder holding one, or a generated dataset folder")
+    p.add_argument("--output_dir", default="trainer-output", help="base for outputs whose AIP_* variable is unset")
+    p.add_argument("--learning_rate", type=float, default=0.01, help="Adam LR for one replica's batch")
+    p.add_argument("--embedding_dim", type=int, default=32)
+    p.add_argument("--hidden_dim", type=int, default=64, help="width of the context MLP")
+    p.add_argument("--batch_size", type=int, default=512, help="rows per replica per step")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight decay")
+    p.add_argument("--baseline_weeks", type=int, default=4, help="recent weeks counted for popularity")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max_steps", type=int, default=None, help="cap on total steps")
+    p.add_argument("--checkpoint_every_steps", type=int, default=500, help="0: only on SIGTERM and at the end")
+    p.add_argument("--log_every_steps", type=int, default=50)
+    p.add_argument("--hypertune_metric", default="ndcg_at_10", choices=METRIC_CHOICES)
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--num_threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    return p
+
+
+def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    positive = ("learning_rate", "embedding_dim", "hidden_dim", "batch_size", "epochs", "baseline_weeks", "log_every_steps")
+    for name in positive:
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name} must be > 0, got {getattr(args, name)}")
+    for name in ("weight_decay", "checkpoint_every_steps", "num_threads"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
+    if args.max_steps is not None and args.max_steps <= 0:
+        parser.error(f"--max_steps must be > 0, got {args.max_steps}")
+
+
+def output_dirs(output_dir: str, env: dict[str, str] | None = None) -> dict[str, Path]:
+    """Resolved model, checkpoint and TensorBoard folders from AIP_* or `output_dir`."""
+    from trainer.paths import resolve
+
+    env = dict(os.environ) if env is None else env
+    defaults = {"AIP_MODEL_DIR": "model", "AIP_CHECKPOINT_DIR": "checkpoints", "AIP_TENSORBOARD_LOG_DIR": "tensorboard"}
+    return {key: resolve(env.get(key) or os.path.join(output_dir, sub)) for key, sub in defaults.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, evaluate, export and report; returns the process exit code."""
+    import numpy as np
+    import torch
+
+    from trainer.checkpoint import CheckpointManager
+    from trainer.distributed import cluster_from_env, init_process_group, scaled_learning_rate
+    from trainer.evaluate import evaluate
+    from trainer.export import export_model
+    from trainer.features import (
+        encode_rows,
+        member_counts,
+        read_catalogue,
+        read_columns,
+        store_popularity,
+    )
+    from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
+    from trainer.scalars import ScalarWriter
+    from trainer.split import load_manifest
+    from trainer.train import LoopConfig, StopFlag, rows_to_tensors, train_loop
+
+    stop = StopFlag()
+    stop.install()
+    info = cluster_from_env()
+    if not info.trains:
+        log.info("this replica's pool (parameter/reduction server or evaluator) has no role; exiting")
+        return 0
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if use_cuda else "cpu")
+    init_process_group(info, use_cuda)
+    dirs = output_dirs(args.output_dir)
+
+    manifest = load_manifest(args.data)
+    catalogue = read_catalogue(manifest)
+    train_cols = read_columns(manifest, "train")
+    member_vocab = np.unique(train_cols["member_id"])
+    train_rows = encode_rows(train_cols, member_vocab, catalogue)
+    val_rows = encode_rows(read_columns(manifest, "validation"), member_vocab, catalogue)
+    popularity = store_popularity(train_rows, catalogue, train_cols["week"], args.baseline_weeks)
+    log_q = purchase_log_share(train_rows.drink, catalogue.drink_ids.size)
+    cat = CatalogueTensors.build(catalogue, log_q, device)
+
+    config = ModelConfig(
+        n_members=int(member_vocab.size),
+        n_stores=int(catalogue.store_ids.size),
+        n_drinks=int(catalogue.drink_ids.size),
+        n_categories=catalogue.n_categories,
+        embedding_dim=args.embedding_dim,
+        hidden_dim=args.hidden_dim,
+    )
+    raw_model = DrinkRecommender(config).to(device)
+    model: torch.nn.Module = raw_model
+    if info.world_size > 1:
+        model = torch.nn.parallel.DistributedDataParallel(raw_model, device_ids=[device.index] if use_cuda else None)
+    lr = scaled_learning_rate(args.learning_rate, info.world_size)
+    optimizer = torch.optim.AdamW(raw_model.parameters(), lr=lr, weight_decay=args.weight_decay)
+    loop_cfg = LoopConfig(
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        seed=args.seed,
+        checkpoint_every_steps=args.checkpoint_every_steps,
+        log_every_steps=args.log_every_steps,
+        max_steps=args.max_steps,
+    )
+    writer = ScalarWriter(dirs["AIP_TENSORBOARD_LOG_DIR"]) if info.is_primary else None
+    result = train_loop(
+        model, raw_model, optimizer, rows_to_tensors(train_rows, device), cat, loop_cfg, info, stop,
+        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"]), writer=writer,
+    )
+    if result.preempted or stop.is_set():
+        log.warning("stopped at step %d of %d on SIGTERM; checkpoint saved, exiting %d",
+                    result.step, result.total_steps, EXIT_PREEMPTED)
+        _leave_group(info.world_size)
+        return EXIT_PREEMPTED
+
+    if info.is_primary:
+        pop_tensor = torch.as_tensor(popularity, device=device)
+        usual = torch.as_tensor(member_counts(train_rows, config.n_members, config.n_drinks), device=device)
+        val_tensors = rows_to_tensors(val_rows, device)
+        metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
+        metrics["training"] = {
+            "steps": result.step,
+            "total_steps": result.total_steps,
+            "resumed_from_step": result.resumed_from,
+            "world_size": info.world_size,
+            "global_batch": args.batch_size * info.world_size,
+            "learning_rate": lr,
+            "train_rows": len(train_rows),
+            "samples_per_second": result.samples * info.world_size / max(result.seconds, 1e-9),
+            "loss_history": result.history,
+            "dataset_content_hash": manifest["content_hash"],
+            "args": vars(args),
+        }
+        export_model(dirs["AIP_MODEL_DIR"], raw_model, catalogue, member_vocab, popularity, metrics)
+        if writer is not None:
+            for name in ("recall_at_10", "ndcg_at_10", "baseline_recall_at_10", "baseline_ndcg_at_10"):
+                writer.add_scalar(f"validation/{name}", metrics[name], result.step)
+            writer.close()
+        import hypertune
+
+        hypertune.HyperTune().report_hyperparameter_tuning_metric(
+            hyperparameter_metric_tag=args.hypertune_metric,
+            metric_value=metrics[args.hypertune_metric],
+            global_step=result.step,
+        )
+        summary = {k: v for k, v in metrics.items() if k != "training"}
+        print(json.dumps({"metrics": summary, "model_dir": str(dirs["AIP_MODEL_DIR"])}), flush=True)
+    _leave_group(info.world_size, barrier=True)
+    return 0
+
+
+def _leave_group(world_size: int, barrier: bool = False) -> None:
+    if world_size > 1:
+        import torch.distributed as dist
+
+        if barrier:
+            dist.barrier()  # replicas wait while the primary evaluates and exports
+        dist.destroy_process_group()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, configure logging and run."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _validate(args, parser)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

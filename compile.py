@@ -18,9 +18,9 @@ _HANDLERS: dict[str, str] = {
     "compile": "pipelines.cli_compile:cli_compile",
     "estimate": "pipelines.cli_compile:cli_estimate",
     "run": "pipelines.cli_run:cli_run",
-    "models": "pipelines.cli_local:cli_models",
-    "endpoints": "pipelines.cli_local:cli_endpoints",
-    "serve": "pipelines.cli_local:cli_serve",
+    "models": "components.local.registry_cli:cli_models",
+    "endpoints": "components.local.registry_cli:cli_endpoints",
+    "serve": "components.local.registry_cli:cli_serve",
     "demo": "pipelines.demo:cli_demo",
     "validate": "components.specs.lint_file:cli_validate",
     "upload": "pipelines.template_upload:cli_upload",
@@ -94,14 +94,26 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
-    subparsers.add_parser("models", help="list the local model registry's models and versions")
-    subparsers.add_parser("endpoints", help="list the local endpoints and their traffic split")
-    parser = subparsers.add_parser(
+    models = subparsers.add_parser(
+        "models", help="list the local model registry (or one model's versions and aliases)"
+    )
+    models.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
+    endpoints = subparsers.add_parser(
+        "endpoints", help="list the local endpoints, their deployed models and traffic"
+    )
+    serve = subparsers.add_parser(
         "serve", help="serve a local endpoint on 127.0.0.1 (its traffic split applies)"
     )
-    parser.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+    serve.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+    serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
+    for parser in (models, endpoints, serve):
+        parser.add_argument(
+            "--db",
+            metavar="PATH",
+            help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
+        )
 
 
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:

@@ -18,8 +18,10 @@ def build_container(
     package_name: str = "",
     package_version: str = "",
     staging_uri: str = "",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple("Outputs", [("reference", str), ("digest", str), ("skipped", bool)]):
     """Packages training code; skips the work when the source digest is unchanged.
 

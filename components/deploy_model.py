@@ -22,8 +22,10 @@ def deploy_model(
     max_replica_count: int = 1,
     sample_instances: list = [],  # noqa: B006 - KFP reads defaults from the signature
     service_account: str = "",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple("Outputs", [("deployed_model_id", str), ("traffic", dict)]):
     """Deploys the version and gives it ``traffic_percentage`` of the endpoint's traffic.
 

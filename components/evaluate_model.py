@@ -20,8 +20,10 @@ def evaluate_model(
     min_improvement: float = 0.0,
     guardrail_metrics: dict = {"recall_at_10": 0.01},  # noqa: B006 - read from the signature
     force_decision: str = "",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple(
     "Outputs",
     [("is_better", bool), ("candidate_score", float), ("champion_score", float), ("reason", str)],
@@ -40,7 +42,8 @@ def evaluate_model(
         metrics: Output: candidate, champion and popularity-baseline metrics.
         champion_alias: Alias of the current champion version.
         primary_metric: The single metric the decision is made on.
-        min_improvement: Required gain of the primary metric (absolute).
+        min_improvement: The primary metric must gain more than this (absolute; with 0 a
+            tie keeps the champion).
         guardrail_metrics: Metric name -> largest allowed drop (absolute).
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.

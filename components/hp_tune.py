@@ -42,8 +42,10 @@ def hp_tune(
     labels: dict = {},  # noqa: B006
     pipeline_run: str = "",
     pipeline_task: str = "",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple(
     "Outputs", [("best_parameters", dict), ("best_metric", float), ("best_trial_id", str)]
 ):
@@ -57,7 +59,8 @@ def hp_tune(
     Args:
         backend: ``"vertex"`` or ``"local"``.
         display_name: The tuning job's display name.
-        base_output_directory: ``gs://`` folder; trial ``N`` writes under ``N/``.
+        base_output_directory: ``gs://`` folder; trial ``N`` writes under
+            ``<it>/<pipeline run>/<task>/N/`` (or ``<it>/N/`` without ``pipeline_run``).
         parameter_specs: Study parameters in Vertex REST form (``parameterId``,
             ``doubleValueSpec``/``integerValueSpec``/``categoricalValueSpec``/
             ``discreteValueSpec``, ``scaleType``, ``conditionalParameterSpecs``).
@@ -95,7 +98,7 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
-    from components.steps.job_request import TrainingRequest
+    from components.steps.job_request import TrainingRequest, scoped_output_directory
     from components.steps.tune import TuningRequest, tune
 
     result = tune(
@@ -103,7 +106,9 @@ def hp_tune(
             trial=TrainingRequest(
                 backend=backend,
                 display_name=display_name,
-                base_output_directory=base_output_directory,
+                base_output_directory=scoped_output_directory(
+                    base_output_directory, pipeline_run, pipeline_task
+                ),
                 python_module=python_module,
                 package_uris=list(package_uris),
                 executor_image_uri=executor_image_uri,

@@ -27,9 +27,11 @@ def register_model(
     sample_instances: list = [],  # noqa: B006
     evaluation: Input[Metrics] = None,
     dataset_uri: str = "",
-    pipeline_run: str = "{{$.pipeline_job_name}}",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    pipeline_run: str = "",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
     """Uploads the model as a new version of ``display_name`` and sets its aliases.
 

@@ -40,8 +40,10 @@ def train_custom_job(
     local_preemption_after_seconds: float = 0.0,
     pipeline_run: str = "",
     pipeline_task: str = "",
-    project: str = "{{$.pipeline_google_cloud_project_id}}",
-    location: str = "{{$.pipeline_google_cloud_location}}",
+    # The placeholders are split so that kfp.local, which scans the embedded source for the
+    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
+    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
+    location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple("Outputs", [("state", str), ("goodput", float), ("restarts", int)]):
     """Builds the CustomJob with the validated core, runs it, and outputs its model directory.
 
@@ -54,7 +56,8 @@ def train_custom_job(
         backend: ``"vertex"`` or ``"local"``.
         display_name: The job's display name.
         base_output_directory: ``gs://`` folder; the job writes ``model/``,
-            ``checkpoints/`` and ``logs/`` under it (``AIP_*`` variables).
+            ``checkpoints/`` and ``logs/`` under ``<it>/<pipeline run>/<task>`` (``AIP_*``
+            variables), or under it directly when ``pipeline_run`` is empty.
         model: Output: the trained model directory (``AIP_MODEL_DIR``).
         metrics: Output: goodput, restarts and wall time of the job.
         gcp_resources: Output: the Vertex job resource (for the console and cancellation).
@@ -94,14 +97,16 @@ def train_custom_job(
         goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
         restarts: Restarts after preemption.
     """
-    from components.steps.job_request import TrainingRequest
+    from components.steps.job_request import TrainingRequest, scoped_output_directory
     from components.steps.train import train
 
     result = train(
         TrainingRequest(
             backend=backend,
             display_name=display_name,
-            base_output_directory=base_output_directory,
+            base_output_directory=scoped_output_directory(
+                base_output_directory, pipeline_run, pipeline_task
+            ),
             python_module=python_module,
             package_uris=list(package_uris),
             executor_image_uri=executor_image_uri,

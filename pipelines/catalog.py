@@ -16,6 +16,7 @@ COMPONENTS: dict[str, str] = {
     "prepare_dataset": "components.prepare_dataset:prepare_dataset",
     "train_custom_job": "components.train_custom_job:train_custom_job",
     "hp_tune": "components.hp_tune:hp_tune",
+    "fixed_hyperparameters": "components.fixed_hyperparameters:fixed_hyperparameters",
     "evaluate_model": "components.evaluate_model:evaluate_model",
     "register_model": "components.register_model:register_model",
     "deploy_model": "components.deploy_model:deploy_model",

@@ -130,8 +130,12 @@ def _steps_in_order(spec: dict[str, Any]) -> list[str]:
 
 def default_arguments(spec: dict[str, Any]) -> dict[str, Any]:
     """The pipeline's parameter defaults, as a run with no overrides would see them."""
+    # The compiled spec stores every number as a double; a pipeline called with 1.0 for an
+    # integer parameter refuses it, so integers come back as int.
     return {
-        parameter.name: parameter.default
+        parameter.name: int(parameter.default)
+        if parameter.type == "NUMBER_INTEGER"
+        else parameter.default
         for parameter in describe_pipeline(spec).parameters
         if parameter.default is not None
     }

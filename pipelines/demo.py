@@ -42,11 +42,16 @@ def ensure_demo_data(out: TextIO) -> None:
     print(f"[progress] wrote {summary['rows']:,} transactions", file=out)
 
 
-def sample_prediction(endpoint: str) -> tuple[str, dict[str, Any]]:
-    """Serves the endpoint on 127.0.0.1 briefly and sends it the sample instances."""
+def sample_prediction(endpoint: str) -> tuple[str, dict[str, int], dict[str, Any]]:
+    """Serves the endpoint on 127.0.0.1 briefly and sends it the sample instances.
+
+    Returns:
+        The URL, the traffic split the router applied, and the answer.
+    """
     from components.local.router import start_router
 
     with start_router(endpoint) as router:
+        traffic = router.traffic_split()
         url = f"{router.url}/v1/endpoints/{endpoint}:predict"
         request = urllib.request.Request(
             url,
@@ -54,7 +59,7 @@ def sample_prediction(endpoint: str) -> tuple[str, dict[str, Any]]:
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
-            return url, json.loads(response.read())
+            return url, traffic, json.loads(response.read())
 
 
 def print_report(summary: dict[str, Any], out: TextIO) -> None:
@@ -84,26 +89,28 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
             f"aliases {', '.join(version.aliases) or '-'}",
             file=out,
         )
-    deployment = summary.get("deployment") or {}
     try:
-        url, answer = sample_prediction(defaults.ENDPOINT_DISPLAY_NAME)
+        url, traffic, answer = sample_prediction(defaults.ENDPOINT_DISPLAY_NAME)
     except Exception as error:  # the report must not hide the run's result
         print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME}: no prediction ({error})", file=out)
     else:
         top = answer["predictions"][0]
-        print(
-            f"endpoint {defaults.ENDPOINT_DISPLAY_NAME} traffic "
-            f"{deployment.get('traffic', '(unchanged)')}",
-            file=out,
-        )
+        changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
+        shares = ", ".join(f"deployed model {k}: {v}%" for k, v in sorted(traffic.items()))
+        print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME} ({changed}): {shares}", file=out)
         print(f"sample prediction via POST {url}:\n  {json.dumps(top)[:300]}", file=out)
     cost = summary.get("cost_on_vertex", {})
     if cost:
         currency = cost.get("currency", "")
+        shape = cost["job_shape"]
+        hardware = (
+            f"{shape['accelerator_count']} x {shape['accelerator_type']} on "
+            f"{shape['machine_type']}, {1 + int(shape['worker_count'])} replica(s)"
+        )
         print(
-            f"on Vertex with the default spec ({cost['job_shape']}, "
-            f"{cost['assumed_training_hours']:g} h of training assumed): on-demand "
-            f"{cost['on_demand']:.2f} {currency}, Spot {cost['spot']:.2f} {currency}",
+            f"the same training on Vertex ({hardware}, {cost['assumed_training_hours']:g} h "
+            f"assumed): on-demand {cost['on_demand']:.2f} {currency}, "
+            f"Spot {cost['spot']:.2f} {currency} ({'; '.join(cost['notes'])})",
             file=out,
         )
 

@@ -11,6 +11,7 @@ import io
 import re
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,10 @@ def run_pipeline_locally(
     )
     started = time.monotonic()
     succeeded = True
-    with _captured(log_path, console, verbose):
+    with _captured(log_path, console, verbose), warnings.catch_warnings():
+        # kfp.local warns that our image is not a Python image and that display names are
+        # ignored; both are expected here, and would bury the progress lines.
+        warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
         try:
             pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure

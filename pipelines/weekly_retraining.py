@@ -10,6 +10,7 @@ from kfp import dsl
 from components.build_container import build_container
 from components.deploy_model import deploy_model
 from components.evaluate_model import evaluate_model
+from components.fixed_hyperparameters import fixed_hyperparameters
 from components.hp_tune import hp_tune
 from components.prepare_dataset import prepare_dataset
 from components.register_model import register_model
@@ -112,12 +113,6 @@ def weekly_retraining(
             project=project,
             location=location,
         )
-        training_args = {
-            "epochs": epochs,
-            "learning_rate": learning_rate,
-            "embedding_dim": embedding_dim,
-            "batch_size": batch_size,
-        }
         with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
             study = hp_tune(
                 display_name="guess-your-order-tuning",
@@ -131,31 +126,24 @@ def weekly_retraining(
                 hyperparameters={"epochs": epochs, "batch_size": batch_size},
                 **common,
             ).set_display_name("tune")
-            tuned = train_custom_job(
-                display_name="guess-your-order-training",
-                base_output_directory=output_root,
-                package_uris=[package.outputs["reference"]],
-                dataset=data.outputs["dataset"],
-                hyperparameters=study.outputs["best_parameters"],
-                args=["--epochs", epochs, "--batch_size", batch_size],
-                worker_count=worker_count,
-                timeout_seconds=timeout_seconds,
-                local_preemption_after_seconds=local_preemption_after_seconds,
-                **common,
-            ).set_display_name("train-tuned")
+            tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
         with dsl.Else(name="no-tune"):
-            plain = train_custom_job(
-                display_name="guess-your-order-training",
-                base_output_directory=output_root,
-                package_uris=[package.outputs["reference"]],
-                dataset=data.outputs["dataset"],
-                hyperparameters=training_args,
-                worker_count=worker_count,
-                timeout_seconds=timeout_seconds,
-                local_preemption_after_seconds=local_preemption_after_seconds,
-                **common,
-            ).set_display_name("train")
-        candidate = dsl.OneOf(tuned.outputs["model"], plain.outputs["model"])
+            untuned = fixed_hyperparameters(
+                values={"learning_rate": learning_rate, "embedding_dim": embedding_dim}
+            )
+        trained = train_custom_job(
+            display_name="guess-your-order-training",
+            base_output_directory=output_root,
+            package_uris=[package.outputs["reference"]],
+            dataset=data.outputs["dataset"],
+            args=["--epochs", epochs, "--batch_size", batch_size],
+            hyperparameters=dsl.OneOf(tuned.output, untuned.output),
+            worker_count=worker_count,
+            timeout_seconds=timeout_seconds,
+            local_preemption_after_seconds=local_preemption_after_seconds,
+            **common,
+        ).set_display_name("train")
+        candidate = trained.outputs["model"]
         evaluation = evaluate_model(
             backend=backend,
             candidate=candidate,

@@ -20,14 +20,21 @@ SMALL = WorldConfig(members=300, stores=20, weeks=4, seed=3)
 
 
 def _all_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_generate_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
     generate(SMALL, tmp_path / "a")
     generate(SMALL, tmp_path / "b")
     a, b = _all_bytes(tmp_path / "a"), _all_bytes(tmp_path / "b")
-    assert set(a) == {*(week_file(w) for w in range(4)), "drinks.parquet", "stores.parquet", "generation.json"}
+    assert set(a) == {
+        *(week_file(w) for w in range(4)),
+        "drinks.parquet",
+        "stores.parquet",
+        "generation.json",
+    }
     assert a == b
 
 
@@ -55,9 +62,13 @@ def test_sample_week_respects_menus_launches_and_time_features() -> None:
         store = table.column("store_id").to_numpy()
         assert (world.drink_launch_week[drink] <= week).all(), "a drink was sold before its launch"
         drink_region = world.drink_region[drink]
-        assert ((drink_region == -1) | (drink_region == region)).all(), "a regional drink left its region"
+        assert ((drink_region == -1) | (drink_region == region)).all(), (
+            "a regional drink left its region"
+        )
         assert (world.store_region[store] == region).all()
-        derived = time_features(table.column("timestamp").cast(pa.timestamp("s")).cast(pa.int64()).to_numpy())
+        derived = time_features(
+            table.column("timestamp").cast(pa.timestamp("s")).cast(pa.int64()).to_numpy()
+        )
         for name in ("hour", "weekday", "season"):
             assert (derived[name] == table.column(name).to_numpy()).all(), name
 
@@ -66,7 +77,9 @@ def test_sample_week_cold_drinks_sell_more_in_summer() -> None:
     world = build_world(WorldConfig(members=1500, stores=20, weeks=40, seed=6))
 
     def cold_share(weeks: range) -> float:
-        drinks = np.concatenate([sample_week(world, w).column("drink_id").to_numpy() for w in weeks])
+        drinks = np.concatenate(
+            [sample_week(world, w).column("drink_id").to_numpy() for w in weeks]
+        )
         return float(world.drink_cold[drinks].mean())
 
     assert cold_share(range(27, 31)) > cold_share(range(1, 5)) + 0.05  # July vs January
@@ -93,11 +106,41 @@ def test_world_config_rejects_bad_scale() -> None:
         WorldConfig(members=10, stores=2, weeks=4, seed=0)
 
 
-def test_data_cli_writes_dataset_and_rejects_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["generate", "--members", "50", "--stores", "5", "--weeks", "2", "--out", str(tmp_path / "d")]) == 0
+def test_data_cli_writes_dataset_and_rejects_bad_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "generate",
+                "--members",
+                "50",
+                "--stores",
+                "5",
+                "--weeks",
+                "2",
+                "--out",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "d" / week_file(1)).is_file()
     result = subprocess.run(
-        [sys.executable, "-m", "trainer.data", "generate", "--members", "-1", "--stores", "5", "--weeks", "2", "--out", str(tmp_path / "e")],
+        [
+            sys.executable,
+            "-m",
+            "trainer.data",
+            "generate",
+            "--members",
+            "-1",
+            "--stores",
+            "5",
+            "--weeks",
+            "2",
+            "--out",
+            str(tmp_path / "e"),
+        ],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parent.parent,
@@ -106,7 +149,9 @@ def test_data_cli_writes_dataset_and_rejects_bad_flags(tmp_path: Path, capsys: p
     assert not (tmp_path / "e").exists()
 
 
-def test_resolve_maps_gcs_uris_under_fuse_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_resolve_maps_gcs_uris_under_fuse_root(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("GCS_FUSE_ROOT", str(tmp_path))
     assert resolve("gs://bucket/a/b") == tmp_path / "bucket" / "a" / "b"
     assert resolve("/gcs/bucket/a") == tmp_path / "bucket" / "a"

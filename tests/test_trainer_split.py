@@ -44,11 +44,13 @@ def test_plan_time_split_content_hash_tracks_file_content(dataset: Path) -> None
     assert plan_time_split(str(dataset))["content_hash"] != before["content_hash"]
 
 
-def test_make_time_split_rejects_bad_input_and_writes_nothing(dataset: Path, tmp_path: Path) -> None:
+def test_make_time_split_rejects_bad_input_and_writes_nothing(
+    dataset: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "split"
     with pytest.raises(ValueError, match="validation_weeks must be between 1 and 4"):
         make_time_split(str(dataset), str(out), validation_weeks=5)
-    with pytest.raises(FileNotFoundError, match="generation.json"):
+    with pytest.raises(FileNotFoundError, match=r"generation\.json"):
         make_time_split(str(tmp_path / "nowhere"), str(out))
     (dataset / week_file(3)).unlink()
     with pytest.raises(FileNotFoundError, match="week-0003"):
@@ -56,7 +58,9 @@ def test_make_time_split_rejects_bad_input_and_writes_nothing(dataset: Path, tmp
     assert not out.exists()
 
 
-def test_make_time_split_resolves_gs_uris(dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_make_time_split_resolves_gs_uris(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fuse = tmp_path / "fuse"
     (fuse / "bucket").mkdir(parents=True)
     dataset.rename(fuse / "bucket" / "data")
@@ -66,7 +70,9 @@ def test_make_time_split_resolves_gs_uris(dataset: Path, tmp_path: Path, monkeyp
     assert (fuse / "bucket" / "split" / "manifest.json").is_file()
 
 
-def test_split_cli_reports_errors(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_split_cli_reports_errors(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["--data", str(dataset), "--out", str(tmp_path / "s")]) == 0
     assert "validation weeks [4]" in capsys.readouterr().out
     assert main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "s2")]) == 2

@@ -61,7 +61,9 @@ class CheckpointManager:
         torch.save(state, buffer)
         path = self.path(step)
         atomic_write_bytes(path, buffer.getvalue())
-        atomic_write_bytes(path.with_name(path.name + ".sha256"), (sha256_file(path) + "\n").encode())
+        atomic_write_bytes(
+            path.with_name(path.name + ".sha256"), (sha256_file(path) + "\n").encode()
+        )
         for old in self.steps()[self.keep :]:
             self.path(old).unlink(missing_ok=True)
             self.path(old).with_name(self.path(old).name + ".sha256").unlink(missing_ok=True)
@@ -93,7 +95,9 @@ class CheckpointManager:
         return None
 
 
-def write_progress(directory: Path, step: int, checkpoint_step: int | None, total: int | None) -> None:
+def write_progress(
+    directory: Path, step: int, checkpoint_step: int | None, total: int | None
+) -> None:
     """Atomically write `progress.json` as the executor's goodput accounting expects."""
     atomic_write_json(
         directory / PROGRESS_FILE,

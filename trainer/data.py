@@ -85,7 +85,9 @@ def sample_week(world: World, week: int) -> pa.Table:
     member = np.repeat(np.arange(cfg.members, dtype=np.int32), visits)
     n = member.size
 
-    weekday = (rng.random(n)[:, None] > _WEEKDAY_CDF[world.member_weekend[member].astype(int)]).sum(1)
+    weekday = (rng.random(n)[:, None] > _WEEKDAY_CDF[world.member_weekend[member].astype(int)]).sum(
+        1
+    )
     usual = rng.random(n) < 0.7
     daypart = np.where(usual, world.member_daypart[member], rng.integers(0, 4, n))
     lo, hi = _DAYPART_HOURS[daypart, 0], _DAYPART_HOURS[daypart, 1]
@@ -180,7 +182,9 @@ def drinks_table(world: World) -> pa.Table:
     return pa.table(
         {
             "drink_id": pa.array(ids, pa.int32()),
-            "name": [f"{CATEGORIES[c]} no.{i}" for i, c in zip(ids, world.drink_category, strict=True)],
+            "name": [
+                f"{CATEGORIES[c]} no.{i}" for i, c in zip(ids, world.drink_category, strict=True)
+            ],
             "category": [CATEGORIES[c] for c in world.drink_category],
             "category_id": pa.array(world.drink_category, pa.int8()),
             "is_cold": pa.array(world.drink_cold, pa.bool_()),
@@ -209,7 +213,8 @@ def stores_table(world: World) -> pa.Table:
     )
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Serialise a table as zstd Parquet (deterministic for a given pyarrow version)."""
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", row_group_size=_ROW_GROUP)
     return sink.getvalue()
@@ -231,11 +236,16 @@ def generate(config: WorldConfig, out: str | Path) -> dict[str, Any]:
     weeks = []
     for week in range(config.weeks):
         table = sample_week(world, week)
-        data = _parquet_bytes(table)
+        data = parquet_bytes(table)
         atomic_write_bytes(root / week_file(week), data)
-        weeks.append({"week": week, "path": week_file(week), "rows": table.num_rows, "bytes": len(data)})
-    for name, table in (("drinks.parquet", drinks_table(world)), ("stores.parquet", stores_table(world))):
-        atomic_write_bytes(root / name, _parquet_bytes(table))
+        weeks.append(
+            {"week": week, "path": week_file(week), "rows": table.num_rows, "bytes": len(data)}
+        )
+    for name, table in (
+        ("drinks.parquet", drinks_table(world)),
+        ("stores.parquet", stores_table(world)),
+    ):
+        atomic_write_bytes(root / name, parquet_bytes(table))
     rows = sum(w["rows"] for w in weeks)
     size = sum(w["bytes"] for w in weeks)
     summary: dict[str, Any] = {
@@ -264,7 +274,7 @@ def generate(config: WorldConfig, out: str | Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: `python -m trainer.data generate --members N --stores S --weeks W --seed K --out DIR`."""
+    """CLI: `python -m trainer.data generate --members N --stores S --weeks W --out DIR`."""
     parser = argparse.ArgumentParser(prog="python -m trainer.data", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="write a synthetic transactions dataset")
@@ -277,7 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = WorldConfig(
-            members=args.members, stores=args.stores, weeks=args.weeks, seed=args.seed, drinks=args.drinks
+            members=args.members,
+            stores=args.stores,
+            weeks=args.weeks,
+            seed=args.seed,
+            drinks=args.drinks,
         )
     except ValueError as error:
         parser.error(str(error))

@@ -28,7 +28,9 @@ def popularity_scores(popularity: torch.Tensor, store: torch.Tensor) -> torch.Te
     return popularity[store] + 1e-3 * chain / chain.max().clamp(min=1.0)
 
 
-def ranking_gains(scores: torch.Tensor, target: torch.Tensor, k: int = K) -> tuple[torch.Tensor, torch.Tensor]:
+def ranking_gains(
+    scores: torch.Tensor, target: torch.Tensor, k: int = K
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row hit@k and NDCG@k gain for one relevant item per row.
 
     Args:
@@ -38,7 +40,9 @@ def ranking_gains(scores: torch.Tensor, target: torch.Tensor, k: int = K) -> tup
     """
     top = scores.topk(min(k, scores.shape[1]), dim=1).indices
     hits = top == target[:, None]
-    discounts = 1.0 / torch.log2(torch.arange(2, top.shape[1] + 2, device=scores.device, dtype=torch.float64))
+    discounts = 1.0 / torch.log2(
+        torch.arange(2, top.shape[1] + 2, device=scores.device, dtype=torch.float64)
+    )
     return hits.any(dim=1).double(), (hits.double() * discounts).sum(dim=1)
 
 
@@ -74,14 +78,20 @@ def evaluate(
     for start in range(0, n, chunk):
         batch = {key: value[start : start + chunk] for key, value in rows.items()}
         logits, available = score(model, cat, batch, candidates)
-        baseline = popularity_scores(popularity, batch["store"]).masked_fill(~available, float("-inf"))
+        baseline = popularity_scores(popularity, batch["store"]).masked_fill(
+            ~available, float("-inf")
+        )
         known = (batch["member"] != UNKNOWN_MEMBER)[:, None]
-        ranked = torch.where(known, logits.double().masked_fill(~available, float("-inf")), baseline)
+        ranked = torch.where(
+            known, logits.double().masked_fill(~available, float("-inf")), baseline
+        )
         model_hit, model_gain = ranking_gains(ranked, batch["drink"])
         base_hit, base_gain = ranking_gains(baseline, batch["drink"])
         # Shop popularity is scaled below one purchase so it only breaks the history's ties.
         usual = member_counts[batch["member"]].double() + baseline / (baseline.max() + 1.0)
-        usual_hit, usual_gain = ranking_gains(usual.masked_fill(~available, float("-inf")), batch["drink"])
+        usual_hit, usual_gain = ranking_gains(
+            usual.masked_fill(~available, float("-inf")), batch["drink"]
+        )
         parts = [model_hit, model_gain, base_hit, base_gain, usual_hit, usual_gain]
         totals += torch.stack([part.sum() for part in parts])
     model.train(was_training)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +50,21 @@ def export_model(
     buffer = io.BytesIO()
     torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
     atomic_write_bytes(model_dir / "weights.pt", buffer.getvalue())
-    atomic_write_json(model_dir / "config.json", {"format": ARTIFACT_FORMAT, "model": model.config.to_dict()})
+    atomic_write_json(
+        model_dir / "config.json", {"format": ARTIFACT_FORMAT, "model": model.config.to_dict()}
+    )
     atomic_write_json(model_dir / "vocab.json", {"member_ids": member_vocab.tolist()})
     atomic_write_json(model_dir / "catalogue.json", catalogue.to_json())
     atomic_write_json(model_dir / "popularity.json", {"store_drink_counts": popularity.tolist()})
     atomic_write_json(model_dir / "metrics.json", metrics)
-    names = ["weights.pt", "config.json", "vocab.json", "catalogue.json", "popularity.json", "metrics.json"]
+    names = [
+        "weights.pt",
+        "config.json",
+        "vocab.json",
+        "catalogue.json",
+        "popularity.json",
+        "metrics.json",
+    ]
     index = {"format": ARTIFACT_FORMAT, "sha256": {n: sha256_file(model_dir / n) for n in names}}
     atomic_write_json(model_dir / INDEX_FILE, index)
     return index
@@ -71,10 +82,14 @@ def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndar
     """
     index_path = model_dir / INDEX_FILE
     if not index_path.is_file():
-        raise FileNotFoundError(f"{model_dir} has no {INDEX_FILE}; expected a folder written by trainer.task")
+        raise FileNotFoundError(
+            f"{model_dir} has no {INDEX_FILE}; expected a folder written by trainer.task"
+        )
     index = json.loads(index_path.read_text(encoding="utf-8"))
     if index.get("format") != ARTIFACT_FORMAT:
-        raise ValueError(f"{index_path}: format {index.get('format')!r}, expected {ARTIFACT_FORMAT!r}")
+        raise ValueError(
+            f"{index_path}: format {index.get('format')!r}, expected {ARTIFACT_FORMAT!r}"
+        )
     for name, digest in index["sha256"].items():
         if sha256_file(model_dir / name) != digest:
             raise ValueError(f"{model_dir / name}: SHA-256 does not match {INDEX_FILE}; re-export")
@@ -83,7 +98,17 @@ def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndar
         return json.loads((model_dir / name).read_text(encoding="utf-8"))
 
     model = DrinkRecommender(ModelConfig.from_dict(read("config.json")["model"]))
-    model.load_state_dict(torch.load(model_dir / "weights.pt", map_location="cpu", weights_only=True))
+    try:
+        weights = torch.load(model_dir / "weights.pt", map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        # torch's own message suggests weights_only=False, which would run the file's code.
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        raise ValueError(
+            f"{model_dir / 'weights.pt'}: refused to load; it holds more than tensors"
+            f"{f' (it calls {found.group(1)})' if found else ''}. Re-export the model with "
+            "trainer.task; never load it with weights_only=False"
+        ) from None
+    model.load_state_dict(weights)
     model.eval()
     catalogue = Catalogue.from_json(read("catalogue.json"))
     members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)

@@ -52,7 +52,9 @@ class Catalogue:
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> Catalogue:
         """Inverse of `to_json`."""
-        arrays = {k: np.asarray(v, dtype=np.int64) for k, v in payload.items() if k != "drink_names"}
+        arrays = {
+            k: np.asarray(v, dtype=np.int64) for k, v in payload.items() if k != "drink_names"
+        }
         return cls(drink_names=list(payload["drink_names"]), **arrays)
 
 
@@ -92,8 +94,10 @@ def time_features(seconds: np.ndarray) -> dict[str, np.ndarray]:
 def lookup(vocabulary: np.ndarray, ids: np.ndarray, offset: int = 0) -> np.ndarray:
     """Vocabulary index (+offset) of each id; -1 where the id is not in the sorted vocabulary."""
     ids = np.asarray(ids, dtype=np.int64)
+    if vocabulary.size == 0:
+        return np.full(ids.shape, -1, dtype=np.int64)
     pos = np.searchsorted(vocabulary, ids)
-    pos_clipped = np.minimum(pos, max(vocabulary.size - 1, 0))
+    pos_clipped = np.minimum(pos, vocabulary.size - 1)
     found = (pos < vocabulary.size) & (vocabulary[pos_clipped] == ids)
     return np.where(found, pos_clipped + offset, -1)
 
@@ -145,7 +149,11 @@ def read_columns(manifest: dict[str, Any], part: str) -> dict[str, np.ndarray]:
     table = pa.concat_tables(tables) if tables else None
     if table is None or table.num_rows == 0:
         raise ValueError(f"the manifest's {part!r} part has no rows; regenerate with more weeks")
-    out = {name: table.column(name).to_numpy().astype(np.int64) for name in names if name != "timestamp"}
+    out = {
+        name: table.column(name).to_numpy().astype(np.int64)
+        for name in names
+        if name != "timestamp"
+    }
     out["seconds"] = table.column("timestamp").cast(pa.timestamp("s")).cast(pa.int64()).to_numpy()
     return out
 
@@ -163,7 +171,9 @@ def encode_rows(
     for name, found in (("store_id", store), ("drink_id", drink)):
         if (found < 0).any():
             bad = columns[name][found < 0][:5].tolist()
-            raise ValueError(f"{name} values {bad} are not in the catalogue; regenerate the dataset")
+            raise ValueError(
+                f"{name} values {bad} are not in the catalogue; regenerate the dataset"
+            )
     member = lookup(member_vocab, columns["member_id"], offset=1)
     member[member < 0] = UNKNOWN_MEMBER
     return Rows(member=member, store=store, drink=drink, **time_features(columns["seconds"]))

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
-
-import numpy as np
 
 from trainer.features import NOVELTY_BUCKETS, Catalogue
 
@@ -117,7 +116,9 @@ class DrinkRecommender(nn.Module):
         parts = [m, self.store(store), self.hour(hour), self.weekday(weekday), self.season(season)]
         return m + self.context(torch.cat(parts, dim=1))
 
-    def items(self, drinks: torch.Tensor, category: torch.Tensor, cold: torch.Tensor) -> torch.Tensor:
+    def items(
+        self, drinks: torch.Tensor, category: torch.Tensor, cold: torch.Tensor
+    ) -> torch.Tensor:
         """Drink vectors (U, d) for candidate drinks."""
         return self.drink(drinks) + self.category(category) + self.cold(cold)
 
@@ -163,7 +164,10 @@ def candidate_context(
 
 
 def score(
-    model: nn.Module, cat: CatalogueTensors, batch: dict[str, torch.Tensor], candidates: torch.Tensor
+    model: nn.Module,
+    cat: CatalogueTensors,
+    batch: dict[str, torch.Tensor],
+    candidates: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scores (B, U) of `candidates` for a batch of visits, and their availability mask.
 

@@ -23,6 +23,7 @@ from trainer.model import CatalogueTensors, score
 DEFAULT_K = 10
 _FIELDS = {"member_id", "store_id", "timestamp", "k"}
 _EPOCH = dt.datetime(1970, 1, 1)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class InstanceError(ValueError):
@@ -31,8 +32,14 @@ class InstanceError(ValueError):
 
 def _integer(instance: dict[str, Any], name: str, where: str) -> int:
     value = instance.get(name)
+    # JSON has one number type, and clients that pass numbers through protobuf Structs
+    # (KFP parameters, some Vertex SDKs) send 17 as 17.0; an integral float is that integer.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise InstanceError(f"{where}: {name!r} must be an integer, got {value!r}")
+    if not _INT64_MIN <= value <= _INT64_MAX:  # ids are int64 in the model's tables
+        raise InstanceError(f"{where}: {name!r} must fit in 64 bits, got {value}")
     return value
 
 
@@ -46,18 +53,26 @@ def parse_instance(instance: Any, where: str, max_k: int) -> tuple[int, int, int
         InstanceError: naming what is wrong and what was expected.
     """
     if not isinstance(instance, dict):
-        raise InstanceError(f"{where}: expected an object with member_id, store_id, timestamp; got {type(instance).__name__}")
+        raise InstanceError(
+            f"{where}: expected an object with member_id, store_id, timestamp; "
+            f"got {type(instance).__name__}"
+        )
     unknown = sorted(set(instance) - _FIELDS)
     if unknown:
         raise InstanceError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(_FIELDS)}")
     member, store = _integer(instance, "member_id", where), _integer(instance, "store_id", where)
     stamp = instance.get("timestamp")
     if not isinstance(stamp, str):
-        raise InstanceError(f"{where}: 'timestamp' must be an ISO 8601 string such as '2026-07-01T15:00:00', got {stamp!r}")
+        raise InstanceError(
+            f"{where}: 'timestamp' must be an ISO 8601 string such as "
+            f"'2026-07-01T15:00:00', got {stamp!r}"
+        )
     try:
         when = dt.datetime.fromisoformat(stamp).replace(tzinfo=None)
     except ValueError:
-        raise InstanceError(f"{where}: 'timestamp' {stamp!r} is not ISO 8601 (e.g. '2026-07-01T15:00:00')") from None
+        raise InstanceError(
+            f"{where}: 'timestamp' {stamp!r} is not ISO 8601 (e.g. '2026-07-01T15:00:00')"
+        ) from None
     k = DEFAULT_K if "k" not in instance else _integer(instance, "k", where)
     if not 1 <= k <= max_k:
         raise InstanceError(f"{where}: 'k' must be between 1 and {max_k}, got {k}")
@@ -90,11 +105,15 @@ class Predictor:
         parsed = [parse_instance(x, f"instances[{i}]", n_drinks) for i, x in enumerate(instances)]
         if not parsed:
             return []
-        members, stores, seconds, ks = (np.asarray(col, dtype=np.int64) for col in zip(*parsed, strict=True))
+        members, stores, seconds, ks = (
+            np.asarray(col, dtype=np.int64) for col in zip(*parsed, strict=True)
+        )
         store = lookup(self.catalogue.store_ids, stores)
         if (store < 0).any():
             i = int(np.flatnonzero(store < 0)[0])
-            raise InstanceError(f"instances[{i}]: store_id {int(stores[i])} is not in the model's store table")
+            raise InstanceError(
+                f"instances[{i}]: store_id {int(stores[i])} is not in the model's store table"
+            )
         member = lookup(self.member_vocab, members, offset=1)
         member[member < 0] = UNKNOWN_MEMBER
         batch = {"member": member, "store": store, **time_features(seconds)}
@@ -102,12 +121,16 @@ class Predictor:
         logits, available = score(self.model, self.cat, tensors, self.candidates)
         known = tensors["member"] != UNKNOWN_MEMBER
         fallback = popularity_scores(self.popularity, tensors["store"]).float()
-        ranked = torch.where(known[:, None], logits, fallback).masked_fill(~available, float("-inf"))
+        ranked = torch.where(known[:, None], logits, fallback).masked_fill(
+            ~available, float("-inf")
+        )
         top = ranked.topk(int(ks.max()), dim=1)
         out = []
         for row in range(len(parsed)):
-            drinks = []
-            for value, index in zip(top.values[row].tolist(), top.indices[row].tolist(), strict=True):
+            drinks: list[dict[str, Any]] = []
+            for value, index in zip(
+                top.values[row].tolist(), top.indices[row].tolist(), strict=True
+            ):
                 if len(drinks) == ks[row] or value == float("-inf"):
                     break
                 drinks.append(

@@ -58,14 +58,22 @@ def _length_delimited(field: int, payload: bytes) -> bytes:
     return _varint(field << 3 | 2) + _varint(len(payload)) + payload
 
 
-def encode_event(wall_time: float, step: int, *, tag: str | None = None, value: float = 0.0,
-                 file_version: str | None = None) -> bytes:
+def encode_event(
+    wall_time: float,
+    step: int,
+    *,
+    tag: str | None = None,
+    value: float = 0.0,
+    file_version: str | None = None,
+) -> bytes:
     """Serialise an `Event` holding either a file version or one scalar summary value."""
     out = _varint(1 << 3 | 1) + struct.pack("<d", wall_time) + _varint(2 << 3) + _varint(step)
     if file_version is not None:
         out += _length_delimited(3, file_version.encode())
     if tag is not None:
-        summary_value = _length_delimited(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", value)
+        summary_value = (
+            _length_delimited(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", value)
+        )
         out += _length_delimited(5, _length_delimited(1, summary_value))
     return out
 
@@ -73,7 +81,12 @@ def encode_event(wall_time: float, step: int, *, tag: str | None = None, value: 
 def frame_record(data: bytes) -> bytes:
     """Wrap one serialised message as a TFRecord."""
     header = struct.pack("<Q", len(data))
-    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+    return (
+        header
+        + struct.pack("<I", masked_crc32c(header))
+        + data
+        + struct.pack("<I", masked_crc32c(data))
+    )
 
 
 class ScalarWriter:
@@ -92,7 +105,9 @@ class ScalarWriter:
 
     def add_scalar(self, tag: str, value: float, step: int) -> None:
         """Record `value` for `tag` at `step`."""
-        self._handle.write(frame_record(encode_event(time.time(), step, tag=tag, value=float(value))))
+        self._handle.write(
+            frame_record(encode_event(time.time(), step, tag=tag, value=float(value)))
+        )
 
     def flush(self) -> None:
         """Push buffered records to the file."""

@@ -11,7 +11,6 @@ import hashlib
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from trainer.data import FORMAT as DATA_FORMAT
@@ -130,7 +129,9 @@ def load_manifest(path: str) -> dict[str, Any]:
         )
     manifest: dict[str, Any] = json.loads(local.read_text(encoding="utf-8"))
     if manifest.get("format") != MANIFEST_FORMAT:
-        raise ValueError(f"{path!r}: format {manifest.get('format')!r}, expected {MANIFEST_FORMAT!r}")
+        raise ValueError(
+            f"{path!r}: format {manifest.get('format')!r}, expected {MANIFEST_FORMAT!r}"
+        )
     return manifest
 
 

@@ -26,27 +26,51 @@ log = logging.getLogger("trainer.task")
 def build_parser() -> argparse.ArgumentParser:
     """All flags; every tunable hyperparameter is one."""
     p = argparse.ArgumentParser(prog="python -m trainer.task", description=__doc__)
-    p.add_argument("--data", required=True, help="manifest.json, a folder holding one, or a generated dataset folder")
-    p.add_argument("--output_dir", default="trainer-output", help="base for outputs whose AIP_* variable is unset")
-    p.add_argument("--learning_rate", type=float, default=0.01, help="Adam LR for one replica's batch")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="manifest.json, a folder holding one, or a generated dataset folder",
+    )
+    p.add_argument(
+        "--output_dir",
+        default="trainer-output",
+        help="base for outputs whose AIP_* variable is unset",
+    )
+    p.add_argument(
+        "--learning_rate", type=float, default=0.01, help="Adam LR for one replica's batch"
+    )
     p.add_argument("--embedding_dim", type=int, default=32)
     p.add_argument("--hidden_dim", type=int, default=64, help="width of the context MLP")
     p.add_argument("--batch_size", type=int, default=512, help="rows per replica per step")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight decay")
-    p.add_argument("--baseline_weeks", type=int, default=4, help="recent weeks counted for popularity")
+    p.add_argument(
+        "--baseline_weeks", type=int, default=4, help="recent weeks counted for popularity"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max_steps", type=int, default=None, help="cap on total steps")
-    p.add_argument("--checkpoint_every_steps", type=int, default=500, help="0: only on SIGTERM and at the end")
+    p.add_argument(
+        "--checkpoint_every_steps", type=int, default=500, help="0: only on SIGTERM and at the end"
+    )
     p.add_argument("--log_every_steps", type=int, default=50)
     p.add_argument("--hypertune_metric", default="ndcg_at_10", choices=METRIC_CHOICES)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--num_threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    p.add_argument(
+        "--num_threads", type=int, default=0, help="torch CPU threads (0: torch default)"
+    )
     return p
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    positive = ("learning_rate", "embedding_dim", "hidden_dim", "batch_size", "epochs", "baseline_weeks", "log_every_steps")
+    positive = (
+        "learning_rate",
+        "embedding_dim",
+        "hidden_dim",
+        "batch_size",
+        "epochs",
+        "baseline_weeks",
+        "log_every_steps",
+    )
     for name in positive:
         if getattr(args, name) <= 0:
             parser.error(f"--{name} must be > 0, got {getattr(args, name)}")
@@ -62,8 +86,14 @@ def output_dirs(output_dir: str, env: dict[str, str] | None = None) -> dict[str,
     from trainer.paths import resolve
 
     env = dict(os.environ) if env is None else env
-    defaults = {"AIP_MODEL_DIR": "model", "AIP_CHECKPOINT_DIR": "checkpoints", "AIP_TENSORBOARD_LOG_DIR": "tensorboard"}
-    return {key: resolve(env.get(key) or os.path.join(output_dir, sub)) for key, sub in defaults.items()}
+    defaults = {
+        "AIP_MODEL_DIR": "model",
+        "AIP_CHECKPOINT_DIR": "checkpoints",
+        "AIP_TENSORBOARD_LOG_DIR": "tensorboard",
+    }
+    return {
+        key: resolve(env.get(key) or os.path.join(output_dir, sub)) for key, sub in defaults.items()
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +121,9 @@ def run(args: argparse.Namespace) -> int:
     stop.install()
     info = cluster_from_env()
     if not info.trains:
-        log.info("this replica's pool (parameter/reduction server or evaluator) has no role; exiting")
+        log.info(
+            "this replica's pool (parameter/reduction server or evaluator) has no role; exiting"
+        )
         return 0
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
@@ -124,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
     raw_model = DrinkRecommender(config).to(device)
     model: torch.nn.Module = raw_model
     if info.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(raw_model, device_ids=[device.index] if use_cuda else None)
+        model = torch.nn.parallel.DistributedDataParallel(
+            raw_model, device_ids=[device.index] if use_cuda else None
+        )
     lr = scaled_learning_rate(args.learning_rate, info.world_size)
     optimizer = torch.optim.AdamW(raw_model.parameters(), lr=lr, weight_decay=args.weight_decay)
     loop_cfg = LoopConfig(
@@ -137,18 +171,32 @@ def run(args: argparse.Namespace) -> int:
     )
     writer = ScalarWriter(dirs["AIP_TENSORBOARD_LOG_DIR"]) if info.is_primary else None
     result = train_loop(
-        model, raw_model, optimizer, rows_to_tensors(train_rows, device), cat, loop_cfg, info, stop,
-        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"]), writer=writer,
+        model,
+        raw_model,
+        optimizer,
+        rows_to_tensors(train_rows, device),
+        cat,
+        loop_cfg,
+        info,
+        stop,
+        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"]),
+        writer=writer,
     )
     if result.preempted or stop.is_set():
-        log.warning("stopped at step %d of %d on SIGTERM; checkpoint saved, exiting %d",
-                    result.step, result.total_steps, EXIT_PREEMPTED)
+        log.warning(
+            "stopped at step %d of %d on SIGTERM; checkpoint saved, exiting %d",
+            result.step,
+            result.total_steps,
+            EXIT_PREEMPTED,
+        )
         _leave_group(info.world_size)
         return EXIT_PREEMPTED
 
     if info.is_primary:
         pop_tensor = torch.as_tensor(popularity, device=device)
-        usual = torch.as_tensor(member_counts(train_rows, config.n_members, config.n_drinks), device=device)
+        usual = torch.as_tensor(
+            member_counts(train_rows, config.n_members, config.n_drinks), device=device
+        )
         val_tensors = rows_to_tensors(val_rows, device)
         metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
         metrics["training"] = {
@@ -166,7 +214,12 @@ def run(args: argparse.Namespace) -> int:
         }
         export_model(dirs["AIP_MODEL_DIR"], raw_model, catalogue, member_vocab, popularity, metrics)
         if writer is not None:
-            for name in ("recall_at_10", "ndcg_at_10", "baseline_recall_at_10", "baseline_ndcg_at_10"):
+            for name in (
+                "recall_at_10",
+                "ndcg_at_10",
+                "baseline_recall_at_10",
+                "baseline_ndcg_at_10",
+            ):
                 writer.add_scalar(f"validation/{name}", metrics[name], result.step)
             writer.close()
         import hypertune
@@ -196,7 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(args, parser)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         return run(args)
     except (FileNotFoundError, ValueError) as error:

@@ -13,7 +13,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -189,7 +188,9 @@ def train_loop(
         rows = perm[index * global_batch : (index + 1) * global_batch]
         local = rows[info.rank * cfg.batch_size : (info.rank + 1) * cfg.batch_size]
         batch = {key: value[local] for key, value in data.items()}
-        loss = sampled_softmax_loss(model, cat, batch, data["drink"][rows], info.rank * cfg.batch_size)
+        loss = sampled_softmax_loss(
+            model, cat, batch, data["drink"][rows], info.rank * cfg.batch_size
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -217,8 +218,10 @@ def train_loop(
             flag = torch.tensor([1.0 if stopping else 0.0], device=device)
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
             stopping = bool(flag.item())
-        if stopping or step == total or (
-            cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0
+        if (
+            stopping
+            or step == total
+            or (cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0)
         ):
             save()
         if stopping and step < total:

@@ -47,7 +47,9 @@ class WorldConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.stores < len(REGIONS):
-            raise ValueError(f"stores must be >= {len(REGIONS)} (one per region), got {self.stores}")
+            raise ValueError(
+                f"stores must be >= {len(REGIONS)} (one per region), got {self.stores}"
+            )
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
 
@@ -157,7 +159,8 @@ def _pick_favourites(
         stop = min(start + 65536, taste_m.shape[0])
         utility = taste_m[start:stop] @ taste_d.T / np.sqrt(TASTE_DIM) * 2.0 + popularity
         on_menu = (launch_week == 0) & (
-            (drink_region[None, :] == -1) | (drink_region[None, :] == member_region[start:stop, None])
+            (drink_region[None, :] == -1)
+            | (drink_region[None, :] == member_region[start:stop, None])
         )
         utility = np.where(on_menu, utility + rng.gumbel(size=utility.shape), -np.inf)
         favourites[start:stop] = np.argsort(-utility, axis=1)[:, :3]

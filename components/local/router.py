@@ -153,7 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise _RouterError(411, "chunked requests are not supported; send Content-Length")
         length_text = self.headers.get("Content-Length")
-        if length_text is None or not length_text.isdigit():
+        # isascii: str.isdigit() accepts "²", which int() then rejects.
+        if length_text is None or not (length_text.isascii() and length_text.isdigit()):
             self.close_connection = True
             raise _RouterError(411, f"a numeric Content-Length is required, got {length_text!r}")
         length = int(length_text)
@@ -168,6 +169,10 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = json.loads(body)
         except ValueError as error:
             raise _RouterError(400, f"request body is not valid JSON: {error}") from None
+        except RecursionError:
+            raise _RouterError(
+                400, 'request body JSON is nested too deeply; send {"instances": [...]}'
+            ) from None
         if not isinstance(parsed, dict) or not isinstance(parsed.get("instances"), list):
             raise _RouterError(
                 400, 'request body must be a JSON object {"instances": [...]} (a list)'

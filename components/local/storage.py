@@ -68,6 +68,10 @@ def to_local_path(uri: str | os.PathLike[str], root: Path | None = None) -> Path
             outside `<root>/gcs`.
     """
     text = os.fspath(uri)
+    if "\0" in text:
+        raise StorageError(
+            f"{text!r} contains a NUL character, which no path or object name may hold"
+        )
     if text.startswith(_GS):
         bucket, path = _split_bucket_path(text, _GS)
     elif text.startswith(_FUSE):

@@ -34,9 +34,16 @@ class Decision:
 
     def reported_metrics(self) -> dict[str, float]:
         """Flattens the metrics for a KFP ``Metrics`` artifact (``candidate_*`` etc.)."""
-        reported = {f"candidate_{k}": float(v) for k, v in self.candidate_metrics.items()}
-        reported.update({f"champion_{k}": float(v) for k, v in self.champion_metrics.items()})
-        reported.update({f"baseline_{k}": float(v) for k, v in self.baseline_metrics.items()})
+        reported: dict[str, float] = {}
+        for prefix, metrics in (
+            ("candidate", self.candidate_metrics),
+            ("champion", self.champion_metrics),
+            ("baseline", self.baseline_metrics),
+        ):
+            # Non-finite values (a lift over a zero baseline) have no JSON form.
+            reported.update(
+                {f"{prefix}_{k}": float(v) for k, v in metrics.items() if math.isfinite(v)}
+            )
         reported["is_better"] = 1.0 if self.is_better else 0.0
         return reported
 
@@ -56,7 +63,8 @@ def decide(
         candidate: The candidate's metrics.
         champion: The champion's metrics, or None when there is no champion.
         primary_metric: The metric the decision is made on.
-        min_improvement: Required absolute gain of the primary metric.
+        min_improvement: The primary metric must gain more than this (absolute); with 0, a
+            tie keeps the champion.
         guardrails: Metric -> largest allowed absolute drop.
         force: ``"better"`` or ``"worse"`` overrides the outcome (the reason says so).
 
@@ -102,9 +110,10 @@ def _compare(
     gain = _metric(candidate, primary_metric, "candidate") - _metric(
         champion, primary_metric, "champion"
     )
-    if gain < min_improvement:
+    # A tie is not an improvement: moving the alias for nothing would churn deployments.
+    if gain <= min_improvement:
         return False, (
-            f"{primary_metric} changed by {gain:+.4f}, less than the required "
+            f"{primary_metric} changed by {gain:+.4f}; promotion needs more than "
             f"{min_improvement:+.4f}"
         )
     for name, allowed_drop in sorted(guardrails.items()):

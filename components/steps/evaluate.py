@@ -75,7 +75,7 @@ def score_model_dir(
     Returns:
         (model metrics, per-store popularity baseline metrics on the same rows).
     """
-    from trainer.evaluate import evaluate_exported_model
+    from trainer.scoring import evaluate_exported_model
 
     scores = evaluate_exported_model(str(model_dir), str(dataset_dir))
     return dict(scores["model"]), dict(scores["baseline"])

@@ -52,6 +52,17 @@ class TrainingRequest:
     location: str = ""
 
 
+def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) -> str:
+    """``base/<run>/<task>``: each run writes its own model, checkpoints and logs.
+
+    A re-run of the same task (a restarted launcher) gets the same folder, so the job finds
+    its checkpoints; without a run name ``base`` is used as given.
+    """
+    if not pipeline_run:
+        return base
+    return "/".join([base.rstrip("/"), pipeline_run, pipeline_task or "task"])
+
+
 def format_flag_value(value: Any) -> str:
     """Renders a flag value the way argparse expects it.
 

@@ -1,0 +1,193 @@
+"""Helpers for the hostile-input and fuzz tests: a tiny real model artifact, raw HTTP, sockets.
+
+The artifact is the reference trainer's real format (`trainer.export.export_model`) around an
+untrained model with 12 drinks and 2 stores, so the real prediction server loads it in
+milliseconds and every request goes through the real parsing and inference code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[3]
+MEMBERS = (11, 12, 13)
+STORES = (1, 2)
+N_DRINKS = 12
+GOOD_INSTANCE: dict[str, Any] = {
+    "member_id": 11,
+    "store_id": 1,
+    "timestamp": "2026-07-01T15:00:00",
+    "k": 3,
+}
+GOOD_BODY = json.dumps({"instances": [GOOD_INSTANCE]}).encode()
+# Liveness bound for "the server keeps answering": a socket timeout, not a performance claim.
+ANSWER_WITHIN_S = 2.0
+
+
+def write_tiny_artifact(model_dir: Path) -> Path:
+    """Export an untrained recommender in the trainer's artifact format to `model_dir`."""
+    from trainer.export import export_model
+    from trainer.features import Catalogue
+    from trainer.model import DrinkRecommender, ModelConfig
+
+    ints = np.arange(N_DRINKS, dtype=np.int64)
+    catalogue = Catalogue(
+        drink_ids=ints + 1,
+        drink_names=[f"drink {i + 1}" for i in range(N_DRINKS)],
+        drink_category=ints % 3,
+        drink_cold=ints % 2,
+        drink_region=np.full(N_DRINKS, -1, dtype=np.int64),
+        drink_launch_day=np.zeros(N_DRINKS, dtype=np.int64),
+        store_ids=np.asarray(STORES, dtype=np.int64),
+        store_region=np.asarray([0, 1], dtype=np.int64),
+    )
+    config = ModelConfig(
+        n_members=len(MEMBERS),
+        n_stores=len(STORES),
+        n_drinks=N_DRINKS,
+        n_categories=3,
+        embedding_dim=4,
+        hidden_dim=8,
+    )
+    export_model(
+        model_dir,
+        DrinkRecommender(config),
+        catalogue,
+        np.asarray(MEMBERS, dtype=np.int64),
+        np.ones((len(STORES), N_DRINKS)),
+        {},
+    )
+    return model_dir
+
+
+ENDPOINT = "shop recs"
+
+
+@contextlib.contextmanager
+def router_over_trainer_server(root: Path, max_request_bytes: int) -> Iterator[Any]:
+    """Deploy the trainer's prediction server on the local backend and route to it.
+
+    Args:
+        root: Local storage root to use (VERTEX_LOCAL_ROOT is set to it meanwhile).
+        max_request_bytes: The router's request limit.
+
+    Yields:
+        The running router (`components.local.router.RouterHandle`); on exit the router and
+        the server process stop.
+    """
+    from components.local.endpoint_servers import stop_servers
+    from components.local.endpoints import LocalEndpoints
+    from components.local.registry import ModelRegistry
+    from components.local.router import start_router
+    from components.local.storage import to_local_path
+
+    previous = os.environ.get("VERTEX_LOCAL_ROOT")
+    os.environ["VERTEX_LOCAL_ROOT"] = str(root)
+    try:
+        uri = "gs://models/recs/1"
+        write_tiny_artifact(to_local_path(uri))
+        ModelRegistry().upload_version(
+            "recs",
+            artifact_uri=uri,
+            container_spec={
+                "imageUri": "us-docker.pkg.dev/p/r/serve:v1",
+                "command": ["python", "-m", "trainer.serve"],
+                "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+                "healthRoute": "/health",
+                "predictRoute": "/predict",
+            },
+            sample_instances=[GOOD_INSTANCE],
+        )
+        endpoints = LocalEndpoints()
+        endpoints.get_or_create(ENDPOINT)
+        try:
+            endpoints.deploy(ENDPOINT, "recs", "1")
+            with start_router(ENDPOINT, max_request_bytes=max_request_bytes) as handle:
+                yield handle
+        finally:
+            stop_servers(ENDPOINT)
+    finally:
+        if previous is None:
+            os.environ.pop("VERTEX_LOCAL_ROOT", None)
+        else:
+            os.environ["VERTEX_LOCAL_ROOT"] = previous
+
+
+def post(
+    port: int,
+    path: str,
+    body: bytes,
+    *,
+    content_length: str | None = "auto",
+    timeout_s: float = ANSWER_WITHIN_S,
+) -> tuple[int, dict[str, Any]]:
+    """POST `body` on a fresh connection.
+
+    `content_length` "auto" declares the body's size, None omits the header, and any other
+    text is sent as the header's value as is (the body is sent regardless).
+
+    Returns:
+        The status and the parsed JSON answer.
+    """
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+    try:
+        connection.putrequest("POST", path)
+        connection.putheader("Content-Type", "application/json")
+        if content_length == "auto":
+            connection.putheader("Content-Length", str(len(body)))
+        elif content_length is not None:
+            connection.putheader("Content-Length", content_length)
+        connection.endheaders()
+        if body:
+            connection.send(body)
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        assert response.getheader("Content-Type") == "application/json"
+        return response.status, answer
+    finally:
+        connection.close()
+
+
+def stalled_connections(port: int, path: str, count: int) -> list[socket.socket]:
+    """Open `count` connections that each promise 1000 body bytes, send 10, and then wait.
+
+    They are opened 20 ms apart: Python's HTTP servers listen with a backlog of 5, so a
+    tighter burst would measure SYN retransmits (1 s each), not the stalled clients.
+    """
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".encode()
+    opened = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=ANSWER_WITHIN_S)
+        sock.sendall(head + b'{"instance')
+        opened.append(sock)
+        time.sleep(0.02)
+    return opened
+
+
+def finish_stalled(sock: socket.socket) -> int:
+    """Send the 990 body bytes a stalled connection still owes; return the answer's status."""
+    sock.sendall(b" " * 990)
+    status_line = sock.makefile("rb").readline()
+    sock.close()
+    return int(status_line.split()[1])
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local IPv4 addresses with a socket in LISTEN state on `port` (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, _remote, state = line.split()[1:4]
+        address, port_hex = local.split(":")
+        if state == "0A" and int(port_hex, 16) == port:  # 0A: TCP_LISTEN
+            found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
+    return found

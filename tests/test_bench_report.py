@@ -1,0 +1,207 @@
+"""The benchmark report's pure parts, its isolation of failing benchmarks, and its plots."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # bench/ is a folder of scripts, not an installed package
+    sys.path.insert(0, str(ROOT))
+
+from bench import report  # noqa: E402
+from bench.figures import figure  # noqa: E402
+from bench.machine import cpu_model, memory_gib  # noqa: E402
+from bench.report_plots import check_plot, draw_plot  # noqa: E402
+from bench.report_render import anchor, flatten, normalise, render_markdown, verdict  # noqa: E402
+
+MACHINE = {"cpu": "Test CPU", "cores": 2, "python": "3.11.7"}
+
+
+def sample_figure(**overrides: Any) -> dict[str, Any]:
+    arguments: dict[str, Any] = {
+        "name": "Sample bench",
+        "what": "what was measured",
+        "baseline": ("base", 2.0),
+        "measured": ("thing", 3.0),
+        "unit": "s",
+        "target": "ratio <= 1.25",
+        "met": False,
+        "notes": "missed because of X; Y would fix it",
+        "rows": [("extra", 7, "ms")],
+        "plot": {"kind": "box", "series": {"base": [1.0, 2.0], "thing": [3.0, 3.5]}},
+    }
+    arguments.update(overrides)
+    return figure(**arguments)
+
+
+def test_figure_ratio_defaults_to_measured_over_baseline() -> None:
+    result = sample_figure()
+    assert result["ratio"] == pytest.approx(1.5)
+    assert json.loads(json.dumps(result)) == result  # travels as JSON between processes
+
+
+def test_figure_rejects_target_without_verdict() -> None:
+    with pytest.raises(ValueError, match="target and met go together"):
+        sample_figure(met=None)
+    with pytest.raises(ValueError, match="target and met go together"):
+        sample_figure(target=None, met=True)
+
+
+def test_figure_ratio_is_none_for_zero_baseline() -> None:
+    assert sample_figure(baseline=("base", 0.0))["ratio"] is None
+
+
+def test_normalise_keeps_standard_shape_and_shows_unknown_dicts_raw() -> None:
+    standard = sample_figure()
+    assert normalise("bench_sample", standard) == standard
+    raw = normalise("bench_other", {"a": 1.5, "nested": {"b": 2}, "samples": [1, 2, 3]})
+    assert raw["name"] == "bench_other"
+    assert raw["raw"] == [("a", 1.5), ("nested.b", 2), ("samples", "3 values")]
+
+
+def test_normalise_adapts_router_result() -> None:
+    side = {"p50_ms": 1.0, "p99_ms": 2.0, "requests_per_s": 900.0}
+    routed = {"p50_ms": 2.0, "p99_ms": 5.0, "requests_per_s": 450.0}
+    raw = {
+        "requests_per_side": 400,
+        "server": side,
+        "router": routed,
+        "ratio": {"p50": 2.0, "p99": 2.5, "throughput": 2.0},
+    }
+    result = normalise("bench_router", raw)
+    assert result["baseline"]["value"] == 1.0
+    assert result["measured"]["value"] == 2.0
+    assert result["ratio"] == pytest.approx(2.0)
+    assert result["target"] is None and result["met"] is None
+
+
+def test_normalise_trainer_adapter_judges_the_09_target() -> None:
+    raw = {
+        "device": "cpu", "train_rows": 1000, "members": 10, "steps": 10, "batch_size": 32,
+        "embedding_dim": 8, "checkpoint_every_steps": 5, "bare_samples_per_s": 100.0,
+        "trainer_samples_per_s": 80.0, "ratio": 0.8, "target_ratio": 0.9,
+    }  # fmt: skip
+    missed = normalise("bench_trainer", raw)
+    assert missed["met"] is False and "Missed" in missed["notes"]
+    met = normalise("bench_trainer", {**raw, "trainer_samples_per_s": 95.0, "ratio": 0.95})
+    assert met["met"] is True
+
+
+def test_normalise_falls_back_to_raw_when_an_adapter_no_longer_fits() -> None:
+    assert "raw" in normalise("bench_router", {"unexpected": 1})
+
+
+def test_flatten_nested_dict_paths() -> None:
+    assert flatten({"a": {"b": {"c": 1}}, "d": "x"}) == [("a.b.c", 1), ("d", "x")]
+
+
+def test_verdict_and_anchor() -> None:
+    assert verdict(sample_figure()) == "**missed**"
+    assert verdict(sample_figure(met=True)) == "met"
+    assert verdict(sample_figure(target=None, met=None)) == "no target"
+    assert anchor("Serving: endpoint router + prediction server") == (
+        "serving-endpoint-router--prediction-server"
+    )
+
+
+def test_render_markdown_reports_figures_failures_and_machine() -> None:
+    entries = [
+        {"module": "bench_sample", "seconds": 3.0, "result": sample_figure()},
+        {"module": "bench_broken", "seconds": 1.0, "error": "RuntimeError: boom"},
+    ]
+    text = render_markdown(
+        entries,
+        MACHINE,
+        quick=True,
+        total_seconds=4.0,
+        plot_links={"bench_sample": "img/bench-sample.png"},
+    )
+    assert "| cpu | Test CPU |" in text
+    assert "[Sample bench](#sample-bench) | 2 s | 3 s | 1.5 | ratio <= 1.25 | **missed** |" in text
+    assert "missed because of X; Y would fix it" in text
+    assert "![Sample bench](img/bench-sample.png)" in text
+    assert "## bench_broken" in text and "RuntimeError: boom" in text
+    assert "```python" not in text  # docs examples are executed; the report has none
+
+
+def test_cpu_model_and_memory_parse_proc_files() -> None:
+    cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t: fpu\n"
+    assert cpu_model(cpuinfo) == "AMD EPYC 7B13"
+    assert cpu_model("processor : 0\n") == "unknown"
+    assert memory_gib("MemTotal:       24641768 kB\nMemFree: 1 kB\n") == 23.5
+    assert memory_gib("") is None
+
+
+@pytest.mark.parametrize(
+    ("plot", "message"),
+    [
+        ({"kind": "pie", "series": {"a": [1]}}, "plot kind"),
+        ({"kind": "box", "series": {}}, "non-empty"),
+        ({"kind": "line", "series": {"a": [1, "x"]}}, "non-number"),
+        ({"kind": "bar", "categories": ["p50", "p99"], "series": {"a": [1]}}, "one value per"),
+        ({"kind": "box", "series": {"a": [1]}, "reference": {"value": "x"}}, "reference"),
+    ],
+)
+def test_check_plot_rejects_bad_descriptions(plot: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_plot(plot)
+
+
+@pytest.mark.parametrize(
+    "plot",
+    [
+        {"kind": "box", "series": {"a": [1.0, 2.0], "b": [3.0]}},
+        {"kind": "line", "series": {"a": [1.0, 2.0, 2.5]}, "reference": {"label": "t", "value": 2}},
+        {"kind": "bar", "categories": ["x", "y"], "series": {"a": [1.0, 2.0], "b": [2.0, 1.0]}},
+    ],
+)
+def test_draw_plot_writes_a_png(tmp_path: Path, plot: dict[str, Any]) -> None:
+    path = tmp_path / "img" / "plot.png"
+    draw_plot(plot, "title", path)
+    assert path.read_bytes().startswith(b"\x89PNG")
+    assert [p.name for p in path.parent.iterdir()] == ["plot.png"]  # no temp file left
+
+
+def test_discover_orders_known_benches_first(tmp_path: Path) -> None:
+    for name in ("bench_zeta", "bench_tuning", "bench_cli", "helper"):
+        (tmp_path / f"{name}.py").write_text("")
+    assert report.discover(tmp_path) == ["bench_cli", "bench_tuning", "bench_zeta"]
+
+
+def test_atomic_write_text_replaces_whole_file(tmp_path: Path) -> None:
+    target = tmp_path / "docs" / "out.md"
+    report.atomic_write_text(target, "first")
+    report.atomic_write_text(target, "second")
+    assert target.read_text() == "second"
+    assert [p.name for p in target.parent.iterdir()] == ["out.md"]
+
+
+def test_build_report_reports_a_failing_bench_and_still_runs_the_others(tmp_path: Path) -> None:
+    doc = tmp_path / "docs" / "benchmarks.md"
+    entries = report.build_report(
+        ["bench_does_not_exist", "bench_tuning"], quick=True, doc=doc, img_dir=doc.parent / "img"
+    )
+    failed, tuning = entries
+    assert "No module named 'bench.bench_does_not_exist'" in failed["error"]
+    assert tuning["result"]["name"] == "Tuning efficiency"
+    text = doc.read_text(encoding="utf-8")
+    assert "**failed**" in text and "## Tuning efficiency" in text
+    assert (doc.parent / "img" / "bench-tuning.png").is_file()
+    assert "](img/bench-tuning.png)" in text
+
+
+def test_run_isolated_stops_a_bench_past_its_time_limit() -> None:
+    entry = report.run_isolated("bench_tuning", True, timeout=0.05)
+    assert "result" not in entry
+    assert "timed out after 0 s and was stopped" in entry["error"]
+
+
+def test_main_refuses_unknown_bench_names(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        report.main(["--only", "bench_nope"])
+    assert "unknown benchmark(s) ['bench_nope']" in capsys.readouterr().err

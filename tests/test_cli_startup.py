@@ -1,0 +1,38 @@
+"""`python compile.py --help` stays cheap: no aiplatform, torch, GCPC or kfp at start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("google.cloud.aiplatform", "torch", "google_cloud_pipeline_components", "kfp", "optuna")
+
+
+def test_compile_help_imports_no_heavy_module() -> None:
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['compile.py', '--help']\n"
+        "try:\n"
+        "    runpy.run_path('compile.py', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"heavy = [m for m in sys.modules if m.split('.')[0] in {HEAVY!r} "
+        f"or any(m.startswith(h) for h in {HEAVY!r})]\n"
+        "print('HEAVY:' + ','.join(sorted(heavy)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "usage: compile.py" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "HEAVY:"
+
+
+def test_compile_subcommand_help_lists_every_command() -> None:
+    result = subprocess.run(
+        [sys.executable, "compile.py", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
+    for command in ("compile", "run", "estimate", "validate", "upload", "schedule", "models",
+                    "endpoints", "serve", "demo"):  # fmt: skip
+        assert f"    {command}" in result.stdout, command

@@ -1,0 +1,263 @@
+"""Hostile command-line input and a hostile local database, through `compile.py` for real.
+
+Each command runs as a subprocess in an empty working folder with its own local root, so
+"nothing written" is checked on the file system, not assumed. Covered elsewhere: the
+override parser's unit cases (test_params.py), cron validation (test_schedules.py), and the
+registry API on a corrupt file or a writer's lock (test_local_registry.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from data.hostile.support import REPO
+
+from components.local.registry import ModelRegistry
+from components.local.registry_db import RegistryCorruptError, RegistryLockedError
+
+pytestmark = pytest.mark.slow
+DIGEST = "sha256:" + "a" * 64
+
+
+def _compile_py(
+    args: list[str], cwd: Path, *, code_root: Path = REPO, timeout_s: float = 60
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(code_root),
+        "VERTEX_LOCAL_ROOT": str(cwd / "local-root"),
+    }
+    return subprocess.run(
+        [sys.executable, str(code_root / "compile.py"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+# ---- malformed parameter overrides ----
+
+BAD_OVERRIDES = [
+    ("epochs=ten", "'epochs' expects NUMBER_INTEGER (an integer), got 'ten'"),
+    ("epochs=1e999", "'epochs' expects NUMBER_INTEGER"),
+    ("learning_rate=nan", "'learning_rate' expects NUMBER_DOUBLE"),
+    ("learning_rate=1e999", "not a finite number"),
+    ("epochs=" + "9" * 5000, "'epochs' expects NUMBER_INTEGER"),
+    ("no_such_param=1", "unknown parameter 'no_such_param'"),
+    ("=3", "no parameter name before '='"),
+    ("epochs", "expected NAME=VALUE"),
+    ("batch_size=1", "given more than once"),
+]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "train-only", "--local"], ["estimate", "weekly-retraining"]],
+    ids=["run", "estimate"],
+)
+def test_compile_py_refuses_malformed_overrides_and_writes_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    params = [arg for pair, _ in BAD_OVERRIDES for arg in ("--param", pair)]
+    params[-2:-2] = ["--param", "batch_size=2"]  # batch_size given twice
+    result = _compile_py([*command, *params], tmp_path)
+    assert result.returncode == 2, result.stderr
+    for _, message in BAD_OVERRIDES:
+        assert message in result.stderr, message
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert _files(tmp_path) == []  # no local root, no log, no compiled file
+
+
+# ---- an invalid cron expression in the schedule declarations ----
+
+
+@pytest.fixture(scope="module", params=["61 3 * * 1", "0 3 * *"], ids=["out-of-range", "4-fields"])
+def bad_cron_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, subprocess.CompletedProcess[str], Path]]:
+    # A copy of the code with one declaration edited, as a user would edit schedules.py.
+    code = tmp_path_factory.mktemp("code")
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("pipelines", "components"):
+        shutil.copytree(REPO / name, code / name, ignore=ignore)
+    shutil.copy2(REPO / "compile.py", code / "compile.py")
+    schedules = code / "pipelines" / "schedules.py"
+    text = schedules.read_text()
+    assert text.count('cron="0 3 * * 1"') == 1, "the weekly declaration changed; update the test"
+    schedules.write_text(text.replace('cron="0 3 * * 1"', f'cron="{request.param}"'))
+    work = tmp_path_factory.mktemp("work")
+    args = [
+        "schedule",
+        "--project=drink-shops",
+        "--location=asia-east1",
+        "--service-account=retrain@drink-shops.iam.gserviceaccount.com",
+        "--pipeline-root=gs://drink-shops-ml/runs",
+        f"--template-version={DIGEST}",
+        "--repository=pipelines",
+    ]
+    yield request.param, _compile_py(args, work, code_root=code), work
+
+
+def test_compile_py_schedule_names_the_invalid_cron_and_changes_nothing(
+    bad_cron_run: tuple[str, subprocess.CompletedProcess[str], Path],
+) -> None:
+    cron, result, work = bad_cron_run
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert f"drink-shops-weekly-retraining: cron '{cron}'" in last_line
+    assert "e.g. '0 3 * * 1' is Mondays at 03:00" in last_line
+    assert result.stdout == "" and _files(work) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "schedules.py validates its declarations at import, and compile.py imports the "
+        "handler outside any error handling: the user gets a traceback and exit code 1 "
+        "(fix proposed in docs/security.md; remove this mark once applied)"
+    ),
+)
+def test_compile_py_schedule_invalid_cron_exits_2_without_traceback(
+    bad_cron_run: tuple[str, subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, result, _ = bad_cron_run
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+# ---- a corrupt or locked registry database ----
+
+
+def _upload(registry: ModelRegistry) -> None:
+    registry.upload_version(
+        "recs",
+        artifact_uri="gs://b/models/recs/1",
+        container_spec={"imageUri": "x", "command": ["python", "-m", "serve"]},
+    )
+
+
+def _damage_pages(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # fold the WAL in: damage is read
+    connection.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(100, len(data), 97):  # keep the 100-byte header: "valid" but broken
+        data[offset] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "damaged-pages"])
+@pytest.mark.parametrize("command", ["models", "endpoints"])
+def test_compile_py_on_a_corrupt_registry_says_so_and_touches_nothing(
+    tmp_path: Path, damage: str, command: str
+) -> None:
+    db = tmp_path / "db" / "registry.db"
+    db.parent.mkdir()
+    if damage == "garbage":
+        db.write_bytes(b"not a database at all\n" * 100)
+    else:
+        _upload(ModelRegistry(db))
+        _damage_pages(db)
+    before = db.read_bytes()
+    result = _compile_py([command, "--db", str(db)], tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: registry database at ")
+    assert (
+        "is not a SQLite database (corrupt?)" in result.stderr and "Move it aside" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert db.read_bytes() == before
+    # SQLite may open its side files for a WAL-mode header; nothing is logged into them.
+    wal = db.with_name("registry.db-wal")
+    assert set(_files(db.parent)) <= {"registry.db", "registry.db-shm", "registry.db-wal"}
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_registry_api_write_on_damaged_pages_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "registry.db"
+    _upload(ModelRegistry(db))
+    _damage_pages(db)
+    before = db.read_bytes()
+    with pytest.raises(RegistryCorruptError, match="Move it aside"):
+        _upload(ModelRegistry(db))
+    assert db.read_bytes() == before
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sqlite3, sys
+    c = sqlite3.connect(sys.argv[1], isolation_level=None)
+    c.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers are shut out too, even in WAL mode
+    c.execute("BEGIN EXCLUSIVE")
+    c.execute("UPDATE models SET display_name = 'hijacked'")
+    print("locked", flush=True)
+    sys.stdin.readline()  # then exit without committing
+    """
+)
+
+
+@pytest.fixture
+def locked_registry(tmp_path: Path) -> Iterator[Path]:
+    db = tmp_path / "db" / "registry.db"
+    db.parent.mkdir()
+    _upload(ModelRegistry(db))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield db
+    finally:
+        holder.communicate("\n", timeout=10)
+
+
+def test_compile_py_models_on_a_locked_registry_says_so_after_the_busy_timeout(
+    locked_registry: Path, tmp_path: Path
+) -> None:
+    # The CLI waits the default busy timeout (10 s) before giving up: that wait is the cost.
+    result = _compile_py(["models", "--db", str(locked_registry)], tmp_path)
+    assert result.returncode == 1
+    assert "locked by another process for more than 10 s" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_registry_api_on_an_exclusively_locked_registry_refuses_reads_and_writes(
+    locked_registry: Path,
+) -> None:
+    blocked = ModelRegistry(locked_registry, busy_timeout_s=0.2)
+    with pytest.raises(RegistryLockedError, match="locked by another process"):
+        blocked.list_models()
+    with pytest.raises(RegistryLockedError, match="locked by another process"):
+        _upload(blocked)
+
+
+def test_registry_after_a_lock_holder_exits_keeps_only_committed_data(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "registry.db"
+    _upload(ModelRegistry(db))
+    holder = subprocess.run(
+        [sys.executable, "-c", HOLDER, str(db)], input="\n", capture_output=True, text=True
+    )
+    assert holder.stdout.strip() == "locked"
+    models = ModelRegistry(db).list_models()
+    assert [m.display_name for m in models] == ["recs"]  # the uncommitted rename is gone

@@ -1,0 +1,80 @@
+"""The champion/challenger rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from components.steps.decision import NO_CHAMPION_SCORE, decide
+
+
+def test_decide_without_champion_promotes_candidate() -> None:
+    decision = decide({"ndcg_at_10": 0.1}, None, primary_metric="ndcg_at_10")
+    assert decision.is_better
+    assert decision.champion_score == NO_CHAMPION_SCORE
+    assert "no champion" in decision.reason
+
+
+def test_decide_requires_minimum_improvement() -> None:
+    candidate, champion = {"ndcg_at_10": 0.305}, {"ndcg_at_10": 0.30}
+    assert decide(candidate, champion, primary_metric="ndcg_at_10", min_improvement=0.0).is_better
+    refused = decide(candidate, champion, primary_metric="ndcg_at_10", min_improvement=0.01)
+    assert not refused.is_better
+    assert "+0.0050" in refused.reason and "+0.0100" in refused.reason
+
+
+def test_decide_tie_keeps_champion() -> None:
+    decision = decide({"ndcg_at_10": 0.3}, {"ndcg_at_10": 0.3}, primary_metric="ndcg_at_10")
+    assert not decision.is_better
+
+
+def test_decide_guardrail_regression_blocks_promotion() -> None:
+    candidate = {"ndcg_at_10": 0.40, "recall_at_10": 0.50}
+    champion = {"ndcg_at_10": 0.30, "recall_at_10": 0.60}
+    decision = decide(
+        candidate, champion, primary_metric="ndcg_at_10", guardrails={"recall_at_10": 0.05}
+    )
+    assert not decision.is_better
+    assert "recall_at_10" in decision.reason
+    allowed = decide(
+        candidate, champion, primary_metric="ndcg_at_10", guardrails={"recall_at_10": 0.2}
+    )
+    assert allowed.is_better
+
+
+def test_decide_force_overrides_rule_and_says_so() -> None:
+    worse = decide(
+        {"ndcg_at_10": 0.1}, {"ndcg_at_10": 0.5}, primary_metric="ndcg_at_10", force="better"
+    )
+    assert worse.is_better and "forced" in worse.reason
+    better = decide({"ndcg_at_10": 0.9}, None, primary_metric="ndcg_at_10", force="worse")
+    assert not better.is_better
+
+
+@pytest.mark.parametrize(
+    ("candidate", "champion", "message"),
+    [
+        ({"recall_at_10": 0.1}, None, "has no metric 'ndcg_at_10'"),
+        ({"ndcg_at_10": math.nan}, None, "finite"),
+        ({"ndcg_at_10": 0.1}, {"recall_at_10": 0.1}, "champion has no metric"),
+    ],
+)
+def test_decide_missing_or_invalid_metric_is_clear(
+    candidate: dict, champion: dict | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        decide(candidate, champion, primary_metric="ndcg_at_10")
+
+
+def test_decide_unknown_force_value_is_refused() -> None:
+    with pytest.raises(ValueError, match="force_decision"):
+        decide({"ndcg_at_10": 0.1}, None, primary_metric="ndcg_at_10", force="maybe")
+
+
+def test_decision_reported_metrics_are_prefixed() -> None:
+    decision = decide({"ndcg_at_10": 0.4}, {"ndcg_at_10": 0.3}, primary_metric="ndcg_at_10")
+    reported = decision.reported_metrics()
+    assert reported["candidate_ndcg_at_10"] == 0.4
+    assert reported["champion_ndcg_at_10"] == 0.3
+    assert reported["is_better"] == 1.0

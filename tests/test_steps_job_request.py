@@ -1,0 +1,103 @@
+"""From component inputs to validated CustomJob and tuning payloads."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.specs import JobSpecError, check_payload_parses
+from components.steps.job_request import (
+    TrainingRequest,
+    custom_job_payload,
+    format_flag_value,
+    program_args,
+)
+from components.steps.tune import TuningRequest, tuning_job_payload
+
+
+def _request(**changes: object) -> TrainingRequest:
+    fields: dict = dict(
+        backend="vertex",
+        display_name="t",
+        base_output_directory="gs://b/out",
+        python_module="trainer.task",
+        package_uris=["gs://b/p/trainer-1.0.0-py3-none-any.whl"],
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+        machine_type="n1-standard-8",
+        accelerator_type="NVIDIA_TESLA_T4",
+        accelerator_count=1,
+        scheduling_strategy="SPOT",
+    )
+    fields.update(changes)
+    return TrainingRequest(**fields)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(5.0, "5"), ("5.0", "5"), (0.005, "0.005"), ("0.005", "0.005"), (True, "true"), ("x", "x")],
+)
+def test_format_flag_value_writes_integral_floats_as_integers(value: object, expected: str) -> None:
+    assert format_flag_value(value) == expected
+
+
+def test_program_args_appends_hyperparameters_then_dataset() -> None:
+    request = _request(
+        args=["--seed", "3"],
+        hyperparameters={"epochs": 4.0, "learning_rate": 0.01},
+        dataset_uri="gs://b/data",
+    )
+    assert program_args(request) == [
+        "--seed",
+        "3",
+        "--epochs=4",
+        "--learning_rate=0.01",
+        "--data=gs://b/data",
+    ]
+
+
+def test_custom_job_payload_parses_into_aiplatform_proto() -> None:
+    payload = custom_job_payload(_request(worker_count=2, distribution="ddp"))
+    check_payload_parses(payload, "custom_job")
+    pools = payload["jobSpec"]["workerPoolSpecs"]
+    assert [pool["replicaCount"] for pool in pools] == ["1", "2"]
+    assert payload["jobSpec"]["scheduling"]["strategy"] == "SPOT"
+
+
+def test_custom_job_payload_refuses_impossible_gpu_count() -> None:
+    with pytest.raises(JobSpecError) as raised:
+        custom_job_payload(_request(accelerator_count=3))
+    assert "acceleratorCount" in str(raised.value)
+    assert "4" in str(raised.value)
+
+
+def test_tuning_job_payload_parses_and_keeps_bayesian_default() -> None:
+    payload = tuning_job_payload(
+        TuningRequest(
+            trial=_request(),
+            parameter_specs=[
+                {
+                    "parameterId": "learning_rate",
+                    "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1},
+                    "scaleType": "UNIT_LOG_SCALE",
+                }
+            ],
+            metric_id="ndcg_at_10",
+            max_trial_count=4,
+            parallel_trial_count=2,
+        )
+    )
+    check_payload_parses(payload, "tuning_job")
+    assert "algorithm" not in payload["studySpec"]
+
+
+def test_tuning_job_payload_refuses_parallel_above_max() -> None:
+    with pytest.raises(JobSpecError) as raised:
+        tuning_job_payload(
+            TuningRequest(
+                trial=_request(),
+                parameter_specs=[{"parameterId": "a", "discreteValueSpec": {"values": [1, 2]}}],
+                metric_id="m",
+                max_trial_count=2,
+                parallel_trial_count=3,
+            )
+        )
+    assert "parallelTrialCount" in str(raised.value)

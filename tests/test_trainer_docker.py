@@ -1,0 +1,78 @@
+"""What can be checked of the Dockerfiles without building them (no Docker daemon here)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _instructions(name: str) -> list[tuple[str, str]]:
+    text = (ROOT / "trainer" / name).read_text(encoding="utf-8").replace("\\\n", " ")
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+
+
+def _single(instructions: list[tuple[str, str]], keyword: str) -> str:
+    (value,) = [arg for key, arg in instructions if key == keyword]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "module"),
+    [
+        ("Dockerfile", r"^nvidia/cuda:\d+\.\d+\.\d+-cudnn-runtime-ubuntu", "trainer.task"),
+        ("Dockerfile.serve", r"^python:3\.1[1-9]-slim$", "trainer.serve"),
+    ],
+)
+def test_dockerfile_base_entrypoint_and_copies(name: str, base: str, module: str) -> None:
+    steps = _instructions(name)
+    assert steps[0][0] == "FROM" and re.match(base, steps[0][1])
+    assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", module]
+    copies = [arg.split() for key, arg in steps if key == "COPY"]
+    for source, _target in copies:
+        assert (ROOT / source).exists(), f"{name} copies {source}, which is not in the repository"
+    assert ["trainer/", "/app/trainer/"] in copies
+    assert _single(steps, "WORKDIR") == "/app"  # so `python -m trainer.*` finds the package
+    runs = " ".join(arg for key, arg in steps if key == "RUN")
+    assert "-r /app/trainer/requirements.txt" in runs
+    # The requirements file is copied before it is installed.
+    order = [
+        key
+        for key, arg in steps
+        if (key == "RUN" and "requirements" in arg) or (key == "COPY" and "requirements" in arg)
+    ]
+    assert order[0] == "COPY"
+
+
+def test_serving_dockerfile_binds_all_interfaces_on_the_aip_port() -> None:
+    env = " ".join(arg for key, arg in _instructions("Dockerfile.serve") if key == "ENV")
+    assert "TRAINER_SERVE_HOST=0.0.0.0" in env and "AIP_HTTP_PORT=8080" in env
+    assert _single(_instructions("Dockerfile.serve"), "EXPOSE") == "8080"
+
+
+def test_requirements_pin_exactly_the_runtime_dependencies() -> None:
+    lines = [
+        line
+        for line in (ROOT / "trainer" / "requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    names = {line.split("==")[0] for line in lines}
+    assert names == {"torch", "numpy", "pyarrow", "cloudml-hypertune"}
+    constraints = (ROOT / "constraints.txt").read_text().splitlines()
+    for line in lines:
+        assert line in constraints, f"{line} disagrees with constraints.txt"
+
+
+def test_trainer_package_does_not_import_components() -> None:
+    for path in (ROOT / "trainer").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(from|import)\s+components\b", source, re.MULTILINE), path.name

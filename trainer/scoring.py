@@ -1,0 +1,87 @@
+"""Scoring an exported model on a dataset's validation weeks (champion/challenger evaluation).
+
+The evaluation step of the pipeline scores the candidate and the current champion on the same
+held-out week, with the same per-store popularity baseline, using the code `trainer.task`
+uses at the end of training, so the numbers are comparable with the training report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BASELINE_PREFIX = "baseline_"
+
+
+def evaluate_exported_model(
+    model_dir: str, dataset: str, *, baseline_weeks: int = 4
+) -> dict[str, dict[str, float]]:
+    """Scores an exported model on the validation weeks of ``dataset``.
+
+    Args:
+        model_dir: A folder written by ``trainer.task`` (local, ``gs://`` or ``/gcs/``).
+        dataset: A ``manifest.json``, a folder holding one, or a generated dataset folder.
+        baseline_weeks: Recent training weeks counted by the popularity baseline.
+
+    Returns:
+        ``{"model": {...}, "baseline": {...}}``: Recall@10 and NDCG@10 of the model (and the
+        "usual order" reference), and the per-store popularity baseline's, on the same rows.
+
+    Raises:
+        FileNotFoundError: No model or no dataset at the given place.
+        ValueError: The model was trained on a different catalogue of drinks and shops, or
+            its artifact fails verification.
+    """
+    import numpy as np
+    import torch
+
+    from trainer.evaluate import evaluate
+    from trainer.export import load_artifact
+    from trainer.features import (
+        encode_rows,
+        member_counts,
+        read_catalogue,
+        read_columns,
+        store_popularity,
+    )
+    from trainer.model import CatalogueTensors
+    from trainer.paths import resolve
+    from trainer.split import load_manifest
+    from trainer.train import rows_to_tensors
+
+    manifest = load_manifest(dataset)
+    model, catalogue, member_vocab, _ = load_artifact(resolve(model_dir))
+    data_catalogue = read_catalogue(manifest)
+    for name in ("drink_ids", "store_ids"):
+        if not np.array_equal(getattr(catalogue, name), getattr(data_catalogue, name)):
+            raise ValueError(
+                f"the model in {model_dir} knows different {name.removesuffix('_ids')}s than "
+                f"the dataset {dataset}; score it on data from the same catalogue"
+            )
+    train_columns = read_columns(manifest, "train")
+    train_rows = encode_rows(train_columns, member_vocab, catalogue)
+    validation_rows = encode_rows(read_columns(manifest, "validation"), member_vocab, catalogue)
+    device = torch.device("cpu")
+    popularity = store_popularity(train_rows, catalogue, train_columns["week"], baseline_weeks)
+    usual = member_counts(train_rows, model.config.n_members, model.config.n_drinks)
+    metrics = evaluate(
+        model,
+        CatalogueTensors.build(catalogue, None, device),
+        rows_to_tensors(validation_rows, device),
+        torch.as_tensor(popularity),
+        torch.as_tensor(usual),
+    )
+    return split_baseline(metrics)
+
+
+def split_baseline(metrics: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Separates ``baseline_*`` metrics from the model's own (numbers only)."""
+    model: dict[str, float] = {}
+    baseline: dict[str, float] = {}
+    for name, value in metrics.items():
+        if not isinstance(value, int | float):
+            continue
+        if name.startswith(BASELINE_PREFIX):
+            baseline[name.removeprefix(BASELINE_PREFIX)] = float(value)
+        else:
+            model[name] = float(value)
+    return {"model": model, "baseline": baseline}

@@ -17,7 +17,7 @@ install: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
+	$(PY) -m ruff format --check components pipelines trainer bench tests compile.py
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

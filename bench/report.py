@@ -11,6 +11,7 @@ under `docs/img/` are written atomically.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -93,11 +94,13 @@ def _run_child(argv: list[str], timeout: float) -> int | str:
 
 
 def _stop_group(child: subprocess.Popen[bytes]) -> None:
-    os.killpg(child.pid, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+        os.killpg(child.pid, signal.SIGTERM)
     try:
         child.wait(timeout=STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
         child.wait()
 
 

@@ -170,7 +170,7 @@ def _convert(text: str, parameter_type: str) -> Any:
         if text.lower() not in ("true", "false"):
             raise ValueError("not true or false")
         return text.lower() == "true"
-    value = json.loads(text, parse_constant=_reject_constant)
+    value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     expected = list if parameter_type == "LIST" else dict
     if not isinstance(value, expected):
         raise ValueError(f"JSON {type(value).__name__}, not a JSON {expected.__name__}")
@@ -180,6 +180,14 @@ def _convert(text: str, parameter_type: str) -> Any:
 def _reject_constant(constant: str) -> Any:
     # NaN and Infinity are not JSON and a Vertex parameter (protobuf Value) cannot carry them.
     raise ValueError(f"{constant} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    # 1e999 is valid JSON but overflows to infinity, which a protobuf Value cannot carry.
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is out of range for a double")
+    return number
 
 
 def _type_message(name: str, parameter_type: str, given: object, reason: str) -> str:

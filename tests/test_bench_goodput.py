@@ -55,9 +55,12 @@ def test_periodic_only_trainer_dies_on_sigterm_without_checkpointing(
     assert kept["checkpoint_step"] == 5  # only the periodic checkpoint survived
 
 
-def _arm(wall: float, restarts: int, step_goodput: float | None) -> dict[str, float | int | None]:
+def _arm(
+    wall: float, restarts: int, step_goodput: float | None, finished: bool = True
+) -> dict[str, float | int | bool | None]:
     return {"wall": wall, "restarts": restarts, "step_goodput": step_goodput, "time_lost": 0.0,
-            "steps": 100, "ndcg": 0.4}  # fmt: skip
+            "steps": 100 if finished else None, "ndcg": 0.4 if finished else None,
+            "finished": finished}  # fmt: skip
 
 
 def test_figures_runtime_goodput_is_uninterrupted_over_preempted_wall() -> None:
@@ -84,3 +87,15 @@ def test_figures_explain_a_missed_target() -> None:
     assert result["met"] is False
     assert "Missed" in result["notes"] and "would fix" in result["notes"]
     assert "quick pass" in result["notes"]
+
+
+def test_figures_count_an_arm_that_ran_out_of_restarts_as_zero_goodput() -> None:
+    arms = {
+        "uninterrupted": _arm(16.0, 0, None),
+        "SIGTERM checkpoints": _arm(20.0, 1, 1.0),
+        "periodic only": _arm(90.0, 6, 0.5, finished=False),
+    }
+    result = bg._figures(arms, interval=12.0, steps=100, every=10, rate=50.0, quick=True)
+    check_figure(result)
+    assert result["baseline"]["value"] == 0.0
+    assert "periodic only never finished" in result["notes"] and "STOCKOUT" in result["notes"]

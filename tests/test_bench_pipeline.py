@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +62,19 @@ def test_user_code_seconds_counts_jobs_not_their_tasks() -> None:
     }
 
 
+def test_overhead_parts_add_up_to_wall_minus_user_code() -> None:
+    tasks = {"prepare-dataset": 2.0, "train-custom-job": 10.0, "evaluate-model": 3.0}
+    jobs = {"job": 8.5}
+    user = bp.user_code_seconds(tasks, jobs, empty_task=0.25)
+    parts = bp.overhead_parts(16.0, tasks, 8.5, 0.25)
+    assert parts == {
+        "fixed cost of every task": pytest.approx(0.5),
+        "job tasks beyond their jobs' attempts": pytest.approx(1.5),
+        "between tasks (kfp.local)": pytest.approx(1.0),
+    }
+    assert sum(parts.values()) == pytest.approx(16.0 - sum(user.values()))
+
+
 def test_figures_judge_the_25_percent_target() -> None:
     tasks = {"prepare-dataset": 2.0, "train-custom-job": 10.0}
     user = {"prepare-dataset": 1.8, "train-custom-job": 0.0, "jobs": 9.0}
@@ -83,3 +97,21 @@ def test_noop_pipeline_runs_locally_and_is_timed(
     wall, tasks = bp._run(noop_pipeline, {})
     assert set(tasks) == {"noop"}
     assert 0 < tasks["noop"] <= wall
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:You may be attemping:RuntimeWarning")
+def test_bench_pipeline_run_quick_is_well_formed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "outer"))
+    result = bp.run(quick=True)
+    check_figure(result)
+    check_plot(result["plot"])
+    rows = {label: value for label, value, _ in result["rows"]}
+    assert "task train-custom-job: wall" in rows and "task prepare-dataset: wall" in rows
+    assert 0 < rows["CustomJob attempts (user code)"] < rows["task train-custom-job: wall"]
+    assert 0 < result["baseline"]["value"] < result["measured"]["value"]  # user code < wall
+    assert result["met"] == (result["ratio"] - 1 <= bp.TARGET_OVERHEAD)
+    assert not (tmp_path / "outer").exists()  # the run used its own scratch root
+    assert os.environ["VERTEX_LOCAL_ROOT"] == str(tmp_path / "outer")  # and restored ours

@@ -17,7 +17,14 @@ from bench import report  # noqa: E402
 from bench.figures import figure  # noqa: E402
 from bench.machine import cpu_model, memory_gib  # noqa: E402
 from bench.report_plots import check_plot, draw_plot  # noqa: E402
-from bench.report_render import anchor, flatten, normalise, render_markdown, verdict  # noqa: E402
+from bench.report_render import (  # noqa: E402
+    anchor,
+    flatten,
+    fmt,
+    normalise,
+    render_markdown,
+    verdict,
+)
 
 MACHINE = {"cpu": "Test CPU", "cores": 2, "python": "3.11.7"}
 
@@ -100,6 +107,14 @@ def test_flatten_nested_dict_paths() -> None:
     assert flatten({"a": {"b": {"c": 1}}, "d": "x"}) == [("a.b.c", 1), ("d", "x")]
 
 
+def test_fmt_numbers_for_tables() -> None:
+    assert fmt(11290.4) == "11,290"
+    assert fmt(0.123456) == "0.1235"
+    assert fmt(12) == "12"
+    assert fmt(None) == "-"
+    assert fmt("a|b") == "a\\|b"
+
+
 def test_verdict_and_anchor() -> None:
     assert verdict(sample_figure()) == "**missed**"
     assert verdict(sample_figure(met=True)) == "met"
@@ -112,7 +127,7 @@ def test_verdict_and_anchor() -> None:
 def test_render_markdown_reports_figures_failures_and_machine() -> None:
     entries = [
         {"module": "bench_sample", "seconds": 3.0, "result": sample_figure()},
-        {"module": "bench_broken", "seconds": 1.0, "error": "RuntimeError: boom"},
+        {"module": "bench_pipeline", "seconds": 1.0, "error": "RuntimeError: boom"},
     ]
     text = render_markdown(
         entries,
@@ -125,7 +140,8 @@ def test_render_markdown_reports_figures_failures_and_machine() -> None:
     assert "[Sample bench](#sample-bench) | 2 s | 3 s | 1.5 | ratio <= 1.25 | **missed** |" in text
     assert "missed because of X; Y would fix it" in text
     assert "![Sample bench](img/bench-sample.png)" in text
-    assert "## bench_broken" in text and "RuntimeError: boom" in text
+    assert "## bench_pipeline" in text and "RuntimeError: boom" in text
+    assert "| overhead <= 25% | **failed** (not measured) |" in text  # the target
     assert "```python" not in text  # docs examples are executed; the report has none
 
 

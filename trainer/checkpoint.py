@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import random
 import re
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,10 @@ from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^ckpt-(\d{8})\.pt$")
 PROGRESS_FILE = "progress.json"
+PAUSE_ENV = "TRAINER_TEST_PAUSE"
+"""Fault-injection hook for tests only: `checkpoint=<s>` sleeps between a checkpoint's data
+file and its sidecar, `evaluate=<s>` before evaluation, after printing a marker line to
+stderr, so a test can signal the process inside that window (tests/test_faults_training.py)."""
 
 
 class CheckpointManager:
@@ -61,10 +68,15 @@ class CheckpointManager:
         torch.save(state, buffer)
         path = self.path(step)
         atomic_write_bytes(path, buffer.getvalue())
+        pause_for_test("checkpoint", step)
         atomic_write_bytes(
             path.with_name(path.name + ".sha256"), (sha256_file(path) + "\n").encode()
         )
-        for old in self.steps()[self.keep :]:
+        # Checkpoints newer than this one are leftovers of a lost attempt that never got their
+        # sidecar (a resume starts from the newest that verifies); counting them among the
+        # `keep` newest would delete the checkpoint just written.
+        kept = [s for s in self.steps() if s <= step][: self.keep]
+        for old in (s for s in self.steps() if s not in kept):
             self.path(old).unlink(missing_ok=True)
             self.path(old).with_name(self.path(old).name + ".sha256").unlink(missing_ok=True)
         return path
@@ -93,6 +105,16 @@ class CheckpointManager:
             except Exception as error:  # any unreadable checkpoint means: try the older one
                 log.warning("skipping checkpoint at step %d: %s", step, error)
         return None
+
+
+def pause_for_test(phase: str, step: int) -> None:
+    """Sleep in `phase` when `TRAINER_TEST_PAUSE` asks for it (a test hook; unset otherwise)."""
+    name, _, seconds = os.environ.get(PAUSE_ENV, "").partition("=")
+    if name == phase and seconds:
+        print(
+            f"{PAUSE_ENV}: pid {os.getpid()} in {phase} at step {step}", file=sys.stderr, flush=True
+        )
+        time.sleep(float(seconds))
 
 
 def write_progress(

@@ -37,7 +37,9 @@ def resolve(uri: str | os.PathLike[str]) -> Path:
     else:
         return Path(text)
     parts = PurePosixPath(rest).parts
-    if not parts or parts[0] in ("/", ".", ".."):
+    # startswith("/"): POSIX keeps a leading "//" as its own root part, which would replace
+    # the mount when joined.
+    if not parts or parts[0].startswith("/") or parts[0] in (".", ".."):
         raise ValueError(f"expected gs://BUCKET/PATH or /gcs/BUCKET/PATH, got {text!r}")
     if ".." in parts:
         raise ValueError(f"refusing {text!r}: '..' would leave the bucket; use a plain path")

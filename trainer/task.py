@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from trainer.checkpoint import CheckpointManager
+    from trainer.checkpoint import CheckpointManager, pause_for_test
     from trainer.distributed import cluster_from_env, init_process_group, scaled_learning_rate
     from trainer.evaluate import evaluate
     from trainer.export import export_model
@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             member_counts(train_rows, config.n_members, config.n_drinks), device=device
         )
         val_tensors = rows_to_tensors(val_rows, device)
+        pause_for_test("evaluate", result.step)
         metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
         metrics["training"] = {
             "steps": result.step,

@@ -1,0 +1,113 @@
+"""``compile.py compile`` / ``estimate`` / ``run``: outputs, tables and refusals.
+
+(No ``from __future__ import annotations``: kfp reads the test pipeline's real annotations.)
+"""
+
+import argparse
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from kfp import dsl
+
+from components.train_custom_job import train_custom_job
+from pipelines import catalog
+from pipelines.cli_compile import cli_compile, cli_estimate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compile_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "compile.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "VERTEX_LOCAL_ROOT": str(cwd)},
+    )
+
+
+def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_path: Path) -> None:
+    result = _compile_cli("compile", "--out", "out", "--component-image", "eu.pkg.dev/p/r/c:7",
+                          cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for name in catalog.PIPELINES:
+        spec = yaml.safe_load((tmp_path / "out" / "pipelines" / f"{name}.yaml").read_text())
+        images = {e["container"]["image"] for e in spec["deploymentSpec"]["executors"].values()}
+        assert images == {"eu.pkg.dev/p/r/c:7"}
+        assert name in result.stdout
+    for name in catalog.COMPONENTS:
+        assert (tmp_path / "out" / "components" / f"{name}.yaml").is_file()
+    assert "steps: build-container -> prepare-dataset" in result.stdout
+    assert "on-demand" in result.stdout and "Spot" in result.stdout
+
+
+def test_compile_refuses_an_image_uri_with_spaces(tmp_path: Path) -> None:
+    result = _compile_cli("compile", "--out", "out", "--component-image", "bad image", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "container image URI" in result.stderr
+
+
+@dsl.pipeline(name="impossible-defaults")
+def _impossible(accelerator_count: int = 3) -> None:
+    train_custom_job(
+        backend="local",
+        display_name="x",
+        base_output_directory="gs://bucket/out",
+        python_module="m",
+        package_uris=["gs://bucket/p.whl"],
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+        accelerator_count=accelerator_count,
+        project="p",
+        location="l",
+    )
+
+
+def test_compile_stops_on_an_impossible_default_training_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog, "PIPELINES", {"impossible": f"{__name__}:_impossible"})
+    monkeypatch.setattr(catalog, "COMPONENTS", {})
+    out = io.StringIO()
+    code = cli_compile(argparse.Namespace(out=str(tmp_path), component_image=None), out=out)
+    assert code == 1
+    text = out.getvalue()
+    assert "INVALID default training job" in text
+    assert "acceleratorCount" in text and "4" in text
+
+
+def test_estimate_prints_breakdown_with_assumptions(capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(name="weekly-retraining", param=["tune=true"], training_hours=3.0)
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    text = out.getvalue()
+    assert "tune (all trials)" in text and "train:" in text
+    assert "3 h on one GPU" in text
+    assert "Spot priced at 60% of on-demand" in text
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ("accelerator_count=3", "acceleratorCount"),
+        ("epochs", "NAME=VALUE"),
+        ("epoch=3", "epochs"),
+    ],
+)
+def test_estimate_refuses_bad_overrides_clearly(
+    param: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = argparse.Namespace(name="weekly-retraining", param=[param], training_hours=2.0)
+    assert cli_estimate(args, out=io.StringIO()) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_run_refuses_unknown_pipeline_and_missing_vertex_flags(tmp_path: Path) -> None:
+    unknown = _compile_cli("run", "weekly", "--local", cwd=tmp_path)
+    assert unknown.returncode == 2 and "known pipelines" in unknown.stderr
+    missing = _compile_cli("run", "train-only", "--project", "p", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "--location" in missing.stderr and "--pipeline-root" in missing.stderr

@@ -240,7 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args.command = "compile"
-    return _resolve(_HANDLERS[args.command])(args)
+    try:
+        handler = _resolve(_HANDLERS[args.command])
+    except ValueError as error:
+        # Modules validate what is declared in code (schedules, catalogs) when imported.
+        print(f"{args.command}: {error}", file=sys.stderr)
+        return 2
+    return handler(args)
 
 
 if __name__ == "__main__":

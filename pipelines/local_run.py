@@ -2,12 +2,17 @@
 
 The console shows one line per step (and the training replicas' own progress); everything
 kfp.local prints goes to a log file under the local root, whose tail is shown on failure.
+
+Only one local run at a time may work on a model (a lock under `<root>/locks/`): two runs at
+once would both be judged against the same champion and both be promoted, which no sequence
+of runs can produce. A second run is refused at once, with the first one's pid.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 import time
@@ -36,6 +41,48 @@ class LocalRunOutcome:
     log_path: Path
     wall_seconds: float
     summary: dict[str, Any] | None
+    refused: str | None = None
+    """Why the run did not start (another run holds the model's lock); None if it ran."""
+
+
+class RunConflictError(RuntimeError):
+    """Another local run is working on the same model under the same local root."""
+
+
+@contextlib.contextmanager
+def exclusive_model_run(root: Path, model: str) -> Iterator[None]:
+    """Hold the lock of `model` under `root` for one run; refuse if another process holds it.
+
+    The lock is an `flock` on `<root>/locks/run-<model>.lock`, so it is released when its
+    holder exits, even on SIGKILL: no stale lock survives a crashed run.
+
+    Raises:
+        RunConflictError: Another run holds it (the message names that run's pid).
+    """
+    import fcntl
+
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-.") or "pipeline"
+    path = root / "locks" / f"run-{slug}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RunConflictError(
+                f"another local run is already working on model {model!r} under {root} "
+                f"({holder}); two runs at once would both be compared with the same champion "
+                "and both promoted. Wait for it to finish, or use another VERTEX_LOCAL_ROOT"
+            ) from None
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class _ProgressFilter(io.TextIOBase):
@@ -101,17 +148,38 @@ def run_pipeline_locally(
         verbose: Show every line of every task.
 
     Returns:
-        The outcome; ``summary`` is the exit handler's summary when the pipeline has one.
+        The outcome; ``summary`` is the exit handler's summary when the pipeline has one;
+        ``refused`` says why nothing ran when another local run holds the same model
+        (``model_display_name``, else the pipeline's name) under the same local root.
     """
-    from kfp import local
-
     from components.local.storage import local_root
 
     root = local_root()
+    model = str(arguments.get("model_display_name") or getattr(pipeline, "name", "pipeline"))
+    log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:
+        with exclusive_model_run(root, model):
+            return _run_locked(pipeline, arguments, root, log_path, console, verbose)
+    except RunConflictError as conflict:
+        console.write(f"ERROR: {conflict}\n")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"refused: {conflict}\n", encoding="utf-8")
+        return LocalRunOutcome(False, None, log_path, 0.0, None, refused=str(conflict))
+
+
+def _run_locked(
+    pipeline: Any,
+    arguments: Mapping[str, Any],
+    root: Path,
+    log_path: Path,
+    console: TextIO,
+    verbose: bool,
+) -> LocalRunOutcome:
+    from kfp import local
+
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
     before = set(pipeline_root.iterdir())
-    log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}.log"
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=str(pipeline_root),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -23,7 +24,7 @@ from pipelines.schedules import ScheduleError, next_run_times, validate_cron
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0")) or None
 FUZZ = settings(max_examples=EXAMPLES or 400, deadline=None)
 
-PARAMETERS = {
+PARAMETERS: dict[str, dict[str, Any]] = {
     "epochs": {"parameterType": "NUMBER_INTEGER", "defaultValue": 4.0},
     "learning_rate": {"parameterType": "NUMBER_DOUBLE", "defaultValue": 0.005},
     "tune": {"parameterType": "BOOLEAN", "defaultValue": False},

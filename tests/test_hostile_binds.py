@@ -73,15 +73,6 @@ def test_compile_py_serve_defaults_to_loopback() -> None:
     assert cli.build_parser().parse_args(["serve", "ep"]).host == "127.0.0.1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "trainer/Dockerfile.serve sets ENV TRAINER_SERVE_HOST=0.0.0.0 for Vertex, and the "
-        "local backend applies an image's ENV, so a local deploy of that image listens on all "
-        "interfaces (fix proposed in docs/security.md; remove this mark once applied)"
-    ),
-)
 def test_local_deploy_of_the_serving_image_binds_loopback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -64,17 +64,11 @@ BAD_OVERRIDES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "command",
-    [["run", "train-only", "--local"], ["estimate", "weekly-retraining"]],
-    ids=["run", "estimate"],
-)
-def test_compile_py_refuses_malformed_overrides_and_writes_nothing(
-    tmp_path: Path, command: list[str]
-) -> None:
+def test_compile_py_run_refuses_malformed_overrides_and_writes_nothing(tmp_path: Path) -> None:
+    # `estimate` shares the parser; its own refusal is in test_cli_compile.py.
     params = [arg for pair, _ in BAD_OVERRIDES for arg in ("--param", pair)]
     params[-2:-2] = ["--param", "batch_size=2"]  # batch_size given twice
-    result = _compile_py([*command, *params], tmp_path)
+    result = _compile_py(["run", "train-only", "--local", *params], tmp_path)
     assert result.returncode == 2, result.stderr
     for _, message in BAD_OVERRIDES:
         assert message in result.stderr, message
@@ -123,15 +117,6 @@ def test_compile_py_schedule_names_the_invalid_cron_and_changes_nothing(
     assert result.stdout == "" and _files(work) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=(
-        "schedules.py validates its declarations at import, and compile.py imports the "
-        "handler outside any error handling: the user gets a traceback and exit code 1 "
-        "(fix proposed in docs/security.md; remove this mark once applied)"
-    ),
-)
 def test_compile_py_schedule_invalid_cron_exits_2_without_traceback(
     bad_cron_run: tuple[str, subprocess.CompletedProcess[str], Path],
 ) -> None:

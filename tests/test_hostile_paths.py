@@ -73,7 +73,15 @@ def test_to_local_path_refuses_a_bucket_that_is_a_symlink_chain_out(
 
 
 @pytest.mark.parametrize(
-    "uri", ["/gcs/../etc/passwd", "gs:///etc/passwd", "gs://b/x/../../../etc", "/gcs"]
+    "uri",
+    [
+        "/gcs/../etc/passwd",
+        "gs:///etc/passwd",
+        "gs:////etc/passwd",  # POSIX keeps "//" as a root of its own
+        "/gcs///etc/passwd",
+        "gs://b/x/../../../etc",
+        "/gcs",
+    ],
 )
 def test_trainer_resolve_refuses_uris_that_leave_the_mount(
     uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

@@ -1,9 +1,11 @@
 """Prediction server following the Vertex custom-container contract: `python -m trainer.serve`.
 
 Environment: AIP_HTTP_PORT (default 8080), AIP_HEALTH_ROUTE (default /health),
-AIP_PREDICT_ROUTE (default /predict), AIP_STORAGE_URI (the model folder; gs:// and /gcs/ map
-through GCS_FUSE_ROOT). TRAINER_SERVE_HOST picks the bind address (default 127.0.0.1; the
-serving image sets 0.0.0.0). TRAINER_MAX_REQUEST_BYTES bounds the body (default 1 MiB, 413).
+AIP_PREDICT_ROUTE (default /predict), AIP_STORAGE_URI (the model folder: used in place when
+reachable as a path, through /gcs or GCS_FUSE_ROOT, else downloaded once from gs://).
+LOCAL_BIND_HOST, then TRAINER_SERVE_HOST, pick the bind address (default 127.0.0.1; the serving
+image sets 0.0.0.0, the local backend sets LOCAL_BIND_HOST=127.0.0.1).
+TRAINER_MAX_REQUEST_BYTES bounds the body (default 1 MiB, 413).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from trainer.paths import resolve
+from trainer.model_fetch import local_model_dir
 from trainer.predictor import InstanceError, Predictor
 
 log = logging.getLogger(__name__)
@@ -136,9 +138,14 @@ def make_server(
     predictor: Predictor, host: str, port: int, config: ServeConfig
 ) -> ThreadingHTTPServer:
     """A bound (not yet serving) HTTP server."""
-    server = ThreadingHTTPServer((host, port), make_handler(predictor, config))
-    server.daemon_threads = True
+    server = _Server((host, port), make_handler(predictor, config))
     return server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 makes a burst of clients wait a second per retry.
+    request_queue_size = 128
 
 
 class RunningServer:
@@ -182,7 +189,7 @@ def start_server(
         config: routes and limits.
     """
     config = config or ServeConfig()
-    predictor = Predictor(resolve(os.fspath(model_dir)))
+    predictor = Predictor(local_model_dir(os.fspath(model_dir)))
     return RunningServer(make_server(predictor, host, port, config), config)
 
 
@@ -191,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = os.environ
     parser = argparse.ArgumentParser(prog="python -m trainer.serve", description=__doc__)
     parser.add_argument("--model_dir", default=env.get("AIP_STORAGE_URI"))
-    parser.add_argument("--host", default=env.get("TRAINER_SERVE_HOST", "127.0.0.1"))
+    # LOCAL_BIND_HOST (set by the local backend) wins over the image's TRAINER_SERVE_HOST.
+    host = env.get("LOCAL_BIND_HOST") or env.get("TRAINER_SERVE_HOST", "127.0.0.1")
+    parser.add_argument("--host", default=host)
     parser.add_argument("--port", type=int, default=int(env.get("AIP_HTTP_PORT", "8080")))
     parser.add_argument("--health_route", default=env.get("AIP_HEALTH_ROUTE", "/health"))
     parser.add_argument("--predict_route", default=env.get("AIP_PREDICT_ROUTE", "/predict"))
@@ -206,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("no model: set AIP_STORAGE_URI or pass --model_dir")
     config = ServeConfig(args.health_route, args.predict_route, args.max_request_bytes)
     try:
-        predictor = Predictor(resolve(args.model_dir))
+        predictor = Predictor(local_model_dir(args.model_dir))
     except (FileNotFoundError, ValueError) as error:
         print(f"error: cannot load the model: {error}", file=sys.stderr)
         return 2

@@ -168,6 +168,9 @@ def start_server(
         **launch.env,
         **variables,
         "GCS_FUSE_ROOT": str(gcs_root()),
+        # An image built for Vertex listens on every interface; here it stays on loopback
+        # (servers that honour LOCAL_BIND_HOST, as trainer.serve does; docs/architecture.md).
+        "LOCAL_BIND_HOST": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }
     log_path.parent.mkdir(parents=True, exist_ok=True)

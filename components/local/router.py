@@ -255,6 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _RouterServer(ThreadingHTTPServer):
     daemon_threads = True
+    # The default backlog of 5 makes a burst of clients wait a second per retry.
+    request_queue_size = 128
 
     def __init__(
         self,

@@ -9,6 +9,8 @@ from pathlib import Path
 from components.steps.backend import check_backend, readable_path, temporary_env
 
 KINDS = ("container", "python_package")
+_REPRODUCIBLE_WHEEL_EPOCH = "315532800"
+"""1980-01-01, the earliest time a zip entry can carry; honoured by the wheel builders."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,12 @@ def _package_for_vertex(
     from components.local.builder import build_python_package
     from components.vertex.cloud_build import upload_python_package
 
+    # The upload is keyed by the wheel's bytes. Without a fixed timestamp every build of the
+    # same source gives a different zip, so a re-run would upload a duplicate package.
     with (
         tempfile.TemporaryDirectory(prefix="vertex-retrain-wheel-") as scratch,
         temporary_env("VERTEX_LOCAL_ROOT", scratch),
+        temporary_env("SOURCE_DATE_EPOCH", _REPRODUCIBLE_WHEEL_EPOCH),
     ):
         wheel = build_python_package(
             source,

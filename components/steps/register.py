@@ -72,8 +72,11 @@ def register(request: RegistrationRequest) -> RegisteredVersion:
     key = f"{request.pipeline_run}:{role}" if request.pipeline_run else None
     if request.backend == "local":
         return _register_locally(request, role, key)
-    from components.vertex.model_registry import register_model_version
+    from components.vertex.model_registry import CHAMPION_ALIAS, register_model_version
 
+    # register_model_version moves its own `champion` alias only through make_champion; any
+    # other champion alias is an extra alias, merged in the same call as `default`.
+    moves_builtin_champion = request.make_champion and role == CHAMPION_ALIAS
     registered = register_model_version(
         project=request.project,
         location=request.location,
@@ -81,14 +84,14 @@ def register(request: RegistrationRequest) -> RegisteredVersion:
         artifact_uri=request.artifact_uri,
         serving_container=serving_container(request),
         request_key=key or f"{request.display_name}:{request.artifact_uri}",
-        aliases=() if request.make_champion else (request.challenger_alias,),
-        make_champion=request.make_champion,
+        aliases=() if moves_builtin_champion else (role,),
+        make_champion=moves_builtin_champion,
         make_default=request.make_champion,
         labels=request.labels,
     )
     return RegisteredVersion(
         version_id=registered.version_id,
-        aliases=[request.champion_alias] if request.make_champion else [role],
+        aliases=list(registered.version_aliases),
         resource_name=registered.resource_name,
         artifact_uri=registered.uri,
     )

@@ -1,0 +1,47 @@
+"""Runs the train or tune step on the Vertex backend against a fake JobService that never ends.
+
+Used by tests/test_components_vertex.py to send a real SIGTERM to a process running a step:
+
+    python vertex_step_child.py train|tune CALLS_JSONL GCP_RESOURCES REPORT_HTML
+
+Every client call is appended to CALLS_JSONL. The job stays RUNNING, so the process only
+ends when it is signalled; exit status 3 would mean the step returned, which it must not.
+"""
+
+import sys
+
+from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
+
+from components.steps.job_request import TrainingRequest
+from components.steps.train import train
+from components.steps.tune import TuningRequest, tune
+from components.vertex import _launcher
+from components.vertex.fakes import FakeJobServiceClient
+
+kind, record_path, gcp_resources, report = sys.argv[1:5]
+job_remote_runner._POLLING_INTERVAL_IN_SECONDS = 0.05
+fake = FakeJobServiceClient(states=["JOB_STATE_RUNNING"], record_path=record_path)
+# The steps build their client through this factory; the fake stands in at that boundary.
+_launcher.default_job_client_factory = fake.factory()
+
+request = TrainingRequest(
+    backend="vertex",
+    display_name="sigterm",
+    base_output_directory="gs://shop/runs/sigterm",
+    image_uri="europe-west4-docker.pkg.dev/shop/training/tiny@sha256:" + "a" * 64,
+    machine_type="n1-standard-4",
+    project="shop",
+    location="europe-west4",
+)
+if kind == "train":
+    train(request, gcp_resources_path=gcp_resources, request_key="run-9-train")
+else:
+    study = TuningRequest(
+        trial=request,
+        parameter_specs=[{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}],
+        metric_id="score",
+        max_trial_count=2,
+        parallel_trial_count=1,
+    )
+    tune(study, gcp_resources_path=gcp_resources, report_path=report, request_key="run-9-tune")
+sys.exit(3)

@@ -1,0 +1,693 @@
+"""Every component on the local backend, for real, through kfp.local's SubprocessRunner.
+
+Each component runs once on its own and once inside a small pipeline defined here. kfp.local
+refuses artifact arguments to a single-component call ("Input artifacts are not supported"),
+so evaluate_model, register_model and deploy_model get their input artifacts from a
+``dsl.importer`` in a one-step pipeline: the closest to a direct call kfp.local allows.
+run_summary takes the final status of the tasks it guards, so it only exists in a pipeline.
+
+The models are the reference trainer's, trained at a tiny scale (300 members, 8 weeks, one
+epoch); the tuning and container tests use ``tests/data/components/tiny_trainer``.
+"""
+
+# No `from __future__ import annotations`: KFP reads the pipelines' annotations as types.
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from google_cloud_pipeline_components.types.artifact_types import VertexModel
+from kfp import dsl, local
+from kfp.dsl import Dataset, Metrics, Model
+
+from components.build_container import build_container
+from components.deploy_model import deploy_model
+from components.evaluate_model import evaluate_model
+from components.fixed_hyperparameters import fixed_hyperparameters
+from components.hp_tune import hp_tune
+from components.local.endpoints import LocalEndpoints
+from components.local.registry import ModelRegistry
+from components.local.storage import to_local_path
+from components.prepare_dataset import prepare_dataset
+from components.register_model import register_model
+from components.run_summary import run_summary
+from components.train_custom_job import train_custom_job
+from pipelines.defaults import SAMPLE_INSTANCES, SERVING_COMMAND
+from pipelines.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
+from trainer.data import generate
+from trainer.world import WorldConfig
+
+pytestmark = [
+    pytest.mark.slow,
+    # kfp.local warns that our component image is not a Python image; expected here.
+    pytest.mark.filterwarnings("ignore:You may be attemping:RuntimeWarning"),
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "data" / "components"
+TRANSACTIONS = "gs://shop/transactions"
+PACKAGES = "gs://shop/packages"
+PLACE = {"project": LOCAL_PROJECT, "location": LOCAL_LOCATION}
+LOCAL = {"backend": "local", **PLACE}
+PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+CPU_JOB = {
+    "machine_type": "n1-standard-4",
+    "accelerator_type": "",
+    "accelerator_count": 0,
+    "scheduling_strategy": "STANDARD",
+}
+FAST_TRAINING = ["--epochs", "1", "--batch_size", "128", "--num_threads", "1"]
+SERVING = {
+    "serving_image_uri": "europe-west4-docker.pkg.dev/shop/serving/recommender:1",
+    "serving_command": SERVING_COMMAND,
+    "sample_instances": SAMPLE_INSTANCES,
+}
+
+
+@dataclass(frozen=True)
+class LocalWorld:
+    """The module's local storage root, kfp.local pipeline root and generated data."""
+
+    root: Path
+    pipeline_root: Path
+    transaction_rows: int
+
+
+def _init_kfp_local(world: LocalWorld) -> None:
+    local.init(
+        runner=local.SubprocessRunner(use_venv=False),
+        pipeline_root=str(world.pipeline_root),
+        raise_on_error=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
+    base = tmp_path_factory.mktemp("components-local")
+    with pytest.MonkeyPatch.context() as patch:
+        # Module-wide: kfp.local's task processes inherit it, and training once is enough.
+        patch.setenv("VERTEX_LOCAL_ROOT", str(base / "root"))
+        summary = generate(
+            WorldConfig(members=300, stores=10, weeks=8, seed=1),
+            str(to_local_path(TRANSACTIONS)),
+        )
+        created = LocalWorld(base / "root", base / "pipeline-root", int(summary["rows"]))
+        _init_kfp_local(created)
+        try:
+            yield created
+        finally:
+            endpoints = LocalEndpoints()
+            for endpoint in endpoints.list_endpoints():
+                endpoints.undeploy_all(endpoint.display_name)
+
+
+@dataclass(frozen=True)
+class Trained:
+    """Outputs of the direct build, prepare and train calls (the reference trainer)."""
+
+    package: Any
+    data: Any
+    training: Any
+
+
+@pytest.fixture(scope="module")
+def trained(world: LocalWorld) -> Trained:
+    _init_kfp_local(world)
+    package = build_container(
+        source_uri=str(ROOT / "trainer"),
+        destination=PACKAGES,
+        package_name="trainer",
+        package_version="1.0.0",
+        **LOCAL,
+    )
+    data = prepare_dataset(backend="local", transactions_uri=TRANSACTIONS, validation_weeks=1)
+    training = train_custom_job(
+        display_name="direct-training",
+        base_output_directory="gs://shop/runs/direct",
+        python_module="trainer.task",
+        package_uris=[package.outputs["reference"]],
+        executor_image_uri=PREBUILT,
+        # A single-component call cannot take the Dataset artifact, so its path goes in args.
+        args=["--data", data.outputs["dataset"].path, *FAST_TRAINING],
+        **CPU_JOB,
+        **LOCAL,
+    )
+    return Trained(package, data, training)
+
+
+def _copy_tiny_trainer(target: Path) -> Path:
+    return Path(shutil.copytree(FIXTURES / "tiny_trainer", target / "tiny_trainer"))
+
+
+@pytest.fixture(scope="module")
+def tiny_package(world: LocalWorld, tmp_path_factory: pytest.TempPathFactory) -> str:
+    _init_kfp_local(world)
+    source = _copy_tiny_trainer(tmp_path_factory.mktemp("tiny-package"))
+    built = build_container(
+        source_uri=str(source),
+        destination=PACKAGES,
+        package_name="tiny_trainer",
+        package_version="0.1.0",
+        **LOCAL,
+    )
+    return str(built.outputs["reference"])
+
+
+def _read_json(uri: str, name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((to_local_path(uri) / name).read_text(encoding="utf-8"))
+    return loaded
+
+
+def _gcp_resource(task: Any) -> dict[str, Any]:
+    (resource,) = json.loads(task.outputs["gcp_resources"])["resources"]
+    return dict(resource)
+
+
+# --- build_container ------------------------------------------------------------------------
+
+
+def test_build_container_local_skips_unchanged_source_and_rebuilds_changed(
+    world: LocalWorld, tmp_path: Path
+) -> None:
+    _init_kfp_local(world)
+    source = _copy_tiny_trainer(tmp_path)
+    arguments = dict(
+        source_uri=str(source),
+        destination="gs://shop/build-test",
+        package_name="tiny_trainer",
+        package_version="0.1.0",
+        **LOCAL,
+    )
+    first = build_container(**arguments).outputs
+    again = build_container(**arguments).outputs
+    (source / "task.py").write_text(
+        (source / "task.py").read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8"
+    )
+    changed = build_container(**arguments).outputs
+
+    assert first["reference"].startswith("gs://shop/build-test/")
+    assert first["reference"].endswith(".whl")
+    assert to_local_path(first["reference"]).is_file()
+    assert first["digest"].startswith("sha256:") and first["skipped"] is False
+    assert (again["reference"], again["digest"], again["skipped"]) == (
+        first["reference"],
+        first["digest"],
+        True,
+    )
+    assert changed["skipped"] is False and changed["digest"] != first["digest"]
+
+
+def test_build_container_local_container_image_runs_as_a_custom_training_job(
+    world: LocalWorld,
+) -> None:
+    _init_kfp_local(world)
+    image = build_container(
+        source_uri=str(FIXTURES),
+        destination="europe-west4-docker.pkg.dev/shop/training/tiny",
+        kind="container",
+        gpu=False,
+        **LOCAL,
+    ).outputs
+    digest = image["digest"]
+    assert image["reference"] == f"europe-west4-docker.pkg.dev/shop/training/tiny@{digest}"
+
+    job = train_custom_job(
+        display_name="container-training",
+        base_output_directory="gs://shop/runs/container",
+        image_uri=image["reference"],
+        args=["--x", "2"],
+        **CPU_JOB,
+        **LOCAL,
+    )
+    assert job.outputs["state"] == "JOB_STATE_SUCCEEDED"
+    assert _read_json(job.outputs["model"].uri, "model.json")["x"] == 2.0
+
+
+# --- prepare_dataset ------------------------------------------------------------------------
+
+
+def test_prepare_dataset_local_splits_the_last_week_off_for_validation(
+    world: LocalWorld, trained: Trained
+) -> None:
+    outputs = trained.data.outputs
+    metadata = outputs["dataset"].metadata
+    assert outputs["train_rows"] + outputs["validation_rows"] == world.transaction_rows
+    assert outputs["validation_rows"] > 0
+    assert metadata["validation_weeks"] == [7]  # weeks 0..7: the last one is held out
+    assert metadata["train_weeks"] == [0, 6]
+    assert metadata["data_uri"] == TRANSACTIONS
+    manifest = json.loads((Path(outputs["dataset"].path) / "manifest.json").read_text())
+    assert manifest["validation"]["rows"] == outputs["validation_rows"]
+
+
+def test_prepare_dataset_unknown_backend_fails_and_lists_the_choices(
+    world: LocalWorld, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _init_kfp_local(world)
+    with pytest.raises(RuntimeError, match="prepare-dataset"):
+        prepare_dataset(backend="gcp", transactions_uri=TRANSACTIONS)
+    assert "backend must be one of 'vertex', 'local'; got 'gcp'" in capfd.readouterr().out
+
+
+# --- train_custom_job -----------------------------------------------------------------------
+
+
+def test_train_custom_job_local_trains_into_the_model_artifact(trained: Trained) -> None:
+    outputs = trained.training.outputs
+    assert outputs["state"] == "JOB_STATE_SUCCEEDED"
+    assert outputs["restarts"] == 0 and 0.0 < outputs["goodput"] <= 1.0
+    model_uri = outputs["model"].uri
+    assert model_uri.rstrip("/") == "gs://shop/runs/direct/model"
+    assert {"artifact.json", "config.json", "weights.pt"} <= {
+        p.name for p in to_local_path(model_uri).iterdir()
+    }
+    assert outputs["metrics"].metadata["goodput"] == outputs["goodput"]
+    resource = _gcp_resource(trained.training)
+    assert resource["resourceType"] == "CustomJob"
+    assert Path(resource["resourceUri"].removeprefix("file://"), "state.json").is_file()
+
+
+def test_train_custom_job_local_failure_fails_the_task_with_the_replica_log(
+    world: LocalWorld, tiny_package: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _init_kfp_local(world)
+    with pytest.raises(RuntimeError, match="train-custom-job"):
+        train_custom_job(
+            display_name="failing-training",
+            base_output_directory="gs://shop/runs/failing",
+            python_module="tiny_trainer.task",
+            package_uris=[tiny_package],
+            executor_image_uri=PREBUILT,
+            args=["--x", "9", "--fail_above", "1"],
+            **CPU_JOB,
+            **LOCAL,
+        )
+    printed = capfd.readouterr().out
+    assert "exit code 3" in printed
+    assert "x=9.0 is above 1.0; failing" in printed  # the replica's own log tail
+    assert not to_local_path("gs://shop/runs/failing/model/model.json").exists()
+
+
+def test_train_custom_job_impossible_machine_fails_before_any_job_starts(
+    world: LocalWorld, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _init_kfp_local(world)
+    jobs_before = set((world.root / "jobs").glob("*"))
+    with pytest.raises(RuntimeError, match="train-custom-job"):
+        train_custom_job(
+            display_name="impossible",
+            base_output_directory="gs://shop/runs/impossible",
+            image_uri="europe-west4-docker.pkg.dev/shop/training/tiny:1",
+            machine_type="e2-standard-4",
+            accelerator_type="NVIDIA_TESLA_T4",
+            accelerator_count=1,
+            **LOCAL,
+        )
+    assert "e2-standard-4" in capfd.readouterr().out
+    assert set((world.root / "jobs").glob("*")) == jobs_before
+
+
+# --- hp_tune and fixed_hyperparameters ------------------------------------------------------
+
+
+def test_hp_tune_local_returns_the_best_successful_trial_and_a_report(
+    world: LocalWorld, tiny_package: str
+) -> None:
+    _init_kfp_local(world)
+    study = hp_tune(
+        display_name="tiny-study",
+        base_output_directory="gs://shop/runs/study",
+        parameter_specs=[{"parameterId": "x", "discreteValueSpec": {"values": [1, 2, 3, 9]}}],
+        metric_id="score",
+        algorithm="GRID_SEARCH",
+        max_trial_count=4,
+        parallel_trial_count=1,
+        max_failed_trial_count=2,
+        python_module="tiny_trainer.task",
+        package_uris=[tiny_package],
+        executor_image_uri=PREBUILT,
+        # x=9 would score best, but its trial fails: a failed trial must never win.
+        args=["--fail_above", "5"],
+        **CPU_JOB,
+        **LOCAL,
+    )
+    outputs = study.outputs
+    assert outputs["best_parameters"] == {"x": 3}
+    assert outputs["best_metric"] == 3.0
+    best_model = outputs["best_model"]
+    assert best_model.uri.rstrip("/").endswith(f"/{outputs['best_trial_id']}/model")
+    assert _read_json(best_model.uri, "model.json")["x"] == 3.0
+    report = Path(outputs["trials_report"].path).read_text(encoding="utf-8")
+    assert "<svg" in report and report.count("<tr class=") == 4
+    assert report.count("class='failed'") == 1
+    assert _gcp_resource(study)["resourceType"] == "HyperparameterTuningJob"
+
+
+def test_fixed_hyperparameters_local_passes_values_through(world: LocalWorld) -> None:
+    _init_kfp_local(world)
+    values = {"learning_rate": 0.01, "embedding_dim": 16, "optimizer": "adam"}
+    assert fixed_hyperparameters(values=values).output == values
+
+
+# --- evaluate_model, register_model, deploy_model: fed by dsl.importer ----------------------
+
+
+class EvaluationOutputs(NamedTuple):
+    """What the one-step evaluation pipeline hands back."""
+
+    is_better: bool
+    candidate_score: float
+    champion_score: float
+    reason: str
+    metrics: Metrics
+
+
+@dsl.pipeline(name="evaluate-imported")
+def evaluate_imported(
+    model_uri: str, dataset_uri: str, model_display_name: str
+) -> EvaluationOutputs:
+    """evaluate_model on an imported candidate model and dataset."""
+    model = dsl.importer(artifact_uri=model_uri, artifact_class=Model)
+    data = dsl.importer(artifact_uri=dataset_uri, artifact_class=Dataset)
+    evaluation = evaluate_model(
+        candidate=model.output,
+        dataset=data.output,
+        model_display_name=model_display_name,
+        backend="local",
+        project=LOCAL_PROJECT,
+        location=LOCAL_LOCATION,
+    )
+    return EvaluationOutputs(
+        evaluation.outputs["is_better"],
+        evaluation.outputs["candidate_score"],
+        evaluation.outputs["champion_score"],
+        evaluation.outputs["reason"],
+        evaluation.outputs["metrics"],
+    )
+
+
+class RegistrationOutputs(NamedTuple):
+    """What the one-step registration pipeline hands back."""
+
+    version_id: str
+    aliases: list
+    vertex_model: VertexModel
+
+
+@dsl.pipeline(name="register-imported")
+def register_imported(
+    model_uri: str, model_display_name: str, make_champion: bool, pipeline_run: str
+) -> RegistrationOutputs:
+    """register_model on an imported model directory."""
+    model = dsl.importer(artifact_uri=model_uri, artifact_class=Model)
+    registered = register_model(
+        model=model.output,
+        display_name=model_display_name,
+        make_champion=make_champion,
+        pipeline_run=pipeline_run,
+        serving_image_uri=SERVING["serving_image_uri"],
+        serving_command=SERVING["serving_command"],
+        sample_instances=SERVING["sample_instances"],
+        backend="local",
+        project=LOCAL_PROJECT,
+        location=LOCAL_LOCATION,
+    )
+    return RegistrationOutputs(
+        registered.outputs["version_id"],
+        registered.outputs["aliases"],
+        registered.outputs["vertex_model"],
+    )
+
+
+class DeploymentOutputs(NamedTuple):
+    """What the one-step deployment pipeline hands back."""
+
+    deployed_model_id: str
+    traffic: dict
+
+
+@dsl.pipeline(name="deploy-imported")
+def deploy_imported(
+    model_uri: str, resource_name: str, endpoint_display_name: str, traffic_percentage: int
+) -> DeploymentOutputs:
+    """deploy_model on an imported google.VertexModel (what register_model outputs)."""
+    model = dsl.importer(
+        artifact_uri=model_uri,
+        artifact_class=VertexModel,
+        metadata={"resourceName": resource_name},
+    )
+    deployed = deploy_model(
+        vertex_model=model.output,
+        endpoint_display_name=endpoint_display_name,
+        traffic_percentage=traffic_percentage,
+        backend="local",
+        project=LOCAL_PROJECT,
+        location=LOCAL_LOCATION,
+    )
+    return DeploymentOutputs(deployed.outputs["deployed_model_id"], deployed.outputs["traffic"])
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A model's life through the importer pipelines, in order."""
+
+    champion: Any
+    champion_again: Any
+    tie_evaluation: Any
+    challenger: Any
+    first_deployment: Any
+    second_deployment: Any
+    second_deployment_again: Any
+
+
+@pytest.fixture(scope="module")
+def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
+    _init_kfp_local(world)
+    model_uri = trained.training.outputs["model"].uri
+    dataset_uri = trained.data.outputs["dataset"].uri
+    name = "direct-model"
+
+    def evaluate() -> Any:
+        return evaluate_imported(
+            model_uri=model_uri, dataset_uri=dataset_uri, model_display_name=name
+        ).outputs
+
+    def register(make_champion: bool, run: str) -> Any:
+        return register_imported(
+            model_uri=model_uri, model_display_name=name, make_champion=make_champion,
+            pipeline_run=run,
+        ).outputs  # fmt: skip
+
+    def deploy(registered: Any, traffic: int) -> Any:
+        artifact = registered["vertex_model"]
+        return deploy_imported(
+            model_uri=artifact.uri,
+            resource_name=artifact.metadata["resourceName"],
+            endpoint_display_name="direct-endpoint",
+            traffic_percentage=traffic,
+        ).outputs
+
+    champion = register(True, "run-1")
+    champion_again = register(True, "run-1")  # a re-run of the same task
+    tie_evaluation = evaluate()  # the same model is now the champion
+    challenger = register(False, "run-2")
+    first_deployment = deploy(champion, 100)
+    second_deployment = deploy(challenger, 30)
+    second_deployment_again = deploy(challenger, 30)
+    return Lifecycle(
+        champion,
+        champion_again,
+        tie_evaluation,
+        challenger,
+        first_deployment,
+        second_deployment,
+        second_deployment_again,
+    )
+
+
+def test_evaluate_model_local_tie_with_the_champion_keeps_the_champion(
+    lifecycle: Lifecycle,
+) -> None:
+    tie = lifecycle.tie_evaluation
+    assert tie["is_better"] is False
+    assert tie["champion_score"] == pytest.approx(tie["candidate_score"])
+    assert "changed by +0.0000" in tie["reason"]
+    reported = tie["metrics"].metadata
+    assert reported["champion_ndcg_at_10"] == pytest.approx(tie["champion_score"])
+    assert reported["candidate_ndcg_at_10"] == pytest.approx(tie["candidate_score"])
+    assert reported["is_better"] == 0.0 and "baseline_ndcg_at_10" in reported
+
+
+def test_register_model_local_champion_moves_only_when_told(
+    world: LocalWorld, lifecycle: Lifecycle
+) -> None:
+    champion, challenger = lifecycle.champion, lifecycle.challenger
+    assert sorted(champion["aliases"]) == ["champion", "default"]
+    assert challenger["aliases"] == ["challenger"]
+    registry = ModelRegistry()
+    assert registry.get_version("direct-model", "champion").version_id == champion["version_id"]
+    assert registry.get_version("direct-model", "challenger").version_id == challenger["version_id"]
+    # kfp.local hands custom artifact types back as dsl.Artifact; the schema title is
+    # checked on the compiled spec (test_components_gcpc.py).
+    artifact = champion["vertex_model"]
+    assert artifact.metadata["resourceName"] == f"models/direct-model@{champion['version_id']}"
+    assert artifact.uri.rstrip("/") == "gs://shop/runs/direct/model"
+
+
+def test_register_model_local_rerun_of_the_same_task_adds_no_version(
+    lifecycle: Lifecycle,
+) -> None:
+    assert lifecycle.champion_again["version_id"] == lifecycle.champion["version_id"]
+    versions = ModelRegistry().list_versions("direct-model")
+    assert len(versions) == 2  # the champion (registered twice) and the challenger
+
+
+def test_deploy_model_local_keeps_the_previous_version_for_rollback(
+    lifecycle: Lifecycle,
+) -> None:
+    first_id = lifecycle.first_deployment["deployed_model_id"]
+    second_id = lifecycle.second_deployment["deployed_model_id"]
+    assert lifecycle.first_deployment["traffic"] == {first_id: 100}
+    assert lifecycle.second_deployment["traffic"] == {first_id: 70, second_id: 30}
+    endpoint = LocalEndpoints().get("direct-endpoint")
+    assert all(deployed.running for deployed in endpoint.deployed_models)
+
+
+def test_deploy_model_local_rerun_does_not_deploy_twice(lifecycle: Lifecycle) -> None:
+    again = lifecycle.second_deployment_again
+    assert again["deployed_model_id"] == lifecycle.second_deployment["deployed_model_id"]
+    assert again["traffic"] == lifecycle.second_deployment["traffic"]
+    assert len(LocalEndpoints().get("direct-endpoint").deployed_models) == 2
+
+
+# --- every component inside one small pipeline ----------------------------------------------
+
+
+@dsl.pipeline(name="components-small")
+def small_pipeline(
+    trainer_source: str,
+    model_display_name: str,
+    endpoint_display_name: str,
+    backend: str = "local",
+    project: str = LOCAL_PROJECT,
+    location: str = LOCAL_LOCATION,
+) -> None:
+    """Build, prepare, tune, train with the best parameters, evaluate, register, deploy."""
+    place = {"backend": backend, "project": project, "location": location}
+    job = {
+        "python_module": "trainer.task",
+        "executor_image_uri": PREBUILT,
+        "args": FAST_TRAINING,
+        "pipeline_run": dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        "pipeline_task": dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+        **CPU_JOB,
+        **place,
+    }
+    summary = run_summary(
+        pipeline_root=dsl.PIPELINE_ROOT_PLACEHOLDER,
+        run_name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        worker_count=0,
+        **CPU_JOB,
+        **place,
+    )
+    with dsl.ExitHandler(summary):
+        package = build_container(
+            source_uri=trainer_source,
+            destination=PACKAGES,
+            package_name="trainer",
+            package_version="1.0.0",
+            **place,
+        )
+        data = prepare_dataset(transactions_uri=TRANSACTIONS, backend=backend)
+        study = hp_tune(
+            display_name="small-study",
+            base_output_directory="gs://shop/runs/small",
+            # integerValueSpec, not discreteValueSpec: discrete values are doubles, and the
+            # trainer's --embedding_dim takes an int ("16.0" is refused).
+            parameter_specs=[
+                {"parameterId": "embedding_dim", "integerValueSpec": {"minValue": 8, "maxValue": 9}}
+            ],
+            metric_id="ndcg_at_10",
+            algorithm="GRID_SEARCH",
+            max_trial_count=2,
+            parallel_trial_count=2,
+            package_uris=[package.outputs["reference"]],
+            dataset=data.outputs["dataset"],
+            **job,
+        )
+        chosen = fixed_hyperparameters(values=study.outputs["best_parameters"])
+        training = train_custom_job(
+            display_name="small-training",
+            base_output_directory="gs://shop/runs/small",
+            package_uris=[package.outputs["reference"]],
+            dataset=data.outputs["dataset"],
+            hyperparameters=chosen.output,
+            **job,
+        )
+        evaluation = evaluate_model(
+            candidate=training.outputs["model"],
+            dataset=data.outputs["dataset"],
+            model_display_name=model_display_name,
+            **place,
+        )
+        registered = register_model(
+            model=training.outputs["model"],
+            display_name=model_display_name,
+            make_champion=evaluation.outputs["is_better"],
+            evaluation=evaluation.outputs["metrics"],
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            **SERVING,
+            **place,
+        )
+        deploy_model(
+            vertex_model=registered.outputs["vertex_model"],
+            endpoint_display_name=endpoint_display_name,
+            **place,
+        )
+
+
+def test_components_local_small_pipeline_runs_every_component_in_order(
+    world: LocalWorld,
+) -> None:
+    import io
+
+    console = io.StringIO()
+    outcome = run_pipeline_locally(
+        small_pipeline,
+        {
+            "trainer_source": str(ROOT / "trainer"),
+            "model_display_name": "pipeline-model",
+            "endpoint_display_name": "pipeline-endpoint",
+        },
+        console=console,
+    )
+    assert outcome.succeeded, console.getvalue()[-4000:]
+    summary = outcome.summary
+    assert summary is not None and summary["state"] == "SUCCEEDED"
+    decision = summary["decision"]
+    assert decision["is_better"] is True and decision["champion_score"] == -1.0
+    assert "no champion yet" in decision["reason"]
+    assert "champion_ndcg_at_10" not in summary["metrics"]
+    assert summary["metrics"]["candidate_ndcg_at_10"] == pytest.approx(decision["candidate_score"])
+
+    version = ModelRegistry().get_version("pipeline-model", "champion")
+    assert summary["registered"]["version_id"] == version.version_id
+    assert version.metrics["candidate_ndcg_at_10"] == pytest.approx(
+        summary["decision"]["candidate_score"]
+    )
+    endpoint = LocalEndpoints().get("pipeline-endpoint")
+    (deployed,) = endpoint.deployed_models
+    assert deployed.model_version_id == version.version_id and deployed.running
+    assert summary["deployment"]["traffic"] == {deployed.deployed_model_id: 100}
+
+    # The study's best embedding size is what the training task trained with.
+    run_dir = outcome.run_dir
+    assert run_dir is not None
+    study = json.loads((run_dir / "hp-tune" / "executor_output.json").read_text())
+    best = study["parameterValues"]["best_parameters"]["embedding_dim"]
+    model_uri = summary["training"]["model_uri"]
+    assert "/small/" in model_uri and "/train-custom-job/" in model_uri
+    assert _read_json(model_uri, "config.json")["model"]["embedding_dim"] == best

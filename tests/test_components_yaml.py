@@ -1,0 +1,128 @@
+"""Compiled component YAML: what another repository gets from dist/components/.
+
+Every component compiles to its own YAML; the YAML loads with
+``kfp.components.load_component_from_file`` into a pipeline that is not ours, and that pipeline
+compiles and runs on this machine (kfp.local, local backend).
+"""
+
+# No `from __future__ import annotations`: KFP reads the pipeline's annotations as types.
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kfp import components, dsl, local
+from kfp.dsl import Model
+
+from components.image import DEFAULT_COMPONENT_IMAGE
+from components.local.storage import to_local_path
+from pipelines import catalog
+from pipelines.compiling import compile_all, compile_to_dict
+from pipelines.local_run import LOCAL_LOCATION, LOCAL_PROJECT
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_TRAINER = ROOT / "tests" / "data" / "components" / "tiny_trainer"
+IMAGE = "europe-west4-docker.pkg.dev/shop/components/vertex-retrain:0.1.0"
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    compile_all(out, component_image=IMAGE)
+    return out / "components"
+
+
+def _spec(dist: Path, name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((dist / f"{name}.yaml").read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_component_yaml_every_component_compiles_to_its_own_file(dist: Path) -> None:
+    assert sorted(p.stem for p in dist.glob("*.yaml")) == sorted(catalog.COMPONENTS)
+    for name in catalog.COMPONENTS:
+        loaded = components.load_component_from_file(str(dist / f"{name}.yaml"))
+        assert loaded.name == name.replace("_", "-")
+        executors = _spec(dist, name)["deploymentSpec"]["executors"]
+        assert {e["container"]["image"] for e in executors.values()} == {IMAGE}
+
+
+def test_component_yaml_project_and_location_default_to_the_pipeline_placeholders(
+    dist: Path,
+) -> None:
+    placed = []
+    for name in catalog.COMPONENTS:
+        text = (dist / f"{name}.yaml").read_text(encoding="utf-8")
+        assert "us-central1" not in text, name  # kubeflow/pipelines#11283
+        inputs = _spec(dist, name)["root"]["inputDefinitions"]["parameters"]
+        if "project" not in inputs:
+            continue
+        placed.append(name)
+        assert inputs["project"]["defaultValue"] == "{{$.pipeline_google_cloud_project_id}}"
+        assert inputs["location"]["defaultValue"] == "{{$.pipeline_google_cloud_location}}"
+    # Only the pure helpers, which call no Google API, take no project.
+    assert set(catalog.COMPONENTS) - set(placed) == {"prepare_dataset", "fixed_hyperparameters"}
+
+
+def test_component_yaml_without_component_image_keeps_the_declared_default() -> None:
+    spec = compile_to_dict(catalog.load(catalog.COMPONENTS["prepare_dataset"]))
+    (executor,) = spec["deploymentSpec"]["executors"].values()
+    assert executor["container"]["image"] == DEFAULT_COMPONENT_IMAGE
+
+
+@pytest.fixture
+def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    local.init(
+        runner=local.SubprocessRunner(use_venv=False),
+        pipeline_root=str(tmp_path / "pipeline-root"),
+        raise_on_error=True,
+    )
+    yield tmp_path
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:You may be attemping:RuntimeWarning")
+def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
+    dist: Path, local_run: Path
+) -> None:
+    build_op = components.load_component_from_file(str(dist / "build_container.yaml"))
+    values_op = components.load_component_from_file(str(dist / "fixed_hyperparameters.yaml"))
+    train_op = components.load_component_from_file(str(dist / "train_custom_job.yaml"))
+
+    @dsl.pipeline(name="someone-elses-pipeline")
+    def reuse(source: str, backend: str = "local") -> Model:
+        place = {"backend": backend, "project": LOCAL_PROJECT, "location": LOCAL_LOCATION}
+        package = build_op(
+            source_uri=source,
+            destination="gs://elsewhere/packages",
+            package_name="tiny_trainer",
+            package_version="0.1.0",
+            **place,
+        )
+        chosen = values_op(values={"x": 4})
+        training = train_op(
+            display_name="reused-training",
+            base_output_directory="gs://elsewhere/runs",
+            python_module="tiny_trainer.task",
+            package_uris=[package.outputs["reference"]],
+            executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+            hyperparameters=chosen.output,
+            machine_type="n1-standard-4",
+            accelerator_type="",
+            accelerator_count=0,
+            scheduling_strategy="STANDARD",
+            **place,
+        )
+        return training.outputs["model"]
+
+    spec = compile_to_dict(reuse)
+    assert set(spec["root"]["dag"]["tasks"]) == {
+        "build-container",
+        "fixed-hyperparameters",
+        "train-custom-job",
+    }
+    model = reuse(source=str(TINY_TRAINER)).output
+    trained = json.loads((to_local_path(model.uri) / "model.json").read_text(encoding="utf-8"))
+    assert trained["x"] == 4.0  # the loaded fixed_hyperparameters fed the loaded training

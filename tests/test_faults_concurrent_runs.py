@@ -1,0 +1,116 @@
+"""Two weekly-retraining runs at once on one local root: the second is refused clearly.
+
+Without the refusal both runs judged their candidate against the same (absent) champion and
+both were promoted and deployed, an outcome no sequence of runs can give. The runs are real
+processes running the whole pipeline with kfp.local on tiny data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.local.endpoint_servers import stop_servers
+from components.local.endpoints import LocalEndpoints
+from components.local.registry import ModelRegistry
+from components.local.storage import to_local_path
+from pipelines import defaults
+from pipelines.local_run import RunConflictError, exclusive_model_run
+from trainer.data import generate
+from trainer.world import WorldConfig
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+RUN_WEEKLY = Path(__file__).parent / "data" / "faults" / "run_weekly.py"
+LOCK = f"locks/run-{defaults.MODEL_DISPLAY_NAME}.lock"
+
+
+def _start_run(root: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(RUN_WEEKLY)],
+        env={**os.environ, "VERTEX_LOCAL_ROOT": str(root), "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _result(run: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = run.communicate(timeout=300)
+    assert out.strip(), err[-3000:]
+    loaded: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return loaded
+
+
+def test_second_concurrent_weekly_run_is_refused_and_first_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(root))
+    generate(
+        WorldConfig(members=200, stores=10, weeks=8, seed=1),
+        str(to_local_path(defaults.TRANSACTIONS_URI)),
+    )
+    first = _start_run(root)
+    try:
+        lock = root / LOCK
+        deadline = time.monotonic() + 120
+        while not (lock.is_file() and lock.read_text().startswith("pid")):
+            assert first.poll() is None and time.monotonic() < deadline, "first run never began"
+            time.sleep(0.05)
+        second = _result(_start_run(root))
+        assert first.poll() is None, "the second run waited for the first instead of refusing"
+        outcome = _result(first)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.wait()
+        if (root / "registry.db").is_file():
+            for endpoint in LocalEndpoints().list_endpoints():
+                stop_servers(endpoint.display_name)
+    assert second["succeeded"] is False
+    refusal = second["refused"] or ""
+    assert f"already working on model '{defaults.MODEL_DISPLAY_NAME}'" in refusal
+    assert f"pid {first.pid}" in refusal and "another VERTEX_LOCAL_ROOT" in refusal
+    assert outcome["succeeded"] is True, outcome["console_tail"]
+    assert outcome["decision"]["is_better"] is True
+    # The registry and endpoint hold exactly what the first run alone would have made.
+    versions = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)
+    assert [sorted(v.aliases) for v in versions] == [["champion", "default"]]
+    endpoint = LocalEndpoints().get(defaults.ENDPOINT_DISPLAY_NAME)
+    assert list(endpoint.traffic_split.values()) == [100]
+    assert len(list((root / "pipeline-root").iterdir())) == 1  # the refused run made none
+
+
+def test_run_lock_is_released_when_its_holder_is_killed(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path\n"
+            "from pipelines.local_run import exclusive_model_run\n"
+            "with exclusive_model_run(Path(sys.argv[1]), 'recs'):\n"
+            "    print('held', flush=True); time.sleep(600)\n",
+            str(tmp_path),
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        conflict = pytest.raises(RunConflictError, match=rf"pid {holder.pid}, started")
+        with conflict, exclusive_model_run(tmp_path, "recs"):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with exclusive_model_run(tmp_path, "recs"):  # no stale lock after a SIGKILL
+        assert (tmp_path / "locks" / "run-recs.lock").read_text().startswith(f"pid {os.getpid()}")

@@ -1,0 +1,256 @@
+"""Fault injection into the register and deploy steps: a crash at every point, then a re-run.
+
+Each crash point makes one registry or endpoint operation fail (before it runs, or after it
+committed, so the step dies without recording that it finished); the step is then re-run as
+a retried pipeline task would be. The registry and endpoint must end consistent: one version
+per pipeline run, at most one `champion`, traffic summing to 100 over healthy servers, and no
+server process that the endpoint does not know about. A router hammered during deploys must
+answer every request.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
+from data.serving.support import ECHO_SERVER, stop_all_servers
+
+from components.local import endpoints as endpoints_module
+from components.local import model_server
+from components.local import registry as registry_module
+from components.local.endpoint_servers import _healthy
+from components.local.endpoints import LocalEndpoints
+from components.local.registry import ModelRegistry
+from components.local.router import start_router
+from components.local.storage import to_local_path
+from components.steps.deploy import DeploymentRequest, deploy
+from components.steps.register import RegisteredVersion, RegistrationRequest, register
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parent.parent
+MODEL = "recs"
+ENDPOINT = "recs-endpoint"
+
+
+class InjectedCrashError(RuntimeError):
+    """The fault a test injects."""
+
+
+@pytest.fixture
+def tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh local root; servers started from here carry FAULT_TAG so orphans show up."""
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    value = f"deploy-{tmp_path.name}-{os.getpid()}"
+    monkeypatch.setenv(TAG_VARIABLE, value)
+    yield value
+    stop_all_servers(LocalEndpoints())
+    wait_until_gone(value)
+
+
+def _artifact(run: str, bias: int) -> str:
+    uri = f"gs://bkt/models/{run}"
+    folder = to_local_path(uri)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.json").write_text(json.dumps({"name": run, "bias": bias}))
+    return uri
+
+
+def _register(run: str, bias: int) -> RegisteredVersion:
+    return register(
+        RegistrationRequest(
+            backend="local",
+            artifact_uri=_artifact(run, bias),
+            display_name=MODEL,
+            serving_image_uri="us-docker.pkg.dev/local/echo:test",
+            serving_command=["python", str(ECHO_SERVER)],
+            make_champion=True,
+            sample_instances=[1, 2],
+            pipeline_run=run,
+        )
+    )
+
+
+def _deploy(version: RegisteredVersion, keep_last_n: int = 2) -> None:
+    deploy(
+        DeploymentRequest(
+            backend="local",
+            model_resource_name=version.resource_name,
+            model_version_id=version.version_id,
+            endpoint_display_name=ENDPOINT,
+            traffic_percentage=100,
+            keep_last_n=keep_last_n,
+        )
+    )
+
+
+def _weekly_step(run: str, bias: int, keep_last_n: int = 2) -> None:
+    _deploy(_register(run, bias), keep_last_n)
+
+
+def _assert_consistent(
+    runs: list[str], tag: str, orphans: frozenset[int] | set[int] = frozenset()
+) -> None:
+    versions = ModelRegistry().list_versions(MODEL)
+    assert [v.lineage.pipeline_run for v in versions] == runs, "duplicate or missing version"
+    champions = [v for v in versions if "champion" in v.aliases]
+    assert [v.version_id for v in champions] == [versions[-1].version_id]
+    assert sum("default" in v.aliases for v in versions) == 1
+    endpoint = LocalEndpoints().get(ENDPOINT)
+    assert sum(endpoint.traffic_split.values()) == 100
+    serving = [m for m in endpoint.deployed_models if m.traffic_percentage > 0]
+    assert all(_healthy(m) for m in serving)
+    assert [m.model_version_id for m in serving] == [champions[0].version_id]
+    recorded = {m.pid for m in endpoint.deployed_models}
+    assert orphans.isdisjoint(recorded)
+    alive = set(wait_until_gone_except(tag, recorded | orphans))
+    assert alive - orphans == recorded, "orphaned server process"
+
+
+def wait_until_gone_except(tag: str, keep: set[int | None]) -> dict[int, dict[str, str]]:
+    """Tagged processes after those not in `keep` had a moment to exit (stop is async)."""
+    for _ in range(100):
+        alive = tagged_processes(tag)
+        if set(alive) <= keep:
+            return alive
+        threading.Event().wait(0.05)
+    return tagged_processes(tag)
+
+
+def _fail_before(target: Any, name: str) -> Callable[..., Any]:
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        raise InjectedCrashError(f"crash before {name}")
+
+    return crash
+
+
+def _fail_after(target: Any, name: str) -> Callable[..., Any]:
+    original = getattr(target, name)
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        original(*args, **kwargs)
+        raise InjectedCrashError(f"crash after {name}")
+
+    return crash
+
+
+CRASH_POINTS = {
+    "before-upload": (ModelRegistry, "upload_version", _fail_before),
+    "after-upload": (ModelRegistry, "upload_version", _fail_after),
+    "during-alias-move": (registry_module, "move_aliases", _fail_before),
+    "before-endpoint-deploy": (LocalEndpoints, "deploy", _fail_before),
+    "server-started-before-traffic-shift": (endpoints_module, "_apply_split", _fail_before),
+    "after-traffic-shift": (LocalEndpoints, "deploy", _fail_after),
+    "during-undeploy-of-old-version": (LocalEndpoints, "undeploy", _fail_before),
+    "after-old-version-undeployed": (LocalEndpoints, "undeploy", _fail_after),
+}
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_register_and_deploy_rerun_after_a_crash_ends_consistent(
+    tag: str, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _weekly_step("run-1", 0)
+    _weekly_step("run-2", 100)
+    target, name, make = CRASH_POINTS[point]
+    with monkeypatch.context() as patch:
+        patch.setattr(target, name, make(target, name))
+        with pytest.raises(InjectedCrashError):
+            _weekly_step("run-3", 200)
+    _weekly_step("run-3", 200)  # the retried task
+    _assert_consistent(["run-1", "run-2", "run-3"], tag)
+    assert len(LocalEndpoints().get(ENDPOINT).deployed_models) == 2  # keep_last_n
+
+
+def test_deploy_step_killed_after_server_start_reruns_consistent(tag: str, tmp_path: Path) -> None:
+    """The step's process dies (SIGKILL) while its new server is up but has no traffic yet."""
+    _weekly_step("run-1", 0)
+    version = _register("run-2", 100)
+    marker = tmp_path / "server-started"
+    script = textwrap.dedent(
+        f"""
+        import pathlib, time
+        from components.local import model_server
+        from components.steps.deploy import DeploymentRequest, deploy
+        started = model_server.start_checked_server
+        def start_then_stall(*args, **kwargs):
+            server = started(*args, **kwargs)
+            pathlib.Path({str(marker)!r}).write_text(str(server.pid))
+            time.sleep(600)
+        model_server.start_checked_server = start_then_stall
+        deploy(DeploymentRequest(backend="local", model_resource_name={version.resource_name!r},
+            model_version_id={version.version_id!r}, endpoint_display_name={ENDPOINT!r}))
+        """
+    )
+    step = subprocess.Popen(
+        [sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    try:
+        for _ in range(600):
+            if marker.is_file() or step.poll() is not None:
+                break
+            threading.Event().wait(0.05)
+        assert marker.is_file(), "the step never started its server"
+    finally:
+        step.kill()
+        step.wait()
+    orphan = int(marker.read_text())
+    try:
+        assert LocalEndpoints().get(ENDPOINT).traffic_split == {"1": 100}  # nothing committed
+        _deploy(version)  # the retried task
+        _assert_consistent(["run-1", "run-2"], tag, orphans={orphan})
+    finally:
+        # Known limitation (docs/reliability.md): the killed step's server outlives it.
+        model_server.stop_server(orphan, None)
+
+
+@pytest.mark.parametrize("keep_last_n", [1, 2])
+def test_router_answers_every_request_while_new_versions_are_deployed(
+    tag: str, keep_last_n: int
+) -> None:
+    _weekly_step("run-1", 0)
+    failures: list[str] = []
+    answered: list[str] = []
+    done = threading.Event()
+    body = json.dumps({"instances": [1, 2]}).encode()
+
+    with start_router(ENDPOINT) as router:
+
+        def hammer() -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", router.port, timeout=30)
+            while not done.is_set() and len(answered) + len(failures) < 20_000:
+                try:
+                    connection.request("POST", f"/v1/endpoints/{ENDPOINT}:predict", body)
+                    response = connection.getresponse()
+                    answer = response.read()
+                except (OSError, http.client.HTTPException) as error:
+                    failures.append(f"{type(error).__name__}: {error}")
+                    connection.close()
+                    continue
+                if response.status != 200:
+                    failures.append(f"HTTP {response.status}: {answer[:300]!r}")
+                else:
+                    answered.append(json.loads(answer)["modelVersionId"])
+            connection.close()
+
+        client = threading.Thread(target=hammer, daemon=True)
+        client.start()
+        try:
+            for number, run in enumerate(["run-2", "run-3", "run-4"], start=2):
+                _weekly_step(run, 100 * number, keep_last_n)
+        finally:
+            done.set()
+            client.join(timeout=60)
+    assert failures == []
+    assert set(answered) == {"1", "2", "3", "4"}  # requests spanned every deploy
+    _assert_consistent(["run-1", "run-2", "run-3", "run-4"], tag)
+    assert len(LocalEndpoints().get(ENDPOINT).deployed_models) == keep_last_n

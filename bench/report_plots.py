@@ -76,6 +76,8 @@ def draw_plot(plot: Mapping[str, Any], title: str, path: Path) -> None:
                 xs = [i + (n - (len(series) - 1) / 2) * width for i in range(len(categories))]
                 ax.bar(xs, values, width=width, label=label)
             ax.set_xticks(range(len(categories)), categories)
+            if len(categories) > 3:  # long task names would overlap side by side
+                plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
             ax.legend()
         reference = plot.get("reference")
         if reference:

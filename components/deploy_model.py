@@ -41,7 +41,8 @@ def deploy_model(
         endpoint_display_name: The endpoint's display name.
         endpoint: Output: GCPC's ``google.VertexEndpoint`` artifact.
         traffic_percentage: Share of traffic for the new version (0-100).
-        keep_last_n: Zero-traffic deployed versions to keep for rollback.
+        keep_last_n: The newest deployed versions that are never undeployed (at least 2:
+            the new one and a rollback target); older ones go once they have no traffic.
         machine_type: Serving machine type (Vertex).
         min_replica_count: Minimum serving replicas (Vertex).
         max_replica_count: Maximum serving replicas (Vertex).

@@ -7,7 +7,6 @@ The work is split so the pure parts (image swap, description) can be tested on t
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from components.image import with_component_image
+from components.local.storage import atomic_write_bytes
 from pipelines import catalog
 
 
@@ -60,15 +60,7 @@ def compile_to_dict(target: Any, component_image: str | None = None) -> dict[str
 
 def write_spec(spec: dict[str, Any], path: Path) -> None:
     """Writes a compiled spec as YAML, atomically (readers never see half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as temp:
-            yaml.safe_dump(spec, temp, sort_keys=True)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, yaml.safe_dump(spec, sort_keys=True).encode("utf-8"))
 
 
 def describe_pipeline(spec: dict[str, Any]) -> PipelineDescription:

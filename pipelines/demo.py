@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from pipelines import defaults
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_SCALE = {"members": 3000, "stores": 30, "weeks": 16, "seed": 7}
+DEMO_SCALE = {"members": 10000, "stores": 50, "weeks": 26, "seed": 7}
 """Small enough for a few minutes on two cores, large enough for the model to beat the
 baseline (the worked example's full scale is 500,000 members, 2,000 shops, 156 weeks)."""
 
@@ -115,6 +115,23 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         )
 
 
+def _stop_model_servers(out: TextIO) -> None:
+    """Leaves nothing running: deployments and traffic stay, `serve` restarts the servers."""
+    from components.local.endpoint_servers import stop_servers
+    from components.local.registry_db import RegistryNotFoundError
+
+    try:
+        stopped = stop_servers(defaults.ENDPOINT_DISPLAY_NAME)
+    except RegistryNotFoundError:
+        return
+    if stopped:
+        print(
+            f"stopped {stopped} model server(s); `python compile.py serve "
+            f"{defaults.ENDPOINT_DISPLAY_NAME}` serves the endpoint again",
+            file=out,
+        )
+
+
 def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Runs the demo; exit 0 when the pipeline succeeded."""
     from pipelines.compiling import compile_to_dict, default_arguments
@@ -134,6 +151,7 @@ def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     )
     if outcome.summary is not None:
         print_report(outcome.summary, out)
+    _stop_model_servers(out)
     state = "succeeded" if outcome.succeeded else "FAILED"
     print(f"\nrun {state} in {outcome.wall_seconds:.0f} s; full log: {outcome.log_path}", file=out)
     return 0 if outcome.succeeded else 1

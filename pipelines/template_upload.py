@@ -16,17 +16,16 @@ import glob
 import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from components.local.storage import atomic_write_bytes
 from pipelines.params import TemplateError, load_pipeline_spec
 from pipelines.template_ref import TemplateRefError, registry_host
 
@@ -203,7 +202,7 @@ class LocalDirectoryRegistry:
         version = f"sha256:{hashlib.sha256(content).hexdigest()}"
         target = self.path_of(name, version)
         if not target.is_file() or target.read_bytes() != content:
-            _atomic_write(target, content)
+            atomic_write_bytes(target, content)
         for tag in [tags] if isinstance(tags, str) else tags or []:
             with self._tags(name) as current:
                 current[tag] = version
@@ -269,22 +268,7 @@ class LocalDirectoryRegistry:
             yield current
             if current != before:
                 text = json.dumps(current, indent=2, sort_keys=True) + "\n"
-                _atomic_write(folder / "tags.json", text.encode("utf-8"))
-
-
-def _atomic_write(path: Path, content: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(content)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+                atomic_write_bytes(folder / "tags.json", text.encode("utf-8"))
 
 
 def _tag_is_missing(error: Exception) -> bool:

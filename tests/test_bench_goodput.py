@@ -63,7 +63,7 @@ def _arm(
             "finished": finished}  # fmt: skip
 
 
-def test_figures_runtime_goodput_is_uninterrupted_over_preempted_wall() -> None:
+def test_figures_runtime_goodput_is_useful_steps_with_wall_efficiency_beside() -> None:
     arms = {
         "uninterrupted": _arm(60.0, 0, None),
         "SIGTERM checkpoints": _arm(62.0, 2, 1.0),
@@ -72,20 +72,23 @@ def test_figures_runtime_goodput_is_uninterrupted_over_preempted_wall() -> None:
     result = bg._figures(arms, interval=30.0, steps=100, every=10, rate=50.0, quick=False)
     check_figure(result)
     check_plot(result["plot"])
-    assert result["measured"]["value"] == pytest.approx(60 / 62)
-    assert result["baseline"]["value"] == pytest.approx(60 / 80)
+    assert result["measured"]["value"] == pytest.approx(1.0)
+    assert result["baseline"]["value"] == pytest.approx(0.8)
     assert result["met"] is True
+    rows = {row[0]: row[1] for row in result["rows"]}
+    assert rows["wall-clock efficiency, SIGTERM checkpoints"] == pytest.approx(60 / 62)
+    assert rows["wall-clock efficiency, periodic only"] == pytest.approx(60 / 80)
 
 
 def test_figures_explain_a_missed_target() -> None:
     arms = {
         "uninterrupted": _arm(16.0, 0, None),
-        "SIGTERM checkpoints": _arm(24.0, 2, 1.0),
+        "SIGTERM checkpoints": _arm(24.0, 2, 0.9),
         "periodic only": _arm(38.0, 4, 0.86),
     }
     result = bg._figures(arms, interval=8.0, steps=100, every=10, rate=50.0, quick=True)
     assert result["met"] is False
-    assert "Missed" in result["notes"] and "would fix" in result["notes"]
+    assert "misses the target" in result["notes"] and "would raise it" in result["notes"]
     assert "quick pass" in result["notes"]
 
 

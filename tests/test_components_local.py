@@ -44,6 +44,8 @@ pytestmark = [
     pytest.mark.slow,
     # kfp.local warns that our component image is not a Python image; expected here.
     pytest.mark.filterwarnings("ignore:You may be attemping:RuntimeWarning"),
+    # ...and that an imported gs:// URI is not a local file; the local backend maps it.
+    pytest.mark.filterwarnings("ignore:It looks like you're using the remote file:UserWarning"),
 ]
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -213,7 +213,7 @@ def test_deploy_step_killed_after_server_start_reruns_consistent(tag: str, tmp_p
         model_server.stop_server(orphan, None)
 
 
-@pytest.mark.parametrize("keep_last_n", [1, 2])
+@pytest.mark.parametrize("keep_last_n", [2, 3])
 def test_router_answers_every_request_while_new_versions_are_deployed(
     tag: str, keep_last_n: int
 ) -> None:

@@ -23,6 +23,22 @@ METRIC_CHOICES = ("ndcg_at_10", "recall_at_10", "ndcg_at_10_margin", "recall_at_
 log = logging.getLogger("trainer.task")
 
 
+def integer(text: str) -> int:
+    """An integer flag value; ``16.0`` counts as 16.
+
+    A tuning service may hand a discrete value such as an embedding size to the program as a
+    float (Vertex's ``discreteValueSpec`` holds doubles, and the local tuner renders them
+    that way), so integral floats are accepted and anything else is refused.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        number = float(text)
+        if not number.is_integer():
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        return int(number)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """All flags; every tunable hyperparameter is one."""
     p = argparse.ArgumentParser(prog="python -m trainer.task", description=__doc__)
@@ -39,24 +55,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--learning_rate", type=float, default=0.01, help="Adam LR for one replica's batch"
     )
-    p.add_argument("--embedding_dim", type=int, default=32)
-    p.add_argument("--hidden_dim", type=int, default=64, help="width of the context MLP")
-    p.add_argument("--batch_size", type=int, default=512, help="rows per replica per step")
-    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--embedding_dim", type=integer, default=32)
+    p.add_argument("--hidden_dim", type=integer, default=64, help="width of the context MLP")
+    p.add_argument("--batch_size", type=integer, default=512, help="rows per replica per step")
+    p.add_argument("--epochs", type=integer, default=5)
     p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight decay")
     p.add_argument(
-        "--baseline_weeks", type=int, default=4, help="recent weeks counted for popularity"
+        "--baseline_weeks", type=integer, default=4, help="recent weeks counted for popularity"
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max_steps", type=int, default=None, help="cap on total steps")
+    p.add_argument("--seed", type=integer, default=0)
+    p.add_argument("--max_steps", type=integer, default=None, help="cap on total steps")
     p.add_argument(
-        "--checkpoint_every_steps", type=int, default=500, help="0: only on SIGTERM and at the end"
+        "--checkpoint_every_steps",
+        type=integer,
+        default=500,
+        help="0: only on SIGTERM and at the end",
     )
-    p.add_argument("--log_every_steps", type=int, default=50)
+    p.add_argument("--log_every_steps", type=integer, default=50)
     p.add_argument("--hypertune_metric", default="ndcg_at_10", choices=METRIC_CHOICES)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument(
-        "--num_threads", type=int, default=0, help="torch CPU threads (0: torch default)"
+        "--num_threads", type=integer, default=0, help="torch CPU threads (0: torch default)"
     )
     return p
 

@@ -100,6 +100,19 @@ def allocate(split: Mapping[str, int], new_id: str, percentage: int) -> dict[str
     return {**scale(split, TOTAL - percentage), new_id: percentage}
 
 
+def reassign(split: Mapping[str, int], deployed_id: str, percentage: int) -> dict[str, int]:
+    """Return the split after giving an already deployed model `percentage` of the traffic.
+
+    The others share the rest in proportion to their current shares; when they have none,
+    the model keeps everything.
+    """
+    check_percentage(percentage)
+    rest = {key: share for key, share in split.items() if key != deployed_id}
+    if sum(rest.values()) == 0:
+        return {**{key: 0 for key in rest}, deployed_id: TOTAL}
+    return {**scale(rest, TOTAL - percentage), deployed_id: percentage}
+
+
 def unallocate(split: Mapping[str, int], removed_id: str) -> dict[str, int]:
     """Return the split after undeploying `removed_id`; the others fill its share.
 

@@ -51,9 +51,10 @@ def deploy(request: DeploymentRequest) -> DeploymentOutcome:
         raise ValueError(
             f"traffic_percentage must be between 0 and 100; got {request.traffic_percentage}"
         )
-    if request.keep_last_n < 1:
+    if request.keep_last_n < 2:
         raise ValueError(
-            f"keep_last_n must be at least 1 so a rollback target stays; got {request.keep_last_n}"
+            "keep_last_n must be at least 2 (the new version and a rollback target); got "
+            f"{request.keep_last_n}"
         )
     if check_backend(request.backend) == "local":
         return _deploy_locally(request)
@@ -95,6 +96,7 @@ def parse_local_model_name(resource_name: str) -> tuple[str, str]:
 
 def _deploy_locally(request: DeploymentRequest) -> DeploymentOutcome:
     from components.local.endpoints import LocalEndpoints
+    from components.local.traffic_split import reassign
 
     display_name, version = parse_local_model_name(request.model_resource_name)
     endpoints = LocalEndpoints()
@@ -117,17 +119,20 @@ def _deploy_locally(request: DeploymentRequest) -> DeploymentOutcome:
         )
         deployed_id = deployed.deployed_model_id
     else:
-        # A re-run after a crash: the version is deployed already; don't start a second one.
+        # A re-run after a crash: the version is deployed already; don't start a second one,
+        # only give it the share asked for, as Vertex does.
         deployed_id = existing.deployed_model_id
+        if existing.traffic_percentage != request.traffic_percentage:
+            endpoints.set_traffic_split(
+                request.endpoint_display_name,
+                reassign(endpoint.traffic_split, deployed_id, int(request.traffic_percentage)),
+            )
+    # Deployed models are listed in deployment order; the newest keep_last_n stay, as on
+    # Vertex, and older ones go once they serve no traffic.
     endpoint = endpoints.get(request.endpoint_display_name)
-    stale = [
-        m.deployed_model_id
-        for m in endpoint.deployed_models
-        if m.traffic_percentage == 0 and m.deployed_model_id != deployed_id
-    ]
-    # deployed_models are in deployment order: keep the newest zero-traffic ones.
-    for deployed_model_id in stale[: max(0, len(stale) - (request.keep_last_n - 1))]:
-        endpoint = endpoints.undeploy(request.endpoint_display_name, deployed_model_id)
+    older = endpoint.deployed_models[: -request.keep_last_n]
+    for stale in [m for m in older if m.traffic_percentage == 0]:
+        endpoints.undeploy(request.endpoint_display_name, stale.deployed_model_id)
     endpoint = endpoints.get(request.endpoint_display_name)
     return DeploymentOutcome(
         endpoint_uri=f"local://endpoints/{endpoint.endpoint_id}",

@@ -71,12 +71,9 @@ def _positive(split: Any) -> dict[str, int]:
 
 def _with_share(split: dict[str, int], deployed_id: str, percentage: int) -> dict[str, int]:
     """The split after giving an already deployed model `percentage`; the others scale pro rata."""
-    from components.local.traffic_split import scale
+    from components.local.traffic_split import reassign
 
-    rest = {k: v for k, v in split.items() if k != deployed_id}
-    if sum(rest.values()) == 0:
-        return {deployed_id: 100}
-    return _positive({**scale(rest, 100 - percentage), deployed_id: percentage})
+    return _positive(reassign(split, deployed_id, percentage))
 
 
 def _default_endpoint_client(location: str) -> Any:

@@ -22,7 +22,7 @@ kind, record_path, gcp_resources, report = sys.argv[1:5]
 job_remote_runner._POLLING_INTERVAL_IN_SECONDS = 0.05
 fake = FakeJobServiceClient(states=["JOB_STATE_RUNNING"], record_path=record_path)
 # The steps build their client through this factory; the fake stands in at that boundary.
-_launcher.default_job_client_factory = fake.factory()
+_launcher.default_job_client_factory = fake.factory()  # type: ignore[assignment]
 
 request = TrainingRequest(
     backend="vertex",

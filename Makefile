@@ -22,8 +22,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# Two workers: many tests wait on processes, servers and signals, so two cores overlap well.
 unit: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 test: lint typecheck unit
 

@@ -138,7 +138,7 @@ def run(
     members = members or (2000 if quick else 20000)
     stores = stores or (20 if quick else 200)
     weeks = weeks or (8 if quick else 26)
-    steps = steps or (150 if quick else 600)
+    steps = steps or (150 if quick else 300)
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     dev = torch.device("cuda" if use_cuda else "cpu")
     with tempfile.TemporaryDirectory() as tmp:

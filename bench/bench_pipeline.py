@@ -148,6 +148,8 @@ def run(quick: bool) -> dict[str, Any]:
         excess over 1 is the overhead (target <= 25%).
     """
     from bench.noop_component import noop_pipeline
+    from pipelines import defaults
+    from pipelines.local_run import stop_endpoint_servers
     from pipelines.weekly_retraining import weekly_retraining
 
     saved_root = os.environ.get("VERTEX_LOCAL_ROOT")
@@ -160,6 +162,8 @@ def run(quick: bool) -> dict[str, Any]:
             wall, tasks = _run(weekly_retraining, arguments)
             jobs = job_attempt_seconds(root)
         finally:
+            # The run deployed a model: stop its server before its folder goes away.
+            stop_endpoint_servers(defaults.ENDPOINT_DISPLAY_NAME)
             if saved_root is None:
                 os.environ.pop("VERTEX_LOCAL_ROOT", None)
             else:

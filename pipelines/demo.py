@@ -117,16 +117,11 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
 
 def _stop_model_servers(out: TextIO) -> None:
     """Leaves nothing running: deployments and traffic stay, `serve` restarts the servers."""
-    from components.local.endpoint_servers import stop_servers
-    from components.local.registry_db import RegistryNotFoundError
+    from pipelines.local_run import stop_endpoint_servers
 
-    try:
-        stopped = stop_servers(defaults.ENDPOINT_DISPLAY_NAME)
-    except RegistryNotFoundError:
-        return
-    if stopped:
+    if stop_endpoint_servers(defaults.ENDPOINT_DISPLAY_NAME):
         print(
-            f"stopped {stopped} model server(s); `python compile.py serve "
+            "model servers stopped; `python compile.py serve "
             f"{defaults.ENDPOINT_DISPLAY_NAME}` serves the endpoint again",
             file=out,
         )

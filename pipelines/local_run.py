@@ -200,9 +200,28 @@ def _run_locked(
     new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
     run_dir = new_runs[-1] if new_runs else None
     if not succeeded:
-        tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
-        console.write("\n".join(["", f"--- last lines of {log_path} ---", *tail, ""]))
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        causes = task_errors(lines)
+        shown = (
+            ["", "--- why the tasks failed ---", *causes]
+            if causes
+            else ["", f"--- last lines of {log_path} ---", *lines[-40:]]
+        )
+        console.write("\n".join([*shown, ""]))
     return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+
+
+_EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")
+
+
+def task_errors(log_lines: list[str]) -> list[str]:
+    """The exceptions the failed tasks raised, as ``Type: message`` lines, each once."""
+    found: list[str] = []
+    for line in log_lines:
+        match = _EXCEPTION_LINE.match(_ANSI.sub("", line))
+        if match and f"{match[1]}: {match[2]}" not in found:
+            found.append(f"{match[1]}: {match[2]}")
+    return found
 
 
 def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
@@ -217,3 +236,18 @@ def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
             continue
         return loaded
     return None
+
+
+def stop_endpoint_servers(endpoint: str) -> int:
+    """Stops the model servers of a local endpoint; deployments and traffic stay.
+
+    ``compile.py serve`` (or any router) starts them again. Returns how many were stopped; 0
+    when the endpoint does not exist (a run that failed before deploying).
+    """
+    from components.local.endpoint_servers import stop_servers
+    from components.local.registry_db import RegistryNotFoundError
+
+    try:
+        return stop_servers(endpoint)
+    except RegistryNotFoundError:
+        return 0

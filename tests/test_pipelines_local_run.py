@@ -1,0 +1,46 @@
+"""The local runner's pure parts: arguments, progress filtering and failure causes."""
+
+from __future__ import annotations
+
+import io
+
+from pipelines.local_run import LOCAL_PROJECT, _ProgressFilter, local_arguments, task_errors
+
+
+def test_local_arguments_name_backend_project_and_location_then_overrides() -> None:
+    arguments = local_arguments(
+        {"backend": "vertex", "project": "{{$.x}}", "epochs": 4}, {"epochs": 1}
+    )
+    assert arguments == {
+        "backend": "local",
+        "project": LOCAL_PROJECT,
+        "location": "local",
+        "epochs": 1,
+    }
+
+
+def test_progress_filter_keeps_step_lines_on_console_and_everything_in_log() -> None:
+    log, console = io.StringIO(), io.StringIO()
+    stream = _ProgressFilter(log, console, verbose=False)
+    stream.write("12:00 - INFO - Executing task \x1b[96m'train'\x1b[0m\n{\n  \"inputs\": {}\n")
+    stream.write("    [workerpool0-0] epoch 1 loss 2.3\n    [KFP Executor] noise\n")
+    assert console.getvalue().splitlines() == [
+        "12:00 - INFO - Executing task \x1b[96m'train'\x1b[0m",
+        "    [workerpool0-0] epoch 1 loss 2.3",
+    ]
+    assert "noise" in log.getvalue() and '"inputs"' in log.getvalue()
+
+
+def test_task_errors_lists_each_exception_once_in_order() -> None:
+    lines = [
+        "    Traceback (most recent call last):",
+        '        raise FileNotFoundError("x")',
+        "    FileNotFoundError: 'gs://b/t' has no generation.json",
+        "    components.local.build_context.BuildError: source_dir /x is not a folder",
+        "    FileNotFoundError: 'gs://b/t' has no generation.json",
+        '    "error": {"code": 1}',
+    ]
+    assert task_errors(lines) == [
+        "FileNotFoundError: 'gs://b/t' has no generation.json",
+        "components.local.build_context.BuildError: source_dir /x is not a folder",
+    ]

@@ -38,13 +38,21 @@ def _add_compile(subparsers: argparse._SubParsersAction) -> None:
             "and the estimated cost of one run on Vertex (on-demand and Spot)."
         ),
     )
-    _add_compile_options(parser)
+    _add_compile_options(parser, subcommand=True)
 
 
-def _add_compile_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="dist", metavar="DIR", help="output folder (dist)")
+def _add_compile_options(parser: argparse.ArgumentParser, *, subcommand: bool) -> None:
+    # Given before or after the subcommand alike: the subcommand's copies have no default of
+    # their own, so they never overwrite what the top-level parser read.
+    parser.add_argument(
+        "--out",
+        default=argparse.SUPPRESS if subcommand else "dist",
+        metavar="DIR",
+        help="output folder (dist)",
+    )
     parser.add_argument(
         "--component-image",
+        default=argparse.SUPPRESS if subcommand else None,
         metavar="URI",
         help="image the components run in on Vertex (built from components/Dockerfile)",
     )
@@ -65,7 +73,12 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1 (Vertex)")
     parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
     parser.add_argument("--service-account", help="runtime service account (Vertex)")
-    parser.add_argument("--component-image", metavar="URI", help="component image (Vertex)")
+    parser.add_argument(
+        "--component-image",
+        default=argparse.SUPPRESS,
+        metavar="URI",
+        help="component image (Vertex)",
+    )
     parser.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
     )
@@ -89,7 +102,7 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=2.0,
         metavar="H",
-        help="expected hours of one training job on one GPU (default 2)",
+        help="expected hours of one training job on one GPU (default: the pipelines' own, 2)",
     )
 
 
@@ -213,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Without a command, compiles (see `compile --help`)."
         ),
     )
-    _add_compile_options(parser)
+    _add_compile_options(parser, subcommand=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_compile(subparsers)
     _add_run(subparsers)

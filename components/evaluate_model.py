@@ -31,7 +31,7 @@ def evaluate_model(
     """Decides whether the candidate should replace the champion.
 
     Both models are scored on the dataset's validation split. The candidate wins when its
-    primary metric beats the champion's by at least ``min_improvement`` and no guardrail
+    primary metric beats the champion's by more than ``min_improvement`` and no guardrail
     metric drops by more than its allowed amount. With no champion yet, the candidate wins.
 
     Args:

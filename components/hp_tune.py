@@ -79,6 +79,10 @@ def hp_tune(
         executor_image_uri: Prebuilt training image for Python-package trials.
         image_uri: Custom container image (instead of a Python package).
         args: Fixed arguments; each trial appends ``--PARAMETER=VALUE`` flags.
+        hyperparameters: Fixed ``--name=value`` flags every trial gets.
+        dataset: Training data (e.g. from ``prepare_dataset``); its URI is passed to each
+            trial as ``DATASET_FLAG=URI``.
+        dataset_flag: The flag that carries the dataset URI.
         machine_type: Machine type of each trial.
         accelerator_type: Accelerator enum name, or ``""``.
         accelerator_count: Accelerators per trial.
@@ -98,7 +102,11 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
-    from components.steps.job_request import TrainingRequest, scoped_output_directory
+    from components.steps.job_request import (
+        TrainingRequest,
+        format_flag_value,
+        scoped_output_directory,
+    )
     from components.steps.tune import TuningRequest, tune
 
     result = tune(
@@ -113,7 +121,7 @@ def hp_tune(
                 package_uris=list(package_uris),
                 executor_image_uri=executor_image_uri,
                 image_uri=image_uri,
-                args=[str(arg) for arg in args],
+                args=[format_flag_value(arg) for arg in args],
                 hyperparameters=dict(hyperparameters),
                 dataset_uri=dataset.uri if dataset is not None else "",
                 dataset_flag=dataset_flag,
@@ -135,7 +143,7 @@ def hp_tune(
             parallel_trial_count=parallel_trial_count,
             max_failed_trial_count=max_failed_trial_count,
             measurement_selection=measurement_selection,
-            labels={str(k): str(v) for k, v in labels.items()},
+            labels={str(k): format_flag_value(v) for k, v in labels.items()},
         ),
         gcp_resources_path=gcp_resources,
         request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",

@@ -97,7 +97,11 @@ def train_custom_job(
         goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
         restarts: Restarts after preemption.
     """
-    from components.steps.job_request import TrainingRequest, scoped_output_directory
+    from components.steps.job_request import (
+        TrainingRequest,
+        format_flag_value,
+        scoped_output_directory,
+    )
     from components.steps.train import train
 
     result = train(
@@ -111,7 +115,7 @@ def train_custom_job(
             package_uris=list(package_uris),
             executor_image_uri=executor_image_uri,
             image_uri=image_uri,
-            args=[str(arg) for arg in args],
+            args=[format_flag_value(arg) for arg in args],
             dataset_uri=dataset.uri if dataset is not None else "",
             dataset_flag=dataset_flag,
             hyperparameters=dict(hyperparameters),
@@ -126,7 +130,7 @@ def train_custom_job(
             restart_job_on_worker_restart=restart_job_on_worker_restart,
             service_account=service_account,
             network=network,
-            labels=dict(labels),
+            labels={str(k): format_flag_value(v) for k, v in labels.items()},
             reservation_name=reservation_name,
             local_preemption_after_seconds=local_preemption_after_seconds,
             project=project,

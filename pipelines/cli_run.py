@@ -27,6 +27,13 @@ def cli_run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if "backend" in overrides:
+        print(
+            "error: the backend follows from the command: --local runs on this machine, "
+            "--project/--location/--pipeline-root submit to Vertex; drop --param backend=...",
+            file=sys.stderr,
+        )
+        return 2
     if args.local:
         return _run_local(pipeline, default_arguments(spec), overrides, args.verbose, out)
     missing = [
@@ -80,7 +87,13 @@ def _submit(args: argparse.Namespace, spec: dict, overrides: dict, out: TextIO) 
         )
         resource_name = submit(job, service_account=args.service_account)
     print(f"submitted {resource_name}", file=out)
-    if not args.no_wait:
+    if args.no_wait:
+        return 0
+    try:
         job.wait()
-        print(f"finished: {job.state}", file=out)
-    return 0
+    except RuntimeError as error:  # aiplatform raises when the run fails
+        print(f"failed: {error}", file=sys.stderr)
+        return 1
+    state = getattr(job.state, "name", str(job.state))
+    print(f"finished: {state}", file=out)
+    return 0 if state == "PIPELINE_STATE_SUCCEEDED" else 1

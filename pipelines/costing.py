@@ -7,11 +7,11 @@ included, and every estimate says so.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from components.specs import PipelineCostEstimate, estimate_job_cost, estimate_pipeline_cost
-from components.steps.job_request import custom_job_payload
 from components.steps.training_cost import (
     SPOT_PRICE_FRACTION,
     estimate_training_cost,
@@ -24,15 +24,6 @@ NOT_INCLUDED = (
     "not included: the pipeline's own lightweight steps (a few minutes of a small VM each) "
     "and the endpoint's serving nodes (billed per node-hour while deployed)"
 )
-
-
-def validate_run(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Validates the training job of a run; returns its payload.
-
-    Raises:
-        JobSpecError: The job is impossible (field, value, alternatives in the message).
-    """
-    return custom_job_payload(request_for_shape(arguments))
 
 
 def estimate_run(
@@ -58,11 +49,12 @@ def estimate_run(
     steps = []
     if bool(arguments.get("tune", False)):
         tuning = TuningRequest(
-            trial=request,
+            # Trials run on the primary pool alone, as weekly-retraining's hp_tune does.
+            trial=dataclasses.replace(request, worker_count=0),
             parameter_specs=_tuning_parameters(),
             metric_id="ndcg_at_10",
-            max_trial_count=int(arguments.get("max_trial_count") or 8),
-            parallel_trial_count=int(arguments.get("parallel_trial_count") or 2),
+            max_trial_count=int(arguments.get("max_trial_count", 8)),
+            parallel_trial_count=int(arguments.get("parallel_trial_count", 2)),
         )
         steps.append(
             estimate_job_cost(

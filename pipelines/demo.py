@@ -66,6 +66,7 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
     """The demo's closing summary: metrics, decision, registry, endpoint, cost."""
     from components.local.registry import ModelRegistry
     from components.local.registry_db import RegistryNotFoundError
+    from components.steps.summary import money
 
     metrics = summary.get("metrics", {})
     decision = summary.get("decision", {})
@@ -100,7 +101,9 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME} ({changed}): {shares}", file=out)
         print(f"sample prediction via POST {url}:\n  {json.dumps(top)[:300]}", file=out)
     cost = summary.get("cost_on_vertex", {})
-    if cost:
+    if "unavailable" in cost:
+        print(f"cost on Vertex: unavailable: {cost['unavailable']}", file=out)
+    elif cost:
         currency = cost.get("currency", "")
         shape = cost["job_shape"]
         hardware = (
@@ -109,8 +112,8 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         )
         print(
             f"the same training on Vertex ({hardware}, {cost['assumed_training_hours']:g} h "
-            f"assumed): on-demand {cost['on_demand']:.2f} {currency}, "
-            f"Spot {cost['spot']:.2f} {currency} ({'; '.join(cost['notes'])})",
+            f"assumed): on-demand {money(cost['on_demand'], currency)}, "
+            f"Spot {money(cost['spot'], currency)} ({'; '.join(cost['notes'])})",
             file=out,
         )
 

@@ -80,6 +80,7 @@ def weekly_retraining(
         accelerator_count=accelerator_count,
         worker_count=worker_count,
         scheduling_strategy=scheduling_strategy,
+        expected_training_hours=defaults.EXPECTED_TRAINING_HOURS,
         project=project,
         location=location,
     ).set_display_name("run-summary")
@@ -107,6 +108,7 @@ def weekly_retraining(
             accelerator_type=accelerator_type,
             accelerator_count=accelerator_count,
             scheduling_strategy=scheduling_strategy,
+            timeout_seconds=timeout_seconds,
             service_account=service_account,
             pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
             pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
@@ -139,7 +141,6 @@ def weekly_retraining(
             args=["--epochs", epochs, "--batch_size", batch_size],
             hyperparameters=dsl.OneOf(tuned.output, untuned.output),
             worker_count=worker_count,
-            timeout_seconds=timeout_seconds,
             local_preemption_after_seconds=local_preemption_after_seconds,
             **common,
         ).set_display_name("train")

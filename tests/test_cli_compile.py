@@ -111,3 +111,9 @@ def test_run_refuses_unknown_pipeline_and_missing_vertex_flags(tmp_path: Path) -
     missing = _compile_cli("run", "train-only", "--project", "p", cwd=tmp_path)
     assert missing.returncode == 2
     assert "--location" in missing.stderr and "--pipeline-root" in missing.stderr
+
+
+def test_run_refuses_a_backend_override(tmp_path: Path) -> None:
+    result = _compile_cli("run", "train-only", "--local", "--param", "backend=vertex", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "the backend follows from the command" in result.stderr

@@ -36,3 +36,17 @@ def test_compile_subcommand_help_lists_every_command() -> None:
     for command in ("compile", "run", "estimate", "validate", "upload", "schedule", "models",
                     "endpoints", "serve", "demo"):  # fmt: skip
         assert f"    {command}" in result.stdout, command
+
+
+def test_compile_options_count_before_or_after_the_subcommand() -> None:
+    sys.path.insert(0, str(ROOT))
+    import compile as cli
+
+    parser = cli.build_parser()
+    assert parser.parse_args(["--out", "X", "compile"]).out == "X"
+    assert parser.parse_args(["compile", "--out", "Y"]).out == "Y"
+    assert parser.parse_args([]).out == "dist"
+    image = parser.parse_args(["--component-image", "I", "run", "w"]).component_image
+    assert image == "I"
+    assert parser.parse_args(["run", "w", "--component-image", "J"]).component_image == "J"
+    assert parser.parse_args(["run", "w"]).component_image is None

@@ -78,3 +78,30 @@ def test_decision_reported_metrics_are_prefixed() -> None:
     assert reported["candidate_ndcg_at_10"] == 0.4
     assert reported["champion_ndcg_at_10"] == 0.3
     assert reported["is_better"] == 1.0
+
+
+def test_decide_checks_guardrail_names_even_without_champion() -> None:
+    with pytest.raises(ValueError, match="recal_at_10"):
+        decide({"ndcg_at_10": 0.5}, None, primary_metric="ndcg_at_10",
+               guardrails={"recal_at_10": 0.01})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("min_improvement", "guardrails", "message"),
+    [
+        (math.nan, {}, "min_improvement"),
+        (0.0, {"recall_at_10": -0.1}, "guardrail 'recall_at_10'"),
+        (0.0, {"recall_at_10": math.inf}, "guardrail 'recall_at_10'"),
+    ],
+)
+def test_decide_refuses_a_rule_that_cannot_decide(
+    min_improvement: float, guardrails: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        decide(
+            {"ndcg_at_10": 0.5, "recall_at_10": 0.5},
+            {"ndcg_at_10": 0.6, "recall_at_10": 0.5},
+            primary_metric="ndcg_at_10",
+            min_improvement=min_improvement,
+            guardrails=guardrails,
+        )

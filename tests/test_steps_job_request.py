@@ -33,9 +33,11 @@ def _request(**changes: object) -> TrainingRequest:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(5.0, "5"), ("5.0", "5"), (0.005, "0.005"), ("0.005", "0.005"), (True, "true"), ("x", "x")],
+    [(5.0, "5"), ("5.0", "5.0"), (0.005, "0.005"), ("1.5E3", "1.5E3"), (True, "true"), ("x", "x")],
 )
-def test_format_flag_value_writes_integral_floats_as_integers(value: object, expected: str) -> None:
+def test_format_flag_value_writes_integral_floats_as_integers_and_keeps_strings(
+    value: object, expected: str
+) -> None:
     assert format_flag_value(value) == expected
 
 

@@ -78,6 +78,13 @@ def decide(
     if force not in ("", "better", "worse"):
         raise ValueError(f"force_decision must be '', 'better' or 'worse'; got {force!r}")
     guardrails = dict(guardrails or {})
+    _check_rule(min_improvement, guardrails)
+    # Every metric the rule names is checked now, not only on the week it would decide: a
+    # misspelt guardrail must fail the first run, not the run with a better candidate.
+    for name in [primary_metric, *guardrails]:
+        _metric(candidate, name, "candidate")
+        if champion is not None:
+            _metric(champion, name, "champion")
     candidate_score = _metric(candidate, primary_metric, "candidate")
     if champion is None:
         is_better, reason = True, "no champion yet: the candidate becomes the first champion"
@@ -124,6 +131,16 @@ def _compare(
                 f"{drop:.4f}, more than the allowed {allowed_drop:.4f}"
             )
     return True, f"{primary_metric} improved by {gain:+.4f} and every guardrail held"
+
+
+def _check_rule(min_improvement: float, guardrails: Mapping[str, float]) -> None:
+    if not math.isfinite(min_improvement):
+        raise ValueError(f"min_improvement must be a finite number; got {min_improvement}")
+    for name, allowed_drop in guardrails.items():
+        if not math.isfinite(allowed_drop) or allowed_drop < 0:
+            raise ValueError(
+                f"guardrail {name!r} must allow a finite drop of 0 or more; got {allowed_drop}"
+            )
 
 
 def _metric(metrics: Mapping[str, float], name: str, whose: str) -> float:

@@ -58,13 +58,17 @@ def deploy(request: DeploymentRequest) -> DeploymentOutcome:
         )
     if check_backend(request.backend) == "local":
         return _deploy_locally(request)
+    model = request.model_resource_name
+    if "@" not in model and request.model_version_id:
+        # An imported google.VertexModel may carry the version in its metadata only.
+        model = f"{model}@{request.model_version_id}"
     from components.vertex.endpoints import deploy_model_version
 
     deployment = deploy_model_version(
         project=request.project,
         location=request.location,
         endpoint_display_name=request.endpoint_display_name,
-        model_resource_name=request.model_resource_name,
+        model_resource_name=model,
         traffic_percentage=int(request.traffic_percentage),
         keep_last=int(request.keep_last_n),
         dedicated_resources={
@@ -86,7 +90,7 @@ def parse_local_model_name(resource_name: str) -> tuple[str, str]:
     """Splits ``models/<display name>@<version>`` (the local registry's resource name)."""
     body = resource_name.removeprefix(LOCAL_RESOURCE_PREFIX)
     display_name, at, version = body.rpartition("@")
-    if not resource_name.startswith(LOCAL_RESOURCE_PREFIX) or not at or not display_name:
+    if not resource_name.startswith(LOCAL_RESOURCE_PREFIX) or not (at and display_name and version):
         raise ValueError(
             f"expected a local model resource name 'models/<display name>@<version>' (from "
             f"register_model with backend='local'); got {resource_name!r}"
@@ -114,7 +118,7 @@ def _deploy_locally(request: DeploymentRequest) -> DeploymentOutcome:
             request.endpoint_display_name,
             display_name,
             version,
-            traffic_percentage=int(request.traffic_percentage) if endpoint.deployed_models else 100,
+            traffic_percentage=int(request.traffic_percentage),
             sample_instances=request.sample_instances or None,
         )
         deployed_id = deployed.deployed_model_id

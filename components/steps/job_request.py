@@ -74,14 +74,6 @@ def format_flag_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return str(int(value))
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        if math.isfinite(number) and number.is_integer() and "." in value and "e" not in value:
-            return str(int(number))
-        return value
     return str(value)
 
 

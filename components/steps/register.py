@@ -57,6 +57,29 @@ def serving_container(request: RegistrationRequest) -> dict[str, Any]:
     return spec
 
 
+_DESCRIPTION_LIMIT = 2000
+
+
+def version_description(request: RegistrationRequest) -> str:
+    """Lineage and evaluation of a version, as text for the Vertex version's description.
+
+    The local registry stores them as fields; Vertex's Model resource has no place for
+    free-form metrics, so they travel in the description (bounded in length).
+    """
+    parts = [f"{request.challenger_alias if not request.make_champion else 'champion'} version"]
+    if request.pipeline_run:
+        parts.append(f"pipeline run {request.pipeline_run}")
+    if request.dataset_uri:
+        parts.append(f"data {request.dataset_uri}")
+    metrics = [
+        f"{name}={value:.6g}" if isinstance(value, float) else f"{name}={value}"
+        for name, value in sorted(request.evaluation_metrics.items())
+    ]
+    if metrics:
+        parts.append("evaluation " + ", ".join(metrics))
+    return "; ".join(parts)[:_DESCRIPTION_LIMIT]
+
+
 def register(request: RegistrationRequest) -> RegisteredVersion:
     """Uploads the version; ``champion`` and ``default`` move only with ``make_champion``.
 
@@ -88,6 +111,7 @@ def register(request: RegistrationRequest) -> RegisteredVersion:
         make_champion=moves_builtin_champion,
         make_default=request.make_champion,
         labels=request.labels,
+        description=version_description(request),
     )
     return RegisteredVersion(
         version_id=registered.version_id,

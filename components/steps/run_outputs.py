@@ -7,6 +7,7 @@ PipelineJob's task details carry the same facts.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def read_vertex_task_outputs(
     outputs: dict[str, TaskOutputs] = {}
     for detail in job.task_details:
         task = TaskOutputs()
-        metadata = dict(getattr(detail.execution, "metadata", {}) or {})
+        metadata = plain(getattr(detail.execution, "metadata", None) or {})
         for key, value in metadata.items():
             if key.startswith("output:"):
                 task.parameters[key.removeprefix("output:")] = value
@@ -74,7 +75,20 @@ def read_vertex_task_outputs(
                 artifact = listing.artifacts[0]
                 task.artifacts[name] = {
                     "uri": artifact.uri,
-                    "metadata": dict(artifact.metadata or {}),
+                    "metadata": plain(artifact.metadata or {}),
                 }
-        outputs[detail.task_name] = task
+        if task.parameters or task.artifacts:
+            outputs[detail.task_name] = task
     return outputs
+
+
+def plain(value: Any) -> Any:
+    """Converts proto-plus Struct values (MapComposite, RepeatedComposite) to dicts and lists.
+
+    ``dict()`` converts only the top level, and json cannot write what is left below it.
+    """
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [plain(item) for item in value]
+    return value

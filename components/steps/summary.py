@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.specs import JobSpecError
 from components.steps.run_outputs import TaskOutputs, read_task_outputs
 from components.steps.training_cost import estimate_training_cost, request_for_shape
 
 
 def _first(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | None:
-    """The output of the task named ``prefix`` or ``prefix-N`` (If/Else branches)."""
+    """The output of the task named ``prefix`` or ``prefix-N`` (If/Else branches) that ran."""
     names = sorted(n for n in outputs if n == prefix or n.startswith(prefix + "-"))
-    return outputs[names[0]] if names else None
+    ran = [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
+    return ran[0] if ran else None
+
+
+def money(value: float | None, currency: str) -> str:
+    """A cost for people: ``1.68 USD``, or ``unknown`` when a price is missing."""
+    return "unknown" if value is None else f"{value:,.2f} {currency}".strip()
 
 
 def build_summary(
@@ -41,17 +48,24 @@ def build_summary(
             "model_uri": training.artifacts.get("model", {}).get("uri"),
             **training.artifacts.get("metrics", {}).get("metadata", {}),
         }
-    registered = {
-        name: task.parameters for name, task in outputs.items() if name.startswith("register-model")
-    }
-    if registered:
-        facts["registered"] = next(iter(registered.values()))
+    registered = _first(outputs, "register-model")
+    if registered is not None:
+        facts["registered"] = dict(registered.parameters)
     deployment = _first(outputs, "deploy-model")
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
-    estimate = estimate_training_cost(request_for_shape(job_shape), expected_training_hours)
-    facts["cost_on_vertex"] = {
-        "assumed_training_hours": expected_training_hours,
+    facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
+    return facts
+
+
+def _cost(job_shape: Mapping[str, Any], hours: float) -> dict[str, Any]:
+    # An impossible shape is often why the run failed; the summary says so instead of failing.
+    try:
+        estimate = estimate_training_cost(request_for_shape(job_shape), hours)
+    except JobSpecError as error:
+        return {"unavailable": str(error), "job_shape": dict(job_shape)}
+    return {
+        "assumed_training_hours": hours,
         "gpu_hours": estimate.gpu_hours,
         "on_demand": estimate.on_demand_cost,
         "spot": estimate.spot_cost,
@@ -59,7 +73,6 @@ def build_summary(
         "job_shape": dict(job_shape),
         "notes": list(estimate.notes),
     }
-    return facts
 
 
 def summarize_run(
@@ -132,14 +145,13 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
     if facts.get("deployment"):
         lines.append(f"**Deployment:** {facts['deployment']}")
     cost = facts.get("cost_on_vertex") or {}
-    if cost:
+    if "unavailable" in cost:
+        lines.append(f"**Cost on Vertex:** unavailable: {cost['unavailable']}")
+    elif cost:
         currency = cost.get("currency", "")
-
-        def money(value: float | None) -> str:
-            return "unknown" if value is None else f"{value:,.2f} {currency}"
-
         lines.append(
             f"**Cost on Vertex** ({cost['assumed_training_hours']:g} h of training assumed): "
-            f"on-demand {money(cost.get('on_demand'))}, Spot {money(cost.get('spot'))}"
+            f"on-demand {money(cost.get('on_demand'), currency)}, "
+            f"Spot {money(cost.get('spot'), currency)}"
         )
     return "\n".join(lines) + "\n"

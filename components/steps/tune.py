@@ -126,11 +126,17 @@ def _tune_locally(
     rows = [
         TrialRow(t.trial_id, t.state, t.parameters, t.metric, t.error or "") for t in result.trials
     ]
-    best = result.best
-    if best is None or best.metric is None or result.error:
+    if result.error:
         raise TuningJobFailedError(
-            f"local tuning job {result.job_id} ended in {result.state}: "
-            f"{result.error or 'no trial succeeded'}\n{result.table()}"
+            f"local tuning job {result.job_id} ended in {result.state}: {result.error}\n"
+            f"{result.table()}"
+        )
+    best = result.best
+    if best is None or best.metric is None:
+        # The same error as Vertex's best-trial lookup gives.
+        raise ValueError(
+            f"no trial of {result.job_id} succeeded with a value for {request.metric_id!r}; "
+            f"every trial must report it with cloudml-hypertune\n{result.table()}"
         )
     return TuningOutcome(
         best_parameters=dict(best.parameters),

@@ -1,0 +1,75 @@
+"""Reading a run's task outputs for the summary, from kfp.local files and Vertex task details."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from google.cloud import aiplatform_v1
+
+from components.steps.run_outputs import read_local_task_outputs, read_vertex_task_outputs
+from components.steps.summary import build_summary
+
+
+def test_read_vertex_task_outputs_gives_json_ready_values_and_skips_silent_tasks() -> None:
+    artifact_list = aiplatform_v1.PipelineTaskDetail.ArtifactList
+    details = [
+        aiplatform_v1.PipelineTaskDetail(
+            task_name="register-model",
+            execution=aiplatform_v1.Execution(
+                metadata={"output:version_id": "3", "output:aliases": ["default", "champion"]}
+            ),
+        ),
+        aiplatform_v1.PipelineTaskDetail(
+            task_name="evaluate-model",
+            execution=aiplatform_v1.Execution(metadata={"output:is_better": True}),
+            outputs={
+                "metrics": artifact_list(
+                    artifacts=[
+                        aiplatform_v1.Artifact(
+                            uri="gs://b/m", metadata={"candidate_ndcg_at_10": 0.4, "tags": ["a"]}
+                        )
+                    ]
+                )
+            },
+        ),
+        aiplatform_v1.PipelineTaskDetail(task_name="deploy-model"),  # skipped branch
+    ]
+    seen: list[str] = []
+
+    def getter(name: str) -> SimpleNamespace:
+        seen.append(name)
+        return SimpleNamespace(task_details=details)
+
+    outputs = read_vertex_task_outputs(
+        project="p", location="asia-east1", run_name="weekly-1", job_getter=getter
+    )
+    assert seen == ["projects/p/locations/asia-east1/pipelineJobs/weekly-1"]
+    assert sorted(outputs) == ["evaluate-model", "register-model"]
+    assert outputs["register-model"].parameters["aliases"] == ["default", "champion"]
+    metrics = outputs["evaluate-model"].artifacts["metrics"]["metadata"]
+    assert metrics == {"candidate_ndcg_at_10": 0.4, "tags": ["a"]}
+    summary = build_summary(
+        outputs,
+        run_name="weekly-1",
+        state="SUCCEEDED",
+        error_message="",
+        job_shape={},
+        expected_training_hours=2.0,
+    )
+    json.dumps(summary)  # the exit handler writes it as JSON
+    assert summary["registered"]["version_id"] == "3"
+
+
+def test_build_summary_survives_an_impossible_job_shape(tmp_path: Path) -> None:
+    summary = build_summary(
+        read_local_task_outputs(tmp_path),
+        run_name="r",
+        state="FAILED",
+        error_message="train failed",
+        job_shape={"accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 3},
+        expected_training_hours=2.0,
+    )
+    assert summary["state"] == "FAILED" and summary["error"] == "train failed"
+    assert "acceleratorCount" in summary["cost_on_vertex"]["unavailable"]

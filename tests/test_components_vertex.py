@@ -737,3 +737,20 @@ def test_build_step_vertex_python_package_uploaded_once_per_content(
     assert first.reference.endswith("/tiny_trainer-0.1.0-py3-none-any.whl")
     assert first.skipped is False
     assert (again.reference, again.skipped) == (first.reference, True)
+
+
+def test_build_step_vertex_refuses_a_dockerfile_that_copies_credentials(
+    cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
+) -> None:
+    from components.local.build_context import BuildError
+
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "sa.json").write_text('{"type": "service_account", "private_key": "-----"}')
+    (context / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nCOPY . /app\n"
+        'ENTRYPOINT ["python3", "-m", "trainer.task"]\n'
+    )
+    with pytest.raises(BuildError, match=r"sa\.json"):
+        _build_image(source_uri=str(context))
+    assert cloud[0].builds == [] and cloud[1].objects == {}  # nothing uploaded or built

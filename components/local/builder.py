@@ -22,7 +22,6 @@ from typing import Any
 from components.local.build_context import (
     BuildError,
     context_digest,
-    context_files,
     extract_archive,
 )
 from components.local.build_index import (
@@ -32,7 +31,7 @@ from components.local.build_index import (
     normalise_image,
     record_build,
 )
-from components.local.dockerfile_lint import LintFinding, lint_dockerfile, parse_dockerfile
+from components.local.dockerfile_lint import LintFinding, check_build_context
 from components.local.storage import local_root, to_local_path
 
 _SKIP_IN_PACKAGES = {"__pycache__", ".git", "build", "dist", ".pytest_cache", ".mypy_cache"}
@@ -234,19 +233,8 @@ def build_container_image(
     """
     root = local_root()
     context = _context_folder(Path(context_dir).resolve(), root)
-    dockerfile_path = (context / dockerfile).resolve()
-    if context not in dockerfile_path.parents or not dockerfile_path.is_file():
-        raise BuildError(f"no Dockerfile at {dockerfile!r} inside the build context {context}")
-    text = dockerfile_path.read_text(encoding="utf-8")
-    files = context_files(context)
-    info = parse_dockerfile(text)
-    findings = lint_dockerfile(info, context=context, files=files, gpu=gpu)
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise BuildError(
-            "the Dockerfile failed lint; nothing was built:\n"
-            + "\n".join(f"  [{f.code}] {f.message}" for f in errors)
-        )
+    checked = check_build_context(context, dockerfile, gpu=gpu)
+    text, files, info, findings = checked.text, checked.files, checked.info, checked.findings
     digest = context_digest(context, files, text.encode())
     name = normalise_image(image_uri)
     reference = f"{image_uri.split('@', 1)[0]}@sha256:{digest}"

@@ -188,3 +188,45 @@ def lint_dockerfile(
                     )
                 )
     return sorted(findings, key=lambda f: (f.severity != "error", f.line))
+
+
+@dataclass(frozen=True)
+class CheckedDockerfile:
+    """A Dockerfile that passed lint, with what a builder needs next."""
+
+    text: str
+    info: DockerfileInfo
+    files: list[str]
+    findings: list[LintFinding]
+
+
+def check_build_context(context: Path, dockerfile: str, *, gpu: bool) -> CheckedDockerfile:
+    """Reads and lints a build context's Dockerfile; refuses the build on any lint error.
+
+    Both builders (local and Cloud Build) call this first, so a Dockerfile that copies a
+    credential never reaches either.
+
+    Args:
+        context: Build context folder.
+        dockerfile: Dockerfile path relative to the context.
+        gpu: Whether the image is meant for a GPU job.
+
+    Raises:
+        BuildError: No Dockerfile inside the context, or a lint error; nothing was built.
+    """
+    from components.local.build_context import BuildError, context_files
+
+    path = (context / dockerfile).resolve()
+    if context.resolve() not in path.parents or not path.is_file():
+        raise BuildError(f"no Dockerfile at {dockerfile!r} inside the build context {context}")
+    text = path.read_text(encoding="utf-8")
+    files = context_files(context)
+    info = parse_dockerfile(text)
+    findings = lint_dockerfile(info, context=context, files=files, gpu=gpu)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise BuildError(
+            "the Dockerfile failed lint; nothing was built:\n"
+            + "\n".join(f"  [{f.code}] {f.message}" for f in errors)
+        )
+    return CheckedDockerfile(text, info, files, findings)

@@ -57,8 +57,11 @@ def build(
                 "a Cloud Build needs staging_uri, a gs:// folder for the build context "
                 f"tarball (e.g. gs://my-bucket/staging); got {staging_uri!r}"
             )
+        from components.local.dockerfile_lint import check_build_context
         from components.vertex.cloud_build import build_image_with_cloud_build
 
+        # The same lint as the local builder, before anything is uploaded or built.
+        check_build_context(source, dockerfile, gpu=gpu)
         image = build_image_with_cloud_build(
             source,
             project=project,

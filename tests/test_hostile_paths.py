@@ -26,19 +26,13 @@ from components.local.build_index import index_path
 from components.local.builder import build_container_image, build_python_package
 from components.local.endpoints import LocalEndpoints
 from components.local.registry import ModelRegistry
-from components.local.storage import StorageError, local_root, to_local_path
+from components.local.storage import StorageError, to_local_path
 from trainer.checkpoint import CheckpointManager
 from trainer.export import load_artifact
 from trainer.paths import resolve, sha256_file
 from trainer.serve import main as serve_main
 
 IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 # ---- URIs and symlinks that leave the storage root ----

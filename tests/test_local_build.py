@@ -20,16 +20,9 @@ from components.local.build_context import (
 from components.local.build_index import ImageNotBuiltError, index_path, lookup_image
 from components.local.builder import build_container_image, build_python_package
 from components.local.dockerfile_lint import parse_dockerfile
-from components.local.storage import local_root
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 @pytest.fixture

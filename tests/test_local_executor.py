@@ -19,17 +19,10 @@ from components.local.builder import build_container_image
 from components.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
 from components.local.job_payload import JobSpecError
 from components.local.pool_launch import PoolLaunchError
-from components.local.storage import local_root
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 @pytest.fixture

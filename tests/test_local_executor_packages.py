@@ -10,16 +10,9 @@ import pytest
 from components.local.builder import build_python_package
 from components.local.executor import SUCCEEDED, run_custom_job
 from components.local.python_env import PackageEnvError, framework_warnings, parse_executor_image
-from components.local.storage import local_root
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 def package_job(package_uri: str, image: str = PYTORCH_IMAGE) -> dict:

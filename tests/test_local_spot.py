@@ -12,16 +12,9 @@ from components.local.builder import build_container_image
 from components.local.executor import FAILED, SUCCEEDED, run_custom_job
 from components.local.job_payload import JobSpecError
 from components.local.spot import GoodputStats, PreemptionSchedule, Progress
-from components.local.storage import local_root
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 STEPS = 30
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 @pytest.fixture

@@ -17,12 +17,6 @@ from components.local.storage import (
 )
 
 
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
-
-
 def test_local_root_created_from_environment(root: Path, tmp_path: Path) -> None:
     assert root == (tmp_path / "root").resolve()
     assert root.is_dir()

@@ -12,7 +12,6 @@ import pytest
 
 from components.local.builder import build_container_image
 from components.local.executor import FAILED, SUCCEEDED
-from components.local.storage import local_root
 from components.local.study_spec import StudySpecError, grid_size, make_sampler, parse_param
 from components.local.tuning import TRIAL_INFEASIBLE, TRIAL_SUCCEEDED, read_metric, run_tuning_job
 
@@ -41,12 +40,6 @@ X_DOUBLE = {
     "doubleValueSpec": {"minValue": 0.01, "maxValue": 0.6},
     "scaleType": "UNIT_LOG_SCALE",
 }
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return local_root()
 
 
 @pytest.fixture

@@ -117,3 +117,51 @@ def test_run_refuses_a_backend_override(tmp_path: Path) -> None:
     result = _compile_cli("run", "train-only", "--local", "--param", "backend=vertex", cwd=tmp_path)
     assert result.returncode == 2
     assert "the backend follows from the command" in result.stderr
+
+
+class _FakeJob:
+    def __init__(self, state: str, fails: bool = False) -> None:
+        self.state = type("State", (), {"name": state})()
+        self.fails = fails
+
+    def wait(self) -> None:
+        if self.fails:
+            raise RuntimeError("Job failed with: task train failed")
+
+
+@pytest.mark.parametrize(
+    ("job", "code"),
+    [
+        (_FakeJob("PIPELINE_STATE_SUCCEEDED"), 0),
+        (_FakeJob("PIPELINE_STATE_CANCELLED"), 1),
+        (_FakeJob("PIPELINE_STATE_FAILED", fails=True), 1),
+    ],
+)
+def test_run_submits_to_vertex_and_exits_by_the_final_state(
+    job: _FakeJob, code: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines import cli_run, vertex_submit
+
+    built: dict = {}
+
+    def fake_build(template: str, **kwargs: object) -> _FakeJob:
+        built.update(kwargs, template=template)
+        return job
+
+    monkeypatch.setattr(vertex_submit, "build_pipeline_job", fake_build)
+    monkeypatch.setattr(vertex_submit, "submit", lambda j, service_account=None: "jobs/1")
+    args = argparse.Namespace(
+        name="train-only",
+        param=["epochs=2"],
+        local=False,
+        project="drink-shops",
+        location="asia-east1",
+        pipeline_root="gs://drink-shops-ml/root",
+        service_account="retrain@drink-shops.iam.gserviceaccount.com",
+        component_image="eu.pkg.dev/p/r/c:1",
+        no_wait=False,
+        verbose=False,
+    )
+    assert cli_run.cli_run(args, out=io.StringIO()) == code
+    assert built["project"] == "drink-shops" and built["location"] == "asia-east1"
+    assert built["parameter_values"] == {"backend": "vertex", "epochs": 2}

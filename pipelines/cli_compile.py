@@ -10,10 +10,6 @@ from typing import Any, TextIO
 from pipelines import catalog
 
 
-def _money(value: float | None, currency: str) -> str:
-    return "unknown" if value is None else f"{value:,.2f} {currency}".strip()
-
-
 def _format_default(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -24,9 +20,9 @@ def _format_default(value: Any) -> str:
 def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Compiles every pipeline and component, validates the defaults, prints the table."""
     from components.specs import JobSpecError
+    from components.specs.cost import format_money
     from pipelines.compiling import compile_all, default_arguments, describe_pipeline
     from pipelines.costing import NOT_INCLUDED, estimate_run
-    from pipelines.params import load_pipeline_spec
 
     out_dir = Path(args.out)
     try:
@@ -36,10 +32,10 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         return 2
     failures = 0
     for name in catalog.PIPELINES:
-        spec = load_pipeline_spec(written[name])
+        spec = written[name].spec
         description = describe_pipeline(spec)
         arguments = default_arguments(spec)
-        print(f"\n{name}  ->  {written[name]}", file=out)
+        print(f"\n{name}  ->  {written[name].path}", file=out)
         print(f"  steps: {' -> '.join(description.steps)}", file=out)
         print("  parameters:", file=out)
         width = max((len(p.name) for p in description.parameters), default=0)
@@ -58,8 +54,8 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         currency = estimate.steps[0].currency if estimate.steps else ""
         print(
             f"  one run on Vertex with these defaults: {estimate.gpu_hours:.1f} GPU-hours, "
-            f"on-demand {_money(estimate.on_demand_cost, currency)}, "
-            f"Spot {_money(estimate.spot_cost, currency)}",
+            f"on-demand {format_money(estimate.on_demand_cost, currency)}, "
+            f"Spot {format_money(estimate.spot_cost, currency)}",
             file=out,
         )
     components = [n for n in catalog.COMPONENTS if n in written]

@@ -133,19 +133,27 @@ def default_arguments(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def compile_all(out_dir: Path, component_image: str | None = None) -> dict[str, Path]:
+@dataclass(frozen=True)
+class CompiledSpec:
+    """A compiled pipeline or component and the file it was written to."""
+
+    path: Path
+    spec: dict[str, Any]
+
+
+def compile_all(out_dir: Path, component_image: str | None = None) -> dict[str, CompiledSpec]:
     """Compiles every pipeline to ``out_dir/pipelines`` and component to ``out_dir/components``.
 
     Returns:
-        Name -> written path, pipelines first.
+        Name -> written file and its spec, pipelines first.
     """
-    written: dict[str, Path] = {}
-    for name, target in catalog.PIPELINES.items():
-        path = out_dir / "pipelines" / f"{name}.yaml"
-        write_spec(compile_to_dict(catalog.load(target), component_image), path)
-        written[name] = path
-    for name, target in catalog.COMPONENTS.items():
-        path = out_dir / "components" / f"{name}.yaml"
-        write_spec(compile_to_dict(catalog.load(target), component_image), path)
-        written[name] = path
+    written: dict[str, CompiledSpec] = {}
+    for folder, targets in (("pipelines", catalog.PIPELINES), ("components", catalog.COMPONENTS)):
+        for name, target in targets.items():
+            compiled = CompiledSpec(
+                out_dir / folder / f"{name}.yaml",
+                compile_to_dict(catalog.load(target), component_image),
+            )
+            write_spec(compiled.spec, compiled.path)
+            written[name] = compiled
     return written

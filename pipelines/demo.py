@@ -66,7 +66,7 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
     """The demo's closing summary: metrics, decision, registry, endpoint, cost."""
     from components.local.registry import ModelRegistry
     from components.local.registry_db import RegistryNotFoundError
-    from components.steps.summary import money
+    from components.specs.cost import format_money
 
     metrics = summary.get("metrics", {})
     decision = summary.get("decision", {})
@@ -112,8 +112,8 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         )
         print(
             f"the same training on Vertex ({hardware}, {cost['assumed_training_hours']:g} h "
-            f"assumed): on-demand {money(cost['on_demand'], currency)}, "
-            f"Spot {money(cost['spot'], currency)} ({'; '.join(cost['notes'])})",
+            f"assumed): on-demand {format_money(cost['on_demand'], currency)}, "
+            f"Spot {format_money(cost['spot'], currency)} ({'; '.join(cost['notes'])})",
             file=out,
         )
 

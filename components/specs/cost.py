@@ -39,7 +39,8 @@ def scaled_wall_hours(baseline_hours: float, gpus: int, efficiency: float) -> fl
     return baseline_hours if gpus <= 1 else baseline_hours / (gpus * efficiency)
 
 
-def _money(amount: float | None, currency: str) -> str:
+def format_money(amount: float | None, currency: str) -> str:
+    """A cost for people: ``1,176 USD``, ``1.68 USD``, or ``unknown`` for a missing price."""
     if amount is None:
         return "unknown"
     return (
@@ -97,8 +98,8 @@ class CostEstimate:
         else:
             lines.append(f"  wall time = {self.wall_hours:.2f} h (no scaling assumed)")
         lines.append(f"  GPU-hours: {self.gpu_hours:.2f}")
-        lines.append(f"  on-demand: {_money(self.on_demand_cost, self.currency)}")
-        lines.append(f"  Spot: {_money(self.spot_cost, self.currency)}")
+        lines.append(f"  on-demand: {format_money(self.on_demand_cost, self.currency)}")
+        lines.append(f"  Spot: {format_money(self.spot_cost, self.currency)}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -299,8 +300,8 @@ class PipelineCostEstimate:
         parts = [s.describe() for s in self.steps]
         parts.append(
             f"{self.label} total: {self.wall_hours:.2f} h, {self.gpu_hours:.2f} GPU-hours, "
-            f"on-demand {_money(self.on_demand_cost, currency)}, "
-            f"Spot {_money(self.spot_cost, currency)}"
+            f"on-demand {format_money(self.on_demand_cost, currency)}, "
+            f"Spot {format_money(self.spot_cost, currency)}"
         )
         return "\n".join(parts)
 

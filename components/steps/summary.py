@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.specs import JobSpecError
+from components.specs.cost import format_money
 from components.steps.run_outputs import TaskOutputs, read_task_outputs
 from components.steps.training_cost import estimate_training_cost, request_for_shape
 
@@ -15,11 +16,6 @@ def _first(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | Non
     names = sorted(n for n in outputs if n == prefix or n.startswith(prefix + "-"))
     ran = [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
     return ran[0] if ran else None
-
-
-def money(value: float | None, currency: str) -> str:
-    """A cost for people: ``1.68 USD``, or ``unknown`` when a price is missing."""
-    return "unknown" if value is None else f"{value:,.2f} {currency}".strip()
 
 
 def build_summary(
@@ -151,7 +147,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         currency = cost.get("currency", "")
         lines.append(
             f"**Cost on Vertex** ({cost['assumed_training_hours']:g} h of training assumed): "
-            f"on-demand {money(cost.get('on_demand'), currency)}, "
-            f"Spot {money(cost.get('spot'), currency)}"
+            f"on-demand {format_money(cost.get('on_demand'), currency)}, "
+            f"Spot {format_money(cost.get('spot'), currency)}"
         )
     return "\n".join(lines) + "\n"

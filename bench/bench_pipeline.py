@@ -1,7 +1,7 @@
 """Local run overhead: the weekly pipeline's wall time against the sum of its user-code time.
 
 The weekly-retraining pipeline runs on this machine exactly as `compile.py demo` runs it
-(`pipelines.local_run.run_pipeline_locally`, kfp.local's SubprocessRunner and the local
+(`vertex_retrain.cli.local_run.run_pipeline_locally`, kfp.local's SubprocessRunner and the local
 backend), on small synthetic data. Then:
 
 - wall time: `LocalRunOutcome.wall_seconds`, the whole pipeline;
@@ -100,7 +100,7 @@ def user_code_seconds(
 
 
 def _run(pipeline: Any, arguments: dict[str, Any]) -> tuple[float, dict[str, float]]:
-    from pipelines.local_run import run_pipeline_locally
+    from vertex_retrain.cli.local_run import run_pipeline_locally
 
     console = io.StringIO()
     outcome = run_pipeline_locally(pipeline, arguments, console=console)
@@ -119,13 +119,13 @@ def last_run(log_text: str) -> str:
 
 
 def _weekly_arguments(quick: bool) -> dict[str, Any]:
-    from components.local.storage import to_local_path
-    from pipelines import defaults
-    from pipelines.compiling import compile_to_dict, default_arguments
-    from pipelines.demo import DEMO_PARAMETERS, ensure_demo_data
-    from pipelines.local_run import local_arguments
-    from pipelines.weekly_retraining import weekly_retraining
     from trainer.data import WorldConfig, generate
+    from vertex_retrain.backends.local.storage import to_local_path
+    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+    from vertex_retrain.cli.demo import DEMO_PARAMETERS, ensure_demo_data
+    from vertex_retrain.cli.local_run import local_arguments
+    from vertex_retrain.pipelines import defaults
+    from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
     overrides = dict(DEMO_PARAMETERS)
     if quick:
@@ -148,9 +148,9 @@ def run(quick: bool) -> dict[str, Any]:
         excess over 1 is the overhead (target <= 25%).
     """
     from bench.noop_component import noop_pipeline
-    from pipelines import defaults
-    from pipelines.local_run import stop_endpoint_servers
-    from pipelines.weekly_retraining import weekly_retraining
+    from vertex_retrain.cli.local_run import stop_endpoint_servers
+    from vertex_retrain.pipelines import defaults
+    from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
     saved_root = os.environ.get("VERTEX_LOCAL_ROOT")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:

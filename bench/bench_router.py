@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from components.local.endpoint_servers import stop_servers
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.router import start_router
+from vertex_retrain.backends.local.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.router import start_router
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO_SERVER = REPO / "tests" / "data" / "serving" / "echo_server.py"

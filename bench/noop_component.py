@@ -6,7 +6,7 @@ objects.
 
 from kfp import dsl
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 from kfp import dsl
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -44,7 +44,7 @@ def build_container(
         digest: The source digest (``sha256:...``).
         skipped: True when an earlier build of the same digest was reused.
     """
-    from components.steps.build import build
+    from vertex_retrain.steps.build import build
 
     result = build(
         backend=backend,

@@ -6,7 +6,7 @@ from google_cloud_pipeline_components.types.artifact_types import VertexEndpoint
 from kfp import dsl
 from kfp.dsl import Input, Output
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -55,7 +55,7 @@ def deploy_model(
         deployed_model_id: The id of the new deployment.
         traffic: The endpoint's traffic split after the call.
     """
-    from components.steps.deploy import DeploymentRequest, deploy
+    from vertex_retrain.steps.deploy import DeploymentRequest, deploy
 
     deployed = deploy(
         DeploymentRequest(

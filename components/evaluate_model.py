@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -56,7 +56,7 @@ def evaluate_model(
         champion_score: The champion's primary metric (-1 when there is no champion).
         reason: One sentence explaining the decision.
     """
-    from components.steps.evaluate import EvaluationRequest, evaluate
+    from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
 
     decision = evaluate(
         EvaluationRequest(

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import HTML, Dataset, Input, Model, Output, OutputPath
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -102,12 +102,12 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
-    from components.steps.job_request import (
+    from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
         scoped_output_directory,
     )
-    from components.steps.tune import TuningRequest, tune
+    from vertex_retrain.steps.tune import TuningRequest, tune
 
     result = tune(
         TuningRequest(

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Dataset, Output
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -29,7 +29,7 @@ def prepare_dataset(
         train_rows: Rows in the training part.
         validation_rows: Rows in the validation part.
     """
-    from components.steps.prepare import prepare
+    from vertex_retrain.steps.prepare import prepare
 
     manifest = prepare(
         backend=backend,

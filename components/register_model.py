@@ -6,7 +6,7 @@ from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp import dsl
 from kfp.dsl import Input, Metrics, Model, Output
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -66,7 +66,7 @@ def register_model(
         version_id: The new (or existing, on a re-run) version id.
         aliases: The version's aliases after the call.
     """
-    from components.steps.register import RegistrationRequest, register
+    from vertex_retrain.steps.register import RegistrationRequest, register
 
     evaluation_metrics = dict(evaluation.metadata) if evaluation is not None else {}
     registered = register(

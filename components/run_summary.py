@@ -3,7 +3,7 @@
 from kfp import dsl
 from kfp.dsl import Artifact, Markdown, Output
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -49,7 +49,7 @@ def run_summary(
     """
     import json
 
-    from components.steps.summary import render_markdown, summarize_run
+    from vertex_retrain.steps.summary import render_markdown, summarize_run
 
     facts = summarize_run(
         backend=backend,

@@ -5,7 +5,7 @@ from typing import NamedTuple
 from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
-from components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -97,12 +97,12 @@ def train_custom_job(
         goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
         restarts: Restarts after preemption.
     """
-    from components.steps.job_request import (
+    from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
         scoped_output_directory,
     )
-    from components.steps.train import train
+    from vertex_retrain.steps.train import train
 
     result = train(
         TrainingRequest(

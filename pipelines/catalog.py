@@ -6,21 +6,23 @@ import importlib
 from typing import Any
 
 PIPELINES: dict[str, str] = {
-    "weekly-retraining": "pipelines.weekly_retraining:weekly_retraining",
-    "train-only": "pipelines.train_only:train_only",
+    "weekly-retraining": "vertex_retrain.pipelines.weekly_retraining:weekly_retraining",
+    "train-only": "vertex_retrain.pipelines.train_only:train_only",
 }
 """Pipeline name -> ``module:attribute`` of its ``@dsl.pipeline`` function."""
 
 COMPONENTS: dict[str, str] = {
-    "build_container": "components.build_container:build_container",
-    "prepare_dataset": "components.prepare_dataset:prepare_dataset",
-    "train_custom_job": "components.train_custom_job:train_custom_job",
-    "hp_tune": "components.hp_tune:hp_tune",
-    "fixed_hyperparameters": "components.fixed_hyperparameters:fixed_hyperparameters",
-    "evaluate_model": "components.evaluate_model:evaluate_model",
-    "register_model": "components.register_model:register_model",
-    "deploy_model": "components.deploy_model:deploy_model",
-    "run_summary": "components.run_summary:run_summary",
+    "build_container": "vertex_retrain.components.build_container:build_container",
+    "prepare_dataset": "vertex_retrain.components.prepare_dataset:prepare_dataset",
+    "train_custom_job": "vertex_retrain.components.train_custom_job:train_custom_job",
+    "hp_tune": "vertex_retrain.components.hp_tune:hp_tune",
+    "fixed_hyperparameters": (
+        "vertex_retrain.components.fixed_hyperparameters:fixed_hyperparameters"
+    ),
+    "evaluate_model": "vertex_retrain.components.evaluate_model:evaluate_model",
+    "register_model": "vertex_retrain.components.register_model:register_model",
+    "deploy_model": "vertex_retrain.components.deploy_model:deploy_model",
+    "run_summary": "vertex_retrain.components.run_summary:run_summary",
 }
 """Component name -> ``module:attribute`` of its ``@dsl.component`` function."""
 

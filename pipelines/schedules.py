@@ -2,7 +2,7 @@
 
 A declaration names a pipeline, a five-field cron expression and the IANA time zone it is read
 in. `compile.py schedule` reconciles :data:`DECLARED_SCHEDULES` with Vertex AI
-(:mod:`pipelines.schedule_reconcile`). Pure: standard library and croniter only.
+(:mod:`vertex_retrain.cli.schedule_reconcile`). Pure: standard library and croniter only.
 """
 
 from __future__ import annotations

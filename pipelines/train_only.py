@@ -6,11 +6,12 @@ run next to production without touching what serves.
 
 from kfp import dsl
 
-from components.evaluate_model import evaluate_model
-from components.prepare_dataset import prepare_dataset
-from components.register_model import register_model
-from components.train_custom_job import train_custom_job
-from pipelines import defaults
+from vertex_retrain.components.evaluate_model import evaluate_model
+from vertex_retrain.components.prepare_dataset import prepare_dataset
+from vertex_retrain.components.register_model import register_model
+from vertex_retrain.components.train_custom_job import train_custom_job
+
+from . import defaults
 
 PIPELINE_NAME = "train-only"
 
@@ -23,7 +24,7 @@ def train_only(
     backend: str = "vertex",
     project: str = "{{$.pipeline_google_cloud_project_id}}",
     location: str = "{{$.pipeline_google_cloud_location}}",
-    package_uri: str = f"{defaults.PACKAGES_URI}/trainer-1.0.0-py3-none-any.whl",
+    package_uri: str = f"{defaults.PACKAGES_URI}/vertex_retrain_trainer-1.0.0-py3-none-any.whl",
     transactions_uri: str = defaults.TRANSACTIONS_URI,
     output_root: str = defaults.OUTPUT_ROOT,
     model_display_name: str = defaults.MODEL_DISPLAY_NAME,

@@ -7,16 +7,17 @@ with traffic untouched. An exit handler writes a run summary either way.
 
 from kfp import dsl
 
-from components.build_container import build_container
-from components.deploy_model import deploy_model
-from components.evaluate_model import evaluate_model
-from components.fixed_hyperparameters import fixed_hyperparameters
-from components.hp_tune import hp_tune
-from components.prepare_dataset import prepare_dataset
-from components.register_model import register_model
-from components.run_summary import run_summary
-from components.train_custom_job import train_custom_job
-from pipelines import defaults
+from vertex_retrain.components.build_container import build_container
+from vertex_retrain.components.deploy_model import deploy_model
+from vertex_retrain.components.evaluate_model import evaluate_model
+from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
+from vertex_retrain.components.hp_tune import hp_tune
+from vertex_retrain.components.prepare_dataset import prepare_dataset
+from vertex_retrain.components.register_model import register_model
+from vertex_retrain.components.run_summary import run_summary
+from vertex_retrain.components.train_custom_job import train_custom_job
+
+from . import defaults
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -90,8 +91,6 @@ def weekly_retraining(
             source_uri=source_uri,
             destination=package_destination,
             kind="python_package",
-            package_name="trainer",
-            package_version="1.0.0",
             project=project,
             location=location,
         ).set_display_name("build")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components.local.storage import local_root
+from vertex_retrain.backends.local.storage import local_root
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from kfp import dsl
 
-from components.train_custom_job import train_custom_job
-from pipelines import catalog
-from pipelines.cli_compile import cli_compile, cli_estimate
+from vertex_retrain.cli.compile_commands import cli_compile, cli_estimate
+from vertex_retrain.components.train_custom_job import train_custom_job
+from vertex_retrain.pipelines import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,7 +140,8 @@ class _FakeJob:
 def test_run_submits_to_vertex_and_exits_by_the_final_state(
     job: _FakeJob, code: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pipelines import cli_run, vertex_submit
+    from vertex_retrain.cli import run_command as cli_run
+    from vertex_retrain.cli import vertex_submit
 
     built: dict = {}
 

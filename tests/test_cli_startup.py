@@ -40,7 +40,7 @@ def test_compile_subcommand_help_lists_every_command() -> None:
 
 def test_compile_options_count_before_or_after_the_subcommand() -> None:
     sys.path.insert(0, str(ROOT))
-    import compile as cli
+    from vertex_retrain.cli import main as cli
 
     parser = cli.build_parser()
     assert parser.parse_args(["--out", "X", "compile"]).out == "X"

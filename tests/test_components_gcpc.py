@@ -15,9 +15,9 @@ from google_cloud_pipeline_components.v1.model import ModelUploadOp
 from kfp import dsl
 from kfp.dsl import Model
 
-from components.deploy_model import deploy_model
-from components.register_model import register_model
-from pipelines.compiling import compile_to_dict
+from vertex_retrain.cli.compiling import compile_to_dict
+from vertex_retrain.components.deploy_model import deploy_model
+from vertex_retrain.components.register_model import register_model
 
 
 @dsl.pipeline(name="gcpc-interop")

@@ -23,22 +23,22 @@ from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp import dsl, local
 from kfp.dsl import Dataset, Metrics, Model
 
-from components.build_container import build_container
-from components.deploy_model import deploy_model
-from components.evaluate_model import evaluate_model
-from components.fixed_hyperparameters import fixed_hyperparameters
-from components.hp_tune import hp_tune
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.storage import to_local_path
-from components.prepare_dataset import prepare_dataset
-from components.register_model import register_model
-from components.run_summary import run_summary
-from components.train_custom_job import train_custom_job
-from pipelines.defaults import SAMPLE_INSTANCES, SERVING_COMMAND
-from pipelines.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
 from trainer.data import generate
 from trainer.world import WorldConfig
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
+from vertex_retrain.components.build_container import build_container
+from vertex_retrain.components.deploy_model import deploy_model
+from vertex_retrain.components.evaluate_model import evaluate_model
+from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
+from vertex_retrain.components.hp_tune import hp_tune
+from vertex_retrain.components.prepare_dataset import prepare_dataset
+from vertex_retrain.components.register_model import register_model
+from vertex_retrain.components.run_summary import run_summary
+from vertex_retrain.components.train_custom_job import train_custom_job
+from vertex_retrain.pipelines.defaults import SAMPLE_INSTANCES, SERVING_COMMAND
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,8 +1,8 @@
 """The components' Vertex backend, step by step, against fakes at the Google client boundary.
 
-The steps (components/steps/*.py) are what each component body calls. They build their
-clients through the default factories of components/vertex/*; the tests replace those
-factories with the in-memory fakes of components/vertex/fakes*.py, so every request is a
+The steps (vertex_retrain/steps/*.py) are what each component body calls. They build their
+clients through the default factories of vertex_retrain/backends/vertex/*; the tests replace those
+factories with the in-memory fakes of tests/fakes/vertex_*.py, so every request is a
 real aiplatform_v1 / cloudbuild_v1 message and GCPC's launcher code runs for real. Nothing
 here contacts Google, and none of it proves behaviour on Vertex AI itself.
 """
@@ -25,18 +25,18 @@ import pytest
 from google.cloud import aiplatform_v1
 from google.protobuf import json_format
 
-from components.specs.problems import JobSpecError
-from components.steps.build import build
-from components.steps.champion import find_alias_holder
-from components.steps.deploy import DeploymentRequest, deploy
-from components.steps.job_request import TrainingRequest, scoped_output_directory
-from components.steps.register import RegistrationRequest, register
-from components.steps.train import TrainingJobFailedError, train
-from components.steps.tune import TuningJobFailedError, TuningRequest, tune
-from components.vertex import _launcher, cloud_build, endpoints, model_registry
-from components.vertex.fakes import FakeJobServiceClient
-from components.vertex.fakes_build import FakeCloudBuildClient, FakeStorageClient
-from components.vertex.fakes_serving import FakeEndpointServiceClient, FakeModelServiceClient
+from tests.fakes.vertex_build import FakeCloudBuildClient, FakeStorageClient
+from tests.fakes.vertex_jobs import FakeJobServiceClient
+from tests.fakes.vertex_serving import FakeEndpointServiceClient, FakeModelServiceClient
+from vertex_retrain.backends.vertex import _launcher, cloud_build, endpoints, model_registry
+from vertex_retrain.specs.problems import JobSpecError
+from vertex_retrain.steps.build import build
+from vertex_retrain.steps.champion import find_alias_holder
+from vertex_retrain.steps.deploy import DeploymentRequest, deploy
+from vertex_retrain.steps.job_request import TrainingRequest, scoped_output_directory
+from vertex_retrain.steps.register import RegistrationRequest, register
+from vertex_retrain.steps.train import TrainingJobFailedError, train
+from vertex_retrain.steps.tune import TuningJobFailedError, TuningRequest, tune
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "data" / "components"
@@ -742,7 +742,7 @@ def test_build_step_vertex_python_package_uploaded_once_per_content(
 def test_build_step_vertex_refuses_a_dockerfile_that_copies_credentials(
     cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
 ) -> None:
-    from components.local.build_context import BuildError
+    from vertex_retrain.backends.local.build_context import BuildError
 
     context = tmp_path / "context"
     context.mkdir()

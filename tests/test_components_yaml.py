@@ -16,11 +16,11 @@ import yaml
 from kfp import components, dsl, local
 from kfp.dsl import Model
 
-from components.image import DEFAULT_COMPONENT_IMAGE
-from components.local.storage import to_local_path
-from pipelines import catalog
-from pipelines.compiling import compile_all, compile_to_dict
-from pipelines.local_run import LOCAL_LOCATION, LOCAL_PROJECT
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.cli.compiling import compile_all, compile_to_dict
+from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.pipelines import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_TRAINER = ROOT / "tests" / "data" / "components" / "tiny_trainer"

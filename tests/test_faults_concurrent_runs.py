@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from components.local.endpoint_servers import stop_servers
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.storage import to_local_path
-from pipelines import defaults
-from pipelines.local_run import RunConflictError, exclusive_model_run
 from trainer.data import generate
 from trainer.world import WorldConfig
+from vertex_retrain.backends.local.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.cli.local_run import RunConflictError, exclusive_model_run
+from vertex_retrain.pipelines import defaults
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def test_run_lock_is_released_when_its_holder_is_killed(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import sys, time; from pathlib import Path\n"
-            "from pipelines.local_run import exclusive_model_run\n"
+            "from vertex_retrain.cli.local_run import exclusive_model_run\n"
             "with exclusive_model_run(Path(sys.argv[1]), 'recs'):\n"
             "    print('held', flush=True); time.sleep(600)\n",
             str(tmp_path),

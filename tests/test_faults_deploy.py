@@ -25,16 +25,16 @@ import pytest
 from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
 from data.serving.support import ECHO_SERVER, stop_all_servers
 
-from components.local import endpoints as endpoints_module
-from components.local import model_server
-from components.local import registry as registry_module
-from components.local.endpoint_servers import _healthy
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.router import start_router
-from components.local.storage import to_local_path
-from components.steps.deploy import DeploymentRequest, deploy
-from components.steps.register import RegisteredVersion, RegistrationRequest, register
+from vertex_retrain.backends.local import endpoints as endpoints_module
+from vertex_retrain.backends.local import model_server
+from vertex_retrain.backends.local import registry as registry_module
+from vertex_retrain.backends.local.endpoint_servers import _healthy
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.router import start_router
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.steps.deploy import DeploymentRequest, deploy
+from vertex_retrain.steps.register import RegisteredVersion, RegistrationRequest, register
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -179,8 +179,8 @@ def test_deploy_step_killed_after_server_start_reruns_consistent(tag: str, tmp_p
     script = textwrap.dedent(
         f"""
         import pathlib, time
-        from components.local import model_server
-        from components.steps.deploy import DeploymentRequest, deploy
+        from vertex_retrain.backends.local import model_server
+        from vertex_retrain.steps.deploy import DeploymentRequest, deploy
         started = model_server.start_checked_server
         def start_then_stall(*args, **kwargs):
             server = started(*args, **kwargs)

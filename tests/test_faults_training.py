@@ -25,13 +25,13 @@ import pytest
 import torch
 from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
 
-from components.local.builder import build_container_image
-from components.local.executor import FAILED, SUCCEEDED, run_custom_job
-from components.local.spot import PreemptionSchedule
 from trainer.checkpoint import PAUSE_ENV, CheckpointManager
 from trainer.data import generate
 from trainer.split import make_time_split
 from trainer.world import WorldConfig
+from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.spot import PreemptionSchedule
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent

@@ -1,7 +1,8 @@
 """Fuzzing the storage mappings with hypothesis: no URI maps outside the storage root.
 
-`components.local.storage.to_local_path` (the local backend) and `trainer.paths.resolve`
-(code inside a job) turn `gs://` and `/gcs/` URIs into paths. Whatever the URI, the result
+`vertex_retrain.backends.local.storage.to_local_path` (the local backend) and
+`trainer.paths.resolve` (code inside a job) turn `gs://` and `/gcs/` URIs into paths.
+Whatever the URI, the result
 is inside the root, or the URI is refused with the module's own error.
 """
 
@@ -14,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from components.local.storage import StorageError, to_local_path
 from trainer.paths import resolve
+from vertex_retrain.backends.local.storage import StorageError, to_local_path
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0")) or None
 FUZZ = settings(max_examples=EXAMPLES or 400, deadline=None)

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from data.hostile.support import GOOD_INSTANCE, REPO, listening_addresses, write_tiny_artifact
 
-from components.local.builder import build_container_image
-from components.local.endpoint_servers import stop_servers
-from components.local.endpoints import LocalEndpoints
-from components.local.model_server import free_port
-from components.local.registry import ModelRegistry
-from components.local.storage import to_local_path
 from trainer.serve import start_server
+from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.model_server import free_port
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.storage import to_local_path
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ def test_prediction_server_api_binds_loopback_unless_told(model_dir: Path) -> No
 
 
 def test_compile_py_serve_defaults_to_loopback() -> None:
-    import compile as cli
+    from vertex_retrain.cli import main as cli
 
     assert cli.build_parser().parse_args(["serve", "ep"]).host == "127.0.0.1"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from data.hostile.support import REPO
 
-from components.local.registry import ModelRegistry
-from components.local.registry_db import RegistryCorruptError, RegistryLockedError
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.registry_db import RegistryCorruptError, RegistryLockedError
 
 pytestmark = pytest.mark.slow
 DIGEST = "sha256:" + "a" * 64
@@ -86,10 +86,13 @@ def bad_cron_run(
     # A copy of the code with one declaration edited, as a user would edit schedules.py.
     code = tmp_path_factory.mktemp("code")
     ignore = shutil.ignore_patterns("__pycache__")
+    # The copy's own vertex_retrain package comes first on sys.path (compile.py's folder), so
+    # its mapped subpackages are laid out where an installed wheel has them.
+    shutil.copytree(REPO / "vertex_retrain", code / "vertex_retrain", ignore=ignore)
     for name in ("pipelines", "components"):
-        shutil.copytree(REPO / name, code / name, ignore=ignore)
+        shutil.copytree(REPO / name, code / "vertex_retrain" / name, ignore=ignore)
     shutil.copy2(REPO / "compile.py", code / "compile.py")
-    schedules = code / "pipelines" / "schedules.py"
+    schedules = code / "vertex_retrain" / "pipelines" / "schedules.py"
     text = schedules.read_text()
     assert text.count('cron="0 3 * * 1"') == 1, "the weekly declaration changed; update the test"
     schedules.write_text(text.replace('cron="0 3 * * 1"', f'cron="{request.param}"'))

@@ -26,9 +26,9 @@ from data.hostile.support import (
     write_tiny_artifact,
 )
 
-from components.local.endpoints import LocalEndpoints
-from components.local.router import RouterHandle
 from trainer.serve import RunningServer, start_server
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.router import RouterHandle
 
 pytestmark = pytest.mark.slow
 

@@ -19,13 +19,13 @@ import pytest
 import yaml
 from data.hostile.support import REPO
 
-from components.local.builder import build_container_image
-from components.local.storage import local_root
-from components.specs import check_payload_parses
-from components.steps.job_request import TrainingRequest, custom_job_payload
-from components.steps.register import RegistrationRequest, register
-from components.steps.train import train
-from components.steps.tune import TuningRequest, tuning_job_payload
+from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.storage import local_root
+from vertex_retrain.specs import check_payload_parses
+from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
+from vertex_retrain.steps.register import RegistrationRequest, register
+from vertex_retrain.steps.train import train
+from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
 
 pytestmark = pytest.mark.slow
 

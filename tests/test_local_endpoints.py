@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from data.serving.support import ECHO_SERVER, echo_spec, register_echo, stop_all_servers
 
-from components.local import model_server
-from components.local.endpoint_servers import ensure_servers, stop_servers
-from components.local.endpoints import Endpoint, LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.registry_db import RegistryInputError, RegistryNotFoundError
-from components.local.registry_tables import endpoints_table
-from components.local.serving_spec import resolve_serving_command, serving_environment
-from components.local.traffic_split import TrafficSplitError
+from vertex_retrain.backends.local import model_server
+from vertex_retrain.backends.local.endpoint_servers import ensure_servers, stop_servers
+from vertex_retrain.backends.local.endpoints import Endpoint, LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.registry_db import RegistryInputError, RegistryNotFoundError
+from vertex_retrain.backends.local.registry_tables import endpoints_table
+from vertex_retrain.backends.local.serving_spec import resolve_serving_command, serving_environment
+from vertex_retrain.backends.local.traffic_split import TrafficSplitError
 
 pytestmark = pytest.mark.slow
 
@@ -270,7 +270,7 @@ def test_serving_command_without_command_is_a_clear_error(registry: ModelRegistr
 def test_endpoint_deploys_an_image_built_by_the_local_builder(
     registry: ModelRegistry, endpoints: LocalEndpoints, tmp_path: Path
 ) -> None:
-    from components.local.builder import build_container_image
+    from vertex_retrain.backends.local.builder import build_container_image
 
     context = tmp_path / "context"
     context.mkdir()

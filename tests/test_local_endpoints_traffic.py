@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.local.traffic_split import TrafficSplitError, allocate, scale, unallocate
+from vertex_retrain.backends.local.traffic_split import (
+    TrafficSplitError,
+    allocate,
+    scale,
+    unallocate,
+)
 
 
 @st.composite

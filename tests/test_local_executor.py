@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from components.local.build_index import ImageNotBuiltError
-from components.local.builder import build_container_image
-from components.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
-from components.local.job_payload import JobSpecError
-from components.local.pool_launch import PoolLaunchError
+from vertex_retrain.backends.local.build_index import ImageNotBuiltError
+from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.job_payload import JobSpecError
+from vertex_retrain.backends.local.pool_launch import PoolLaunchError
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 REPO = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_run_custom_job_caller_signal_cancels_leaving_no_orphans(
         textwrap.dedent(
             f"""
             import json
-            from components.local.executor import run_custom_job
+            from vertex_retrain.backends.local.executor import run_custom_job
             result = run_custom_job({payload!r}, grace_seconds=0.5, on_log=lambda _: None)
             print(json.dumps({{"state": result.state, "error": result.error}}))
             """
@@ -242,7 +242,7 @@ def test_run_custom_job_restart_on_worker_failure_restarts_whole_job(
 
 def test_run_custom_job_unbuilt_image_refused_with_what_would_work(root: Path) -> None:
     payload = job(pool("us-docker.pkg.dev/p/r/never-built:v1", [], root))
-    with pytest.raises(ImageNotBuiltError, match=r"build_container_image.*pythonPackageSpec"):
+    with pytest.raises(ImageNotBuiltError, match=r"build_container component.*pythonPackageSpec"):
         run_custom_job(payload)
     assert not (root / "jobs").exists()
 

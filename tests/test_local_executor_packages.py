@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from components.local.builder import build_python_package
-from components.local.executor import SUCCEEDED, run_custom_job
-from components.local.python_env import PackageEnvError, framework_warnings, parse_executor_image
+from vertex_retrain.backends.local.builder import build_python_package
+from vertex_retrain.backends.local.executor import SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.python_env import (
+    PackageEnvError,
+    framework_warnings,
+    parse_executor_image,
+)
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"

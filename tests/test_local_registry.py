@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from components.local.registry import Lineage, ModelRegistry
-from components.local.registry_db import (
+from vertex_retrain.backends.local.registry import Lineage, ModelRegistry
+from vertex_retrain.backends.local.registry_db import (
     RegistryCorruptError,
     RegistryError,
     RegistryInputError,
     RegistryLockedError,
     RegistryNotFoundError,
 )
-from components.local.registry_schema import SCHEMA_VERSION, migrate
-from components.local.registry_tables import models_table, versions_table
+from vertex_retrain.backends.local.registry_schema import SCHEMA_VERSION, migrate
+from vertex_retrain.backends.local.registry_tables import models_table, versions_table
 
 SPEC = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "command": ["python", "-m", "serve"]}
 

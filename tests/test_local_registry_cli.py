@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo
 
-from components.local.endpoint_servers import stop_servers
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.registry_cli import cli_endpoints, cli_models
+from vertex_retrain.backends.local.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.cli.registry_commands import cli_endpoints, cli_models
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def test_registry_cli_serve_restarts_servers_and_stops_on_sigterm(
     os.kill(deployed.pid or 0, signal.SIGKILL)  # stale record: serve must restart it
     code = (
         "import argparse, sys\n"
-        "from components.local.registry_cli import cli_serve\n"
+        "from vertex_retrain.cli.registry_commands import cli_serve\n"
         "sys.exit(cli_serve(argparse.Namespace(endpoint='ep', host=None, port=None, seed=1)))\n"
     )
     serve = subprocess.Popen(

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo, stop_all_servers
 
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.router import DEPLOYED_MODEL_HEADER, RouterHandle, start_router
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.router import DEPLOYED_MODEL_HEADER, RouterHandle, start_router
 
 pytestmark = pytest.mark.slow
 

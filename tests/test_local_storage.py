@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.local.storage import (
+from vertex_retrain.backends.local.storage import (
     StorageError,
     atomic_write_json,
     local_root,

@@ -10,10 +10,20 @@ from typing import Any
 import hypertune
 import pytest
 
-from components.local.builder import build_container_image
-from components.local.executor import FAILED, SUCCEEDED
-from components.local.study_spec import StudySpecError, grid_size, make_sampler, parse_param
-from components.local.tuning import TRIAL_INFEASIBLE, TRIAL_SUCCEEDED, read_metric, run_tuning_job
+from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED
+from vertex_retrain.backends.local.study_spec import (
+    StudySpecError,
+    grid_size,
+    make_sampler,
+    parse_param,
+)
+from vertex_retrain.backends.local.tuning import (
+    TRIAL_INFEASIBLE,
+    TRIAL_SUCCEEDED,
+    read_metric,
+    run_tuning_job,
+)
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 OPTIMIZER = {

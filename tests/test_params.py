@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.params import (
+from vertex_retrain.cli.params import (
     ParameterError,
     TemplateError,
     check_values,

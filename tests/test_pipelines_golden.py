@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines import catalog
-from pipelines.compiling import compile_to_dict
+from vertex_retrain.cli.compiling import compile_to_dict
+from vertex_retrain.pipelines import catalog
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import io
 
-from pipelines.local_run import LOCAL_PROJECT, _ProgressFilter, local_arguments, task_errors
+from vertex_retrain.cli.local_run import (
+    LOCAL_PROJECT,
+    _ProgressFilter,
+    local_arguments,
+    task_errors,
+)
 
 
 def test_local_arguments_name_backend_project_and_location_then_overrides() -> None:
@@ -36,11 +41,11 @@ def test_task_errors_lists_each_exception_once_in_order() -> None:
         "    Traceback (most recent call last):",
         '        raise FileNotFoundError("x")',
         "    FileNotFoundError: 'gs://b/t' has no generation.json",
-        "    components.local.build_context.BuildError: source_dir /x is not a folder",
+        "    vertex_retrain.backends.local.build_context.BuildError: source_dir /x is not a folder",
         "    FileNotFoundError: 'gs://b/t' has no generation.json",
         '    "error": {"code": 1}',
     ]
     assert task_errors(lines) == [
         "FileNotFoundError: 'gs://b/t' has no generation.json",
-        "components.local.build_context.BuildError: source_dir /x is not a folder",
+        "vertex_retrain.backends.local.build_context.BuildError: source_dir /x is not a folder",
     ]

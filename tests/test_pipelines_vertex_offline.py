@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from pipelines import catalog
-from pipelines.compiling import compile_to_dict, write_spec
-from pipelines.params import ParameterError
-from pipelines.vertex_submit import build_pipeline_job
+from vertex_retrain.cli.compiling import compile_to_dict, write_spec
+from vertex_retrain.cli.params import ParameterError
+from vertex_retrain.cli.vertex_submit import build_pipeline_job
+from vertex_retrain.pipelines import catalog
 
 
 @pytest.mark.parametrize("name", sorted(catalog.PIPELINES))

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from components.local.endpoints import LocalEndpoints
-from components.local.registry import ModelRegistry
-from components.local.router import start_router
-from pipelines import defaults
-from pipelines.compiling import compile_to_dict, default_arguments
-from pipelines.local_run import local_arguments, run_pipeline_locally
-from pipelines.weekly_retraining import weekly_retraining
+from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.router import start_router
+from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
+from vertex_retrain.pipelines import defaults
+from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {

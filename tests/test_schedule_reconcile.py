@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from pipelines import schedule_reconcile
-from pipelines.schedule_reconcile import (
+from vertex_retrain.cli import schedule_reconcile
+from vertex_retrain.cli.schedule_reconcile import (
     DeploymentTarget,
     ObservedSchedule,
     ScheduleSpec,
     format_plans,
     reconcile,
 )
-from pipelines.schedules import WEEKLY_RETRAINING, ScheduleDeclaration, ScheduleError
+from vertex_retrain.pipelines.schedules import WEEKLY_RETRAINING, ScheduleDeclaration, ScheduleError
 
 NOW = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 DIGEST_A = "sha256:" + "a" * 64
@@ -324,7 +324,7 @@ def test_cli_schedule_rejects_bad_input_without_touching_vertex(
 def test_compile_py_schedule_arguments_reach_the_handler(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import compile as cli
+    from vertex_retrain.cli import main as cli
 
     args = cli.build_parser().parse_args(
         [
@@ -338,7 +338,7 @@ def test_compile_py_schedule_arguments_reach_the_handler(
             "--dry-run",
         ]
     )
-    assert cli._HANDLERS[args.command] == "pipelines.schedule_reconcile:cli_schedule"
+    assert cli._HANDLERS[args.command] == "vertex_retrain.cli.schedule_reconcile:cli_schedule"
     client = FakeScheduleClient()
     assert schedule_reconcile.cli_schedule(args, client=client) == 0
     assert f"template_uri: (none) → {URIS_A['weekly-retraining']}" in capsys.readouterr().out

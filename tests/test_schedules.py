@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.schedules import (
+from vertex_retrain.pipelines.schedules import (
     DECLARED_SCHEDULES,
     WEEKLY_RETRAINING,
     ScheduleDeclaration,

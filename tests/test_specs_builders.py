@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from components.specs import (
+from vertex_retrain.specs import (
     CategoricalParameter,
     Conditional,
     ContainerCode,
@@ -31,7 +31,7 @@ from components.specs import (
     reduction_server_pool,
     validate_custom_job,
 )
-from components.specs.problems import errors_of
+from vertex_retrain.specs.problems import errors_of
 
 TODAY = dt.date(2026, 11, 29)
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from components.specs import check_payload_parses, validate_custom_job, validate_tuning_job
-from components.specs.problems import errors_of
+from vertex_retrain.specs import check_payload_parses, validate_custom_job, validate_tuning_job
+from vertex_retrain.specs.problems import errors_of
 
 TODAY = dt.date(2026, 11, 29)
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"

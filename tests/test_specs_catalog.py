@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from components.specs import load_catalog
-from components.specs.catalog import DEFAULT_CATALOG_PATH
+from vertex_retrain.specs import load_catalog
+from vertex_retrain.specs.catalog import DEFAULT_CATALOG_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_load_catalog_reports_malformed_file(tmp_path: Path) -> None:
 
 def test_import_specs_does_not_import_heavy_modules() -> None:
     code = (
-        "import sys, components.specs\n"
+        "import sys, vertex_retrain.specs\n"
         "heavy = [m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'torch', "
         "'google_cloud_pipeline_components', 'kfp', 'optuna'))]\n"
         "print(heavy)\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.specs import (
+from vertex_retrain.specs import (
     ContainerCode,
     CustomJobSpec,
     Machine,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from components.steps.decision import NO_CHAMPION_SCORE, decide
+from vertex_retrain.steps.decision import NO_CHAMPION_SCORE, decide
 
 
 def test_decide_without_champion_promotes_candidate() -> None:

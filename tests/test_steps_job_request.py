@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from components.specs import JobSpecError, check_payload_parses
-from components.steps.job_request import (
+from vertex_retrain.specs import JobSpecError, check_payload_parses
+from vertex_retrain.steps.job_request import (
     TrainingRequest,
     custom_job_payload,
     format_flag_value,
     program_args,
 )
-from components.steps.tune import TuningRequest, tuning_job_payload
+from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
 
 
 def _request(**changes: object) -> TrainingRequest:

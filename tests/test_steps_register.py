@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from components.steps.register import RegistrationRequest, serving_container, version_description
+from vertex_retrain.steps.register import (
+    RegistrationRequest,
+    serving_container,
+    version_description,
+)
 
 
 def _request(**changes: object) -> RegistrationRequest:

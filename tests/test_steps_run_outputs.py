@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from google.cloud import aiplatform_v1
 
-from components.steps.run_outputs import read_local_task_outputs, read_vertex_task_outputs
-from components.steps.summary import build_summary
+from vertex_retrain.steps.run_outputs import read_local_task_outputs, read_vertex_task_outputs
+from vertex_retrain.steps.summary import build_summary
 
 
 def test_read_vertex_task_outputs_gives_json_ready_values_and_skips_silent_tasks() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pipelines import template_upload
-from pipelines.template_upload import (
+from vertex_retrain.cli import template_upload
+from vertex_retrain.cli.template_upload import (
     LocalDirectoryRegistry,
     UploadError,
     default_tags,
@@ -230,7 +230,7 @@ def test_default_tags_are_the_version_and_revision_then_extras(
 def test_package_version_reads_pyproject() -> None:
     import tomllib
 
-    pyproject = Path(template_upload.__file__).resolve().parent.parent / "pyproject.toml"
+    pyproject = Path(template_upload.__file__).resolve().parents[2] / "pyproject.toml"
     assert package_version() == tomllib.loads(pyproject.read_text())["project"]["version"]
 
 
@@ -320,7 +320,7 @@ def test_cli_upload_without_compiled_templates_says_to_compile_first(
 def test_compile_py_upload_subcommand_uploads_to_a_registry_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import compile as cli
+    from vertex_retrain.cli import main as cli
 
     template = _template(tmp_path)
     registry = tmp_path / "reg"

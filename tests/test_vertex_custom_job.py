@@ -20,13 +20,13 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud import aiplatform_v1
 from google.protobuf import json_format
 
-from components.vertex.custom_job import (
+from tests.fakes.vertex_jobs import FakeJobServiceClient
+from vertex_retrain.backends.vertex.custom_job import (
     VertexJobFailedError,
     VertexUnreachableError,
     custom_job_model_dir,
     run_custom_job_on_vertex,
 )
-from components.vertex.fakes import FakeJobServiceClient
 
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = "projects/proj/locations/europe-west4"
@@ -250,8 +250,8 @@ _CHILD = textwrap.dedent(
     """
     import sys
     from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
-    from components.vertex.custom_job import run_custom_job_on_vertex
-    from components.vertex.fakes import FakeJobServiceClient
+    from vertex_retrain.backends.vertex.custom_job import run_custom_job_on_vertex
+    from tests.fakes.vertex_jobs import FakeJobServiceClient
 
     job_remote_runner._POLLING_INTERVAL_IN_SECONDS = 0.05
     fake = FakeJobServiceClient(states=["JOB_STATE_RUNNING"], record_path=sys.argv[1])

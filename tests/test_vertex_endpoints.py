@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.vertex.endpoints import deploy_model_version, rollback_endpoint
-from components.vertex.fakes_serving import FakeEndpointServiceClient
+from tests.fakes.vertex_serving import FakeEndpointServiceClient
+from vertex_retrain.backends.vertex.endpoints import deploy_model_version, rollback_endpoint
 
 MODEL = "projects/proj/locations/europe-west4/models/500"
 WHERE: dict[str, Any] = {

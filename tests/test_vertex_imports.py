@@ -15,9 +15,11 @@ HEAVY = ("google.cloud.aiplatform", "google_cloud_pipeline_components", "google.
 def test_vertex_imports_do_not_load_google_clients() -> None:
     code = (
         "import json, sys\n"
-        "import components.vertex, components.vertex.custom_job, components.vertex.tuning_job\n"
-        "import components.vertex.model_registry, components.vertex.endpoints\n"
-        "import components.vertex.cloud_build\n"
+        "import vertex_retrain.backends.vertex, vertex_retrain.backends.vertex.custom_job\n"
+        "import vertex_retrain.backends.vertex.tuning_job\n"
+        "import vertex_retrain.backends.vertex.model_registry\n"
+        "import vertex_retrain.backends.vertex.endpoints\n"
+        "import vertex_retrain.backends.vertex.cloud_build\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run(
@@ -31,4 +33,4 @@ def test_vertex_imports_do_not_load_google_clients() -> None:
     loaded = json.loads(result.stdout)
     heavy = [m for m in loaded if m.startswith(HEAVY)]
     assert heavy == []
-    assert "components.vertex.custom_job" in loaded  # the probe did import the modules
+    assert "vertex_retrain.backends.vertex.custom_job" in loaded  # the probe did import the modules

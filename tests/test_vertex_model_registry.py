@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from google.cloud import aiplatform_v1
 
-from components.vertex.fakes_serving import FakeModelServiceClient
-from components.vertex.model_registry import find_model_version, register_model_version
+from tests.fakes.vertex_serving import FakeModelServiceClient
+from vertex_retrain.backends.vertex.model_registry import find_model_version, register_model_version
 
 SERVING: dict[str, Any] = {
     "imageUri": "europe-west4-docker.pkg.dev/proj/repo/server@sha256:cd",

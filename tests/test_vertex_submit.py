@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.params import ParameterError, load_parameter_definitions, parse_overrides
-from pipelines.vertex_submit import SubmitError, build_pipeline_job, submit
+from vertex_retrain.cli.params import ParameterError, load_parameter_definitions, parse_overrides
+from vertex_retrain.cli.vertex_submit import SubmitError, build_pipeline_job, submit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,12 +142,12 @@ def test_submit_passes_the_service_account_and_network_and_returns_the_job_name(
 
 def test_vertex_submit_modules_import_without_aiplatform_or_kfp() -> None:
     modules = [
-        "pipelines.params",
-        "pipelines.schedules",
-        "pipelines.schedule_reconcile",
-        "pipelines.vertex_schedule_client",
-        "pipelines.template_upload",
-        "pipelines.vertex_submit",
+        "vertex_retrain.cli.params",
+        "vertex_retrain.pipelines.schedules",
+        "vertex_retrain.cli.schedule_reconcile",
+        "vertex_retrain.cli.vertex_schedule_client",
+        "vertex_retrain.cli.template_upload",
+        "vertex_retrain.cli.vertex_submit",
     ]
     code = (
         f"import sys\nfor name in {modules!r}: __import__(name)\n"

@@ -10,8 +10,12 @@ import pytest
 from google.cloud import aiplatform_v1
 from google.protobuf import json_format
 
-from components.vertex.fakes import FakeJobServiceClient
-from components.vertex.tuning_job import best_trial, run_tuning_job_on_vertex, trial_model_dir
+from tests.fakes.vertex_jobs import FakeJobServiceClient
+from vertex_retrain.backends.vertex.tuning_job import (
+    best_trial,
+    run_tuning_job_on_vertex,
+    trial_model_dir,
+)
 
 PAYLOAD: dict[str, Any] = {
     "displayName": "tune-recommender",

@@ -12,11 +12,11 @@ import sys
 
 from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
 
-from components.steps.job_request import TrainingRequest
-from components.steps.train import train
-from components.steps.tune import TuningRequest, tune
-from components.vertex import _launcher
-from components.vertex.fakes import FakeJobServiceClient
+from tests.fakes.vertex_jobs import FakeJobServiceClient
+from vertex_retrain.backends.vertex import _launcher
+from vertex_retrain.steps.job_request import TrainingRequest
+from vertex_retrain.steps.train import train
+from vertex_retrain.steps.tune import TuningRequest, tune
 
 kind, record_path, gcp_resources, report = sys.argv[1:5]
 job_remote_runner._POLLING_INTERVAL_IN_SECONDS = 0.05

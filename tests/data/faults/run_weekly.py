@@ -8,9 +8,9 @@ import io
 import json
 from pathlib import Path
 
-from pipelines.compiling import compile_to_dict, default_arguments
-from pipelines.local_run import local_arguments, run_pipeline_locally
-from pipelines.weekly_retraining import weekly_retraining
+from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
+from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
 REPO = Path(__file__).resolve().parents[3]
 OVERRIDES = {"source_uri": str(REPO / "trainer"), "epochs": 1, "batch_size": 64}

@@ -82,14 +82,14 @@ def router_over_trainer_server(root: Path, max_request_bytes: int) -> Iterator[A
         max_request_bytes: The router's request limit.
 
     Yields:
-        The running router (`components.local.router.RouterHandle`); on exit the router and
-        the server process stop.
+        The running router (`vertex_retrain.backends.local.router.RouterHandle`); on exit
+        the router and the server process stop.
     """
-    from components.local.endpoint_servers import stop_servers
-    from components.local.endpoints import LocalEndpoints
-    from components.local.registry import ModelRegistry
-    from components.local.router import start_router
-    from components.local.storage import to_local_path
+    from vertex_retrain.backends.local.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+    from vertex_retrain.backends.local.registry import ModelRegistry
+    from vertex_retrain.backends.local.router import start_router
+    from vertex_retrain.backends.local.storage import to_local_path
 
     previous = os.environ.get("VERTEX_LOCAL_ROOT")
     os.environ["VERTEX_LOCAL_ROOT"] = str(root)

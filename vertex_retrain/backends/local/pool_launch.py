@@ -1,0 +1,112 @@
+"""Turning a worker pool spec into the command a local process runs.
+
+- `pythonPackageSpec`: `python -m <pythonModule> <args>` in a cached environment holding the
+  package (see `python_env`).
+- `containerSpec` of an image made by the local builder: the image's Python entrypoint
+  (ENTRYPOINT/CMD, overridden by `command`/`args` as on Kubernetes), run from the build
+  context with the Dockerfile's ENV. Any other image is refused with what would work.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vertex_retrain.backends.local.build_index import lookup_image
+from vertex_retrain.backends.local.python_env import framework_warnings, prepare_package_env
+
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+class PoolLaunchError(ValueError):
+    """A worker pool the local executor cannot start."""
+
+
+@dataclass(frozen=True)
+class PoolLaunch:
+    """How to start every replica of one pool."""
+
+    argv: list[str]
+    cwd: Path | None
+    env: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def _spec_env(items: list[dict[str, Any]] | None) -> dict[str, str]:
+    return {str(item["name"]): str(item.get("value", "")) for item in items or []}
+
+
+def _python_package(spec: dict[str, Any], root: Path) -> PoolLaunch:
+    module = spec.get("pythonModule")
+    if not module:
+        raise PoolLaunchError("pythonPackageSpec.pythonModule is empty; name the module to run")
+    env = prepare_package_env(list(spec.get("packageUris") or []), root=root)
+    warnings = [*framework_warnings(str(spec.get("executorImageUri", ""))), *env.warnings]
+    argv = [str(env.python), "-m", str(module), *map(str, spec.get("args") or [])]
+    return PoolLaunch(argv, None, _spec_env(spec.get("env")), tuple(warnings))
+
+
+def _map_container_path(arg: str, workdir: str, context: Path) -> str:
+    """Point container paths under WORKDIR at the build context, which stands in for it."""
+    if workdir != "/" and (arg == workdir or arg.startswith(workdir.rstrip("/") + "/")):
+        return str(context / posixpath.relpath(arg, workdir))
+    return arg
+
+
+def _container(spec: dict[str, Any], root: Path) -> PoolLaunch:
+    image = str(spec.get("imageUri", ""))
+    build = lookup_image(image, root)
+    # Kubernetes semantics, which Vertex follows: command replaces ENTRYPOINT (and drops CMD),
+    # args replaces CMD.
+    if spec.get("command"):
+        argv = [*map(str, spec["command"]), *map(str, spec.get("args") or [])]
+    else:
+        cmd = spec.get("args") if spec.get("args") else build.get("cmd")
+        argv = [*(build.get("entrypoint") or []), *map(str, cmd or [])]
+    if argv[:2] == ["/bin/sh", "-c"] and len(argv) >= 3:
+        argv = shlex.split(argv[2]) + argv[3:]  # shell form: run the command it names
+    if not argv:
+        raise PoolLaunchError(
+            f"image {image} declares no ENTRYPOINT or CMD and containerSpec.command is empty; "
+            "add ENTRYPOINT to the Dockerfile or set containerSpec.command"
+        )
+    if not _PYTHON.match(posixpath.basename(argv[0])):
+        raise PoolLaunchError(
+            f"image {image} starts {argv[0]!r}; the local executor runs Python entrypoints only "
+            '(e.g. ENTRYPOINT ["python", "-m", "trainer.task"]). Use a Python entrypoint or a '
+            "pythonPackageSpec"
+        )
+    context = Path(build["context"])
+    workdir = str(build.get("workdir") or "/")
+    argv = [sys.executable, *(_map_container_path(a, workdir, context) for a in argv[1:])]
+    env = {**build.get("env", {}), **_spec_env(spec.get("env"))}
+    env["PYTHONPATH"] = str(context)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the build context free of __pycache__
+    warnings = (
+        f"image {image} runs from its build context {context} with this machine's Python; "
+        "RUN steps of its Dockerfile (e.g. pip install) are not executed locally",
+    )
+    return PoolLaunch(argv, context, env, warnings)
+
+
+def resolve_pool(pool: dict[str, Any], root: Path) -> PoolLaunch:
+    """Work out how to start the replicas of a worker pool.
+
+    Args:
+        pool: One entry of `jobSpec.workerPoolSpecs`.
+        root: Local storage root.
+
+    Returns:
+        The command, working folder and extra environment.
+
+    Raises:
+        PoolLaunchError, ImageNotBuiltError, PackageEnvError: The pool cannot run locally.
+    """
+    if "pythonPackageSpec" in pool:
+        return _python_package(pool["pythonPackageSpec"], root)
+    return _container(pool["containerSpec"], root)

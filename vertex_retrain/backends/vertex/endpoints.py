@@ -1,0 +1,348 @@
+"""Vertex AI endpoints: deploy a model version with a traffic share, prune, roll back.
+
+The traffic split before a deployment is written to the endpoint's labels *before* the
+deployment starts (`vr_prev_<deployed model id>` = percent, and `vr_prev_for` naming the model
+version being deployed). So `rollback_endpoint` needs nothing but the endpoint, and a re-run of
+an interrupted deployment still knows the split to roll back to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_retrain.backends.vertex._protos import (
+    api_endpoint,
+    location_parent,
+    parse_rest_json,
+    resource_uri,
+)
+
+__all__ = ["Deployment", "deploy_model_version", "rollback_endpoint"]
+
+_PREV = "vr_prev_"
+_PREV_FOR = "vr_prev_for"
+_VERSIONED_MODEL = re.compile(r"^(projects/[^/]+/locations/[^/]+/models/([^/@]+))@(\d+)$")
+_DEFAULT_RESOURCES: dict[str, Any] = {
+    "machineSpec": {"machineType": "n1-standard-2"},
+    "minReplicaCount": 1,
+    "maxReplicaCount": 1,
+}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The endpoint after `deploy_model_version` or `rollback_endpoint`.
+
+    Attributes:
+        endpoint_name: `projects/{p}/locations/{l}/endpoints/{id}`.
+        location: The Vertex AI region.
+        deployed_model_id: The deployed model serving the requested version.
+        traffic_split: Deployed model id to percent, as the endpoint now has it.
+        previous_traffic_split: The split before this deployment (what rollback restores).
+        undeployed_model_ids: Zero-traffic deployed models removed by pruning.
+        created_endpoint: True when the endpoint was created by this call.
+        deployed: False when the version was already deployed (a re-run).
+    """
+
+    endpoint_name: str
+    location: str
+    deployed_model_id: str
+    traffic_split: dict[str, int]
+    previous_traffic_split: dict[str, int]
+    undeployed_model_ids: tuple[str, ...] = ()
+    created_endpoint: bool = False
+    deployed: bool = False
+
+    @property
+    def uri(self) -> str:
+        """The `google.VertexEndpoint` artifact URI."""
+        return resource_uri(self.location, self.endpoint_name)
+
+    def artifact_metadata(self) -> dict[str, str]:
+        """Metadata of the `google.VertexEndpoint` artifact: `{"resourceName": ...}`."""
+        return {"resourceName": self.endpoint_name}
+
+
+def _positive(split: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in dict(split).items() if v > 0}
+
+
+def _with_share(split: dict[str, int], deployed_id: str, percentage: int) -> dict[str, int]:
+    """The split after giving an already deployed model `percentage`; the others scale pro rata."""
+    from vertex_retrain.backends.local.traffic_split import reassign
+
+    return _positive(reassign(split, deployed_id, percentage))
+
+
+def _default_endpoint_client(location: str) -> Any:
+    from google.cloud import aiplatform_v1
+
+    return aiplatform_v1.EndpointServiceClient(
+        client_options={"api_endpoint": api_endpoint(location)}
+    )
+
+
+def _find_endpoint(client: Any, parent: str, display_name: str) -> Any | None:
+    from google.cloud import aiplatform_v1
+
+    quoted = '"' + display_name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    request = aiplatform_v1.ListEndpointsRequest(parent=parent, filter=f"display_name={quoted}")
+    found = [e for e in client.list_endpoints(request=request) if e.display_name == display_name]
+    if len(found) > 1:
+        names = ", ".join(sorted(e.name for e in found))
+        raise ValueError(
+            f"{len(found)} endpoints are named {display_name!r}: {names}. Deployments must go "
+            "to one endpoint; rename or delete the extra endpoints."
+        )
+    return client.get_endpoint(name=found[0].name) if found else None
+
+
+def _create_endpoint(client: Any, parent: str, display_name: str, timeout_s: float) -> Any:
+    from google.cloud import aiplatform_v1
+
+    operation = client.create_endpoint(
+        request=aiplatform_v1.CreateEndpointRequest(
+            parent=parent, endpoint=aiplatform_v1.Endpoint(display_name=display_name)
+        )
+    )
+    return operation.result(timeout=timeout_s)
+
+
+def _version_key(model_id: str, version_id: str) -> str:
+    return f"m{model_id}-{version_id}"
+
+
+def _previous_from_labels(labels: dict[str, str]) -> dict[str, int]:
+    return {
+        k[len(_PREV) :]: int(v) for k, v in labels.items() if k.startswith(_PREV) and v.isdigit()
+    }
+
+
+def _set_labels(client: Any, endpoint: Any, labels: dict[str, str]) -> Any:
+    from google.cloud import aiplatform_v1
+    from google.protobuf import field_mask_pb2
+
+    return client.update_endpoint(
+        request=aiplatform_v1.UpdateEndpointRequest(
+            endpoint=aiplatform_v1.Endpoint(name=endpoint.name, labels=labels),
+            update_mask=field_mask_pb2.FieldMask(paths=["labels"]),
+        )
+    )
+
+
+def _set_traffic(client: Any, endpoint_name: str, split: dict[str, int]) -> Any:
+    from google.cloud import aiplatform_v1
+    from google.protobuf import field_mask_pb2
+
+    return client.update_endpoint(
+        request=aiplatform_v1.UpdateEndpointRequest(
+            endpoint=aiplatform_v1.Endpoint(name=endpoint_name, traffic_split=split),
+            update_mask=field_mask_pb2.FieldMask(paths=["traffic_split"]),
+        )
+    )
+
+
+def _prune(
+    client: Any, endpoint: Any, keep: set[str], keep_last: int, timeout_s: float
+) -> list[str]:
+    """Undeploys zero-traffic deployed models older than the newest `keep_last`."""
+    from google.cloud import aiplatform_v1
+
+    split = dict(endpoint.traffic_split)
+    newest_first = sorted(
+        endpoint.deployed_models,
+        key=lambda d: (d.create_time.timestamp() if d.create_time else 0.0, d.id),
+        reverse=True,
+    )
+    removed = []
+    for deployed in newest_first[keep_last:]:
+        if deployed.id in keep or split.get(deployed.id, 0) > 0:
+            continue
+        client.undeploy_model(
+            request=aiplatform_v1.UndeployModelRequest(
+                endpoint=endpoint.name,
+                deployed_model_id=deployed.id,
+                traffic_split=_positive({k: v for k, v in split.items() if k != deployed.id}),
+            )
+        ).result(timeout=timeout_s)
+        removed.append(deployed.id)
+    return removed
+
+
+def deploy_model_version(
+    *,
+    project: str,
+    location: str,
+    endpoint_display_name: str,
+    model_resource_name: str,
+    traffic_percentage: int = 100,
+    keep_last: int = 2,
+    dedicated_resources: dict[str, Any] | None = None,
+    service_account: str = "",
+    timeout_s: float = 1800.0,
+    endpoint_client: Any = None,
+) -> Deployment:
+    """Deploys a model version to the endpoint with this display name (created if missing).
+
+    The deployed models already there keep the rest of the traffic pro rata, so the previous
+    version stays deployed for rollback; the first version on an endpoint must take 100%
+    (the split rules of `traffic_split`, shared with the local backend).
+    Afterwards, zero-traffic deployed models older than the
+    newest `keep_last` are undeployed. Deploying a version that is already deployed does not
+    deploy it again; it only adjusts its traffic share if that differs.
+
+    Args:
+        project: Google Cloud project id.
+        location: Vertex AI region.
+        endpoint_display_name: The endpoint's display name.
+        model_resource_name: `projects/{p}/locations/{l}/models/{id}@{version id}`
+            (`RegisteredModel.resource_name`).
+        traffic_percentage: Share of traffic for this version, 0..100.
+        keep_last: How many of the newest deployed models are never pruned (at least 2: the
+            new version and the one to roll back to).
+        dedicated_resources: `DedicatedResources` in REST JSON form; one n1-standard-2 replica
+            when omitted.
+        service_account: Service account the serving container runs as.
+        timeout_s: How long to wait for each long-running operation.
+        endpoint_client: An `aiplatform_v1.EndpointServiceClient` (or a fake).
+
+    Returns:
+        The endpoint's state after the deployment.
+
+    Raises:
+        ValueError: Bad input (nothing is changed), or several endpoints share the name.
+    """
+    from google.cloud import aiplatform_v1
+
+    from vertex_retrain.backends.local.traffic_split import allocate, check_percentage
+
+    parent = location_parent(project, location)
+    match = _VERSIONED_MODEL.match(model_resource_name)
+    if not match:
+        raise ValueError(
+            "model_resource_name must name one version, "
+            f"'projects/P/locations/L/models/ID@VERSION', got {model_resource_name!r}."
+        )
+    model_name, model_id, version_id = match.groups()
+    if keep_last < 2:
+        raise ValueError(f"keep_last must be >= 2 (new + rollback target), got {keep_last}.")
+    check_percentage(traffic_percentage)
+    resources = parse_rest_json(
+        dedicated_resources or _DEFAULT_RESOURCES,
+        aiplatform_v1.DedicatedResources,
+        "dedicated_resources",
+    )
+    client = endpoint_client or _default_endpoint_client(location)
+    endpoint = _find_endpoint(client, parent, endpoint_display_name)
+    current = _positive(endpoint.traffic_split) if endpoint else {}
+    existing = [
+        d
+        for d in (endpoint.deployed_models if endpoint else [])
+        if d.model.split("@")[0] == model_name
+        and (d.model_version_id or d.model.partition("@")[2]) == version_id
+    ]
+    # Work out the new split before changing anything, so a refused split changes nothing.
+    if existing:
+        wanted = _with_share(current, existing[0].id, traffic_percentage)
+    else:
+        # "0" names the model being deployed (DeployModelRequest.traffic_split).
+        wanted = _positive(allocate(current, "0", traffic_percentage))
+    created = endpoint is None
+    if endpoint is None:
+        endpoint = _create_endpoint(client, parent, endpoint_display_name, timeout_s)
+
+    labels = dict(endpoint.labels)
+    key = _version_key(model_id, version_id)
+    if labels.get(_PREV_FOR) == key:
+        previous = _previous_from_labels(labels)
+    else:
+        previous = current
+        labels = {k: v for k, v in labels.items() if not k.startswith(_PREV)}
+        labels.update({f"{_PREV}{k}": str(v) for k, v in previous.items()})
+        labels[_PREV_FOR] = key
+        _set_labels(client, endpoint, labels)
+
+    if existing:
+        deployed_id = existing[0].id
+        if wanted != current:
+            _set_traffic(client, endpoint.name, wanted)
+    else:
+        request = aiplatform_v1.DeployModelRequest(
+            endpoint=endpoint.name,
+            deployed_model=aiplatform_v1.DeployedModel(
+                model=model_resource_name,
+                display_name=f"{model_id}-v{version_id}",
+                dedicated_resources=resources,
+                service_account=service_account,
+            ),
+            traffic_split=wanted,
+        )
+        response = client.deploy_model(request=request).result(timeout=timeout_s)
+        deployed_id = response.deployed_model.id
+
+    endpoint = client.get_endpoint(name=endpoint.name)
+    removed = _prune(client, endpoint, {deployed_id, *previous}, keep_last, timeout_s)
+    if removed:
+        endpoint = client.get_endpoint(name=endpoint.name)
+    return Deployment(
+        endpoint_name=endpoint.name,
+        location=location,
+        deployed_model_id=deployed_id,
+        traffic_split=_positive(endpoint.traffic_split),
+        previous_traffic_split=previous,
+        undeployed_model_ids=tuple(removed),
+        created_endpoint=created,
+        deployed=not existing,
+    )
+
+
+def rollback_endpoint(
+    *,
+    project: str,
+    location: str,
+    endpoint_display_name: str,
+    timeout_s: float = 1800.0,
+    endpoint_client: Any = None,
+) -> Deployment:
+    """Restores the traffic split recorded before the last deployment.
+
+    Running it twice gives the same split. Nothing is undeployed.
+
+    Raises:
+        ValueError: No deployment recorded a previous split (first deployment, or the labels
+            were removed), or a deployed model of that split is no longer deployed.
+    """
+    parent = location_parent(project, location)
+    client = endpoint_client or _default_endpoint_client(location)
+    endpoint = _find_endpoint(client, parent, endpoint_display_name)
+    if endpoint is None:
+        raise ValueError(f"no endpoint named {endpoint_display_name!r} in {parent}.")
+    previous = _previous_from_labels(dict(endpoint.labels))
+    if not previous:
+        raise ValueError(
+            f"endpoint {endpoint.name} has no recorded previous traffic split (labels "
+            f"{_PREV}*): nothing to roll back to. Was anything deployed before the last "
+            "deployment?"
+        )
+    deployed_ids = {d.id for d in endpoint.deployed_models}
+    missing = sorted(set(previous) - deployed_ids)
+    if missing:
+        raise ValueError(
+            f"cannot roll back {endpoint.name}: deployed model(s) {', '.join(missing)} of the "
+            "previous split are no longer deployed; redeploy that version instead."
+        )
+    current = _positive(endpoint.traffic_split)
+    if current != previous:
+        _set_traffic(client, endpoint.name, previous)
+        endpoint = client.get_endpoint(name=endpoint.name)
+    restored = _positive(endpoint.traffic_split)
+    top = max(restored, key=lambda k: (restored[k], k))
+    return Deployment(
+        endpoint_name=endpoint.name,
+        location=location,
+        deployed_model_id=top,
+        traffic_split=restored,
+        previous_traffic_split=current,
+    )

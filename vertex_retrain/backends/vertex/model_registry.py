@@ -1,0 +1,254 @@
+"""Vertex AI Model Registry: versions under one model per display name, with aliases.
+
+Idempotency: every version this module uploads carries a label with the hash of the caller's
+request key (e.g. pipeline run + task). Before uploading, the versions of the model are searched
+for that label, so a re-run after a crash returns the version the first attempt uploaded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_retrain.backends.vertex._protos import (
+    REQUEST_KEY_LABEL,
+    api_endpoint,
+    location_parent,
+    parse_rest_json,
+    request_key_label,
+    resource_uri,
+    to_rest_json,
+)
+
+__all__ = [
+    "CHAMPION_ALIAS",
+    "RegisteredModel",
+    "find_model_version",
+    "register_model_version",
+]
+
+CHAMPION_ALIAS = "champion"
+_DEFAULT_ALIAS = "default"
+_ALIAS = re.compile(r"^[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class RegisteredModel:
+    """A model version in the registry.
+
+    Attributes:
+        model_name: `projects/{p}/locations/{l}/models/{id}`, without a version.
+        version_id: The version id Vertex assigned (a decimal string).
+        version_aliases: Aliases the version carries after the call.
+        created: False when an earlier attempt with the same request key had uploaded it.
+        location: The Vertex AI region.
+    """
+
+    model_name: str
+    version_id: str
+    version_aliases: tuple[str, ...]
+    created: bool
+    location: str
+
+    @property
+    def resource_name(self) -> str:
+        """`{model_name}@{version_id}`, the form GCPC's ModelUploadOp puts in its artifact."""
+        return f"{self.model_name}@{self.version_id}"
+
+    @property
+    def uri(self) -> str:
+        """The `google.VertexModel` artifact URI (`https://{location}-aiplatform...`)."""
+        return resource_uri(self.location, self.resource_name)
+
+    def artifact_metadata(self) -> dict[str, str]:
+        """Metadata of the `google.VertexModel` artifact: `{"resourceName": ...}`."""
+        return {"resourceName": self.resource_name}
+
+
+def _default_model_client(location: str) -> Any:
+    from google.cloud import aiplatform_v1
+
+    return aiplatform_v1.ModelServiceClient(client_options={"api_endpoint": api_endpoint(location)})
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _find_model(client: Any, parent: str, display_name: str) -> str | None:
+    from google.cloud import aiplatform_v1
+
+    request = aiplatform_v1.ListModelsRequest(
+        parent=parent, filter=f"display_name={_quote(display_name)}"
+    )
+    names = sorted(
+        {
+            m.name.split("@")[0]
+            for m in client.list_models(request=request)
+            if m.display_name == display_name
+        }
+    )
+    if len(names) > 1:
+        raise ValueError(
+            f"{len(names)} models are named {display_name!r} in {parent}: {', '.join(names)}. "
+            "Versions must go under one model; rename or delete the extra models."
+        )
+    return names[0] if names else None
+
+
+def _find_version(client: Any, model_name: str, label_value: str) -> Any | None:
+    from google.cloud import aiplatform_v1
+
+    request = aiplatform_v1.ListModelVersionsRequest(
+        name=model_name, filter=f"labels.{REQUEST_KEY_LABEL}={_quote(label_value)}"
+    )
+    found = [
+        v
+        for v in client.list_model_versions(request=request)
+        if v.labels.get(REQUEST_KEY_LABEL) == label_value
+    ]
+    return min(found, key=lambda v: int(v.version_id)) if found else None
+
+
+def _check_aliases(aliases: Sequence[str]) -> list[str]:
+    for alias in aliases:
+        if alias in (CHAMPION_ALIAS, _DEFAULT_ALIAS):
+            raise ValueError(
+                f"alias {alias!r} moves only through make_champion / make_default, so that it "
+                "moves when the evaluation gate passed; remove it from aliases."
+            )
+        if not _ALIAS.match(alias) or alias.isdigit():
+            raise ValueError(
+                f"alias {alias!r} is not a valid Vertex version alias: it must match "
+                "[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]."
+            )
+    return list(aliases)
+
+
+def register_model_version(
+    *,
+    project: str,
+    location: str,
+    display_name: str,
+    artifact_uri: str,
+    serving_container: dict[str, Any],
+    request_key: str,
+    aliases: Sequence[str] = (),
+    make_champion: bool = False,
+    make_default: bool = False,
+    labels: dict[str, str] | None = None,
+    description: str = "",
+    upload_timeout_s: float = 1800.0,
+    model_client: Any = None,
+) -> RegisteredModel:
+    """Uploads a model version under the model with this display name, creating the model once.
+
+    A new version neither takes `champion` nor becomes the default unless told to; when both
+    are requested they move in one MergeVersionAliases call, so no reader sees one moved
+    without the other. (The first version of a new model is made default by Vertex itself.)
+
+    Args:
+        project: Google Cloud project id.
+        location: Vertex AI region.
+        display_name: The model's display name; versions of one model share it.
+        artifact_uri: The gs:// directory holding the model files (the job's AIP_MODEL_DIR).
+        serving_container: A `ModelContainerSpec` in REST JSON form (docs/architecture.md).
+        request_key: Unique per pipeline task, e.g. "<run name>-<task name>"; a re-run with
+            the same key returns the version already uploaded instead of uploading another.
+        aliases: Extra aliases for this version (not `champion` or `default`).
+        make_champion: Move the `champion` alias to this version.
+        make_default: Make this version the model's default version.
+        labels: Labels for the version; a request-key label is added.
+        description: Version description.
+        upload_timeout_s: How long to wait for the upload operation.
+        model_client: An `aiplatform_v1.ModelServiceClient` (or a fake); built when omitted.
+
+    Returns:
+        The registered version; `.uri` and `.artifact_metadata()` give the
+        `google.VertexModel` artifact.
+
+    Raises:
+        ValueError: Bad input (nothing is uploaded), or several models share the display name.
+    """
+    from google.cloud import aiplatform_v1
+
+    parent = location_parent(project, location)
+    if not display_name or len(display_name) > 128:
+        raise ValueError(f"display_name must be 1 to 128 characters, got {display_name!r}.")
+    if not artifact_uri.startswith("gs://"):
+        raise ValueError(
+            f"artifact_uri must be a gs:// directory (the job's AIP_MODEL_DIR), "
+            f"got {artifact_uri!r}."
+        )
+    extra_aliases = _check_aliases(aliases)
+    container = parse_rest_json(
+        serving_container, aiplatform_v1.ModelContainerSpec, "serving_container"
+    )
+    if not container.image_uri:
+        raise ValueError("serving_container needs imageUri (the serving image).")
+    label_value = request_key_label(request_key)
+    client = model_client or _default_model_client(location)
+
+    model_name = _find_model(client, parent, display_name)
+    version = _find_version(client, model_name, label_value) if model_name else None
+    created = version is None
+    if version is None:
+        request = aiplatform_v1.UploadModelRequest(
+            parent=parent,
+            parent_model=model_name or "",
+            model=aiplatform_v1.Model(
+                display_name=display_name,
+                description=description,
+                artifact_uri=artifact_uri,
+                container_spec=container,
+                labels={**(labels or {}), REQUEST_KEY_LABEL: label_value},
+            ),
+        )
+        response = client.upload_model(request=request).result(timeout=upload_timeout_s)
+        model_name = response.model.split("@")[0]
+        version = client.get_model(name=f"{model_name}@{response.model_version_id}")
+    assert model_name is not None  # set by _find_model or by the upload response
+
+    wanted = extra_aliases + [CHAMPION_ALIAS] * make_champion + [_DEFAULT_ALIAS] * make_default
+    if not set(wanted) <= set(version.version_aliases):
+        version = client.merge_version_aliases(
+            request=aiplatform_v1.MergeVersionAliasesRequest(
+                name=f"{model_name}@{version.version_id}", version_aliases=wanted
+            )
+        )
+    return RegisteredModel(
+        model_name=model_name,
+        version_id=str(version.version_id),
+        version_aliases=tuple(sorted(version.version_aliases)),
+        created=created,
+        location=location,
+    )
+
+
+def find_model_version(
+    *,
+    project: str,
+    location: str,
+    display_name: str,
+    alias: str = CHAMPION_ALIAS,
+    model_client: Any = None,
+) -> dict[str, Any] | None:
+    """Returns the version carrying `alias` (REST JSON, with `artifactUri`), or None.
+
+    None means there is no model with that display name or no version with that alias; the
+    evaluation step treats that as "no champion yet".
+    """
+    from google.api_core import exceptions as api_exceptions
+
+    parent = location_parent(project, location)
+    client = model_client or _default_model_client(location)
+    model_name = _find_model(client, parent, display_name)
+    if model_name is None:
+        return None
+    try:
+        version = client.get_model(name=f"{model_name}@{alias}")
+    except api_exceptions.NotFound:
+        return None
+    return to_rest_json(version)

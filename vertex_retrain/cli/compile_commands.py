@@ -1,0 +1,93 @@
+"""``compile.py compile`` and ``compile.py estimate``: YAML to dist/, steps, parameters, cost."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from vertex_retrain.pipelines import catalog
+
+
+def _format_default(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    text = str(value)
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """Compiles every pipeline and component, validates the defaults, prints the table."""
+    from vertex_retrain.cli.compiling import compile_all, default_arguments, describe_pipeline
+    from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.specs import JobSpecError
+    from vertex_retrain.specs.cost import format_money
+
+    out_dir = Path(args.out)
+    try:
+        written = compile_all(out_dir, component_image=args.component_image)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    failures = 0
+    for name in catalog.PIPELINES:
+        spec = written[name].spec
+        description = describe_pipeline(spec)
+        arguments = default_arguments(spec)
+        print(f"\n{name}  ->  {written[name].path}", file=out)
+        print(f"  steps: {' -> '.join(description.steps)}", file=out)
+        print("  parameters:", file=out)
+        width = max((len(p.name) for p in description.parameters), default=0)
+        for parameter in description.parameters:
+            default = "(required)" if parameter.default is None else parameter.default
+            print(
+                f"    {parameter.name:<{width}}  {parameter.type:<14} {_format_default(default)}",
+                file=out,
+            )
+        try:
+            estimate = estimate_run(name, arguments)
+        except JobSpecError as error:
+            failures += 1
+            print(f"  INVALID default training job:\n{error}", file=out)
+            continue
+        currency = estimate.steps[0].currency if estimate.steps else ""
+        print(
+            f"  one run on Vertex with these defaults: {estimate.gpu_hours:.1f} GPU-hours, "
+            f"on-demand {format_money(estimate.on_demand_cost, currency)}, "
+            f"Spot {format_money(estimate.spot_cost, currency)}",
+            file=out,
+        )
+    components = [n for n in catalog.COMPONENTS if n in written]
+    print(f"\ncomponents -> {out_dir / 'components'}: {', '.join(components)}", file=out)
+    print(
+        f"(cost: training jobs only; {NOT_INCLUDED}; `compile.py estimate NAME` explains)",
+        file=out,
+    )
+    return 1 if failures else 0
+
+
+def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """Prints one pipeline's cost breakdown per step, on-demand against Spot."""
+    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+    from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.specs import JobSpecError
+
+    try:
+        spec = compile_to_dict(catalog.pipeline_by_name(args.name))
+        arguments = default_arguments(spec)
+        arguments.update(parse_overrides(args.param, parameter_definitions(spec)))
+        estimate = estimate_run(args.name, arguments, training_hours=args.training_hours)
+    except (KeyError, ParameterError, JobSpecError) as error:
+        message = error.args[0] if isinstance(error, KeyError) else error
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    print(estimate.describe(), file=out)
+    print(
+        f"assumption: one training job takes {args.training_hours:g} h on one GPU "
+        "(--training-hours); multi-GPU jobs scale by the stated efficiency",
+        file=out,
+    )
+    print(NOT_INCLUDED, file=out)
+    return 0

@@ -1,0 +1,155 @@
+"""``make demo``: small synthetic data, then weekly-retraining locally, end to end.
+
+A second ``make demo`` in a row trains a new candidate on the same data and shows the
+champion/challenger decision against the first run's champion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any, TextIO
+
+from vertex_retrain.pipelines import defaults
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_SCALE = {"members": 10000, "stores": 50, "weeks": 26, "seed": 7}
+"""Small enough for a few minutes on two cores, large enough for the model to beat the
+baseline (the worked example's full scale is 500,000 members, 2,000 shops, 156 weeks)."""
+
+DEMO_PARAMETERS: dict[str, Any] = {
+    "source_uri": str(REPO_ROOT / "trainer"),
+    "epochs": 3,
+    "batch_size": 256,
+    "learning_rate": 0.01,
+}
+
+
+def ensure_demo_data(out: TextIO) -> None:
+    """Generates the demo transactions into the local bucket unless they are there already."""
+    from trainer.data import WorldConfig, generate
+    from vertex_retrain.backends.local.storage import to_local_path
+
+    target = to_local_path(defaults.TRANSACTIONS_URI)
+    if (target / "generation.json").is_file():
+        print(f"[progress] demo data already at {defaults.TRANSACTIONS_URI} ({target})", file=out)
+        return
+    print(f"[progress] generating demo data {DEMO_SCALE} -> {target}", file=out)
+    summary = generate(WorldConfig(**DEMO_SCALE), str(target))
+    print(f"[progress] wrote {summary['rows']:,} transactions", file=out)
+
+
+def sample_prediction(endpoint: str) -> tuple[str, dict[str, int], dict[str, Any]]:
+    """Serves the endpoint on 127.0.0.1 briefly and sends it the sample instances.
+
+    Returns:
+        The URL, the traffic split the router applied, and the answer.
+    """
+    from vertex_retrain.backends.local.router import start_router
+
+    with start_router(endpoint) as router:
+        traffic = router.traffic_split()
+        url = f"{router.url}/v1/endpoints/{endpoint}:predict"
+        request = urllib.request.Request(
+            url,
+            data=json.dumps({"instances": defaults.SAMPLE_INSTANCES}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return url, traffic, json.loads(response.read())
+
+
+def print_report(summary: dict[str, Any], out: TextIO) -> None:
+    """The demo's closing summary: metrics, decision, registry, endpoint, cost."""
+    from vertex_retrain.backends.local.registry import ModelRegistry
+    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+    from vertex_retrain.specs.cost import format_money
+
+    metrics = summary.get("metrics", {})
+    decision = summary.get("decision", {})
+    print("\n=== weekly-retraining: summary ===", file=out)
+    for name in ("ndcg_at_10", "recall_at_10"):
+        cells = [
+            f"{who} {metrics[f'{who}_{name}']:.4f}"
+            for who in ("candidate", "champion", "baseline")
+            if f"{who}_{name}" in metrics
+        ]
+        print(f"{name}: " + ", ".join(cells), file=out)
+    verdict = "NEW CHAMPION" if decision.get("is_better") else "challenger (traffic untouched)"
+    print(f"decision: {verdict}: {decision.get('reason')}", file=out)
+    try:
+        versions = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)
+    except RegistryNotFoundError:
+        versions = []
+    for version in versions[-3:]:
+        print(
+            f"model {defaults.MODEL_DISPLAY_NAME} v{version.version_id}: "
+            f"aliases {', '.join(version.aliases) or '-'}",
+            file=out,
+        )
+    try:
+        url, traffic, answer = sample_prediction(defaults.ENDPOINT_DISPLAY_NAME)
+    except Exception as error:  # the report must not hide the run's result
+        print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME}: no prediction ({error})", file=out)
+    else:
+        top = answer["predictions"][0]
+        changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
+        shares = ", ".join(f"deployed model {k}: {v}%" for k, v in sorted(traffic.items()))
+        print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME} ({changed}): {shares}", file=out)
+        print(f"sample prediction via POST {url}:\n  {json.dumps(top)[:300]}", file=out)
+    cost = summary.get("cost_on_vertex", {})
+    if "unavailable" in cost:
+        print(f"cost on Vertex: unavailable: {cost['unavailable']}", file=out)
+    elif cost:
+        currency = cost.get("currency", "")
+        shape = cost["job_shape"]
+        hardware = (
+            f"{shape['accelerator_count']} x {shape['accelerator_type']} on "
+            f"{shape['machine_type']}, {1 + int(shape['worker_count'])} replica(s)"
+        )
+        print(
+            f"the same training on Vertex ({hardware}, {cost['assumed_training_hours']:g} h "
+            f"assumed): on-demand {format_money(cost['on_demand'], currency)}, "
+            f"Spot {format_money(cost['spot'], currency)} ({'; '.join(cost['notes'])})",
+            file=out,
+        )
+
+
+def _stop_model_servers(out: TextIO) -> None:
+    """Leaves nothing running: deployments and traffic stay, `serve` restarts the servers."""
+    from vertex_retrain.cli.local_run import stop_endpoint_servers
+
+    if stop_endpoint_servers(defaults.ENDPOINT_DISPLAY_NAME):
+        print(
+            "model servers stopped; `python compile.py serve "
+            f"{defaults.ENDPOINT_DISPLAY_NAME}` serves the endpoint again",
+            file=out,
+        )
+
+
+def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """Runs the demo; exit 0 when the pipeline succeeded."""
+    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+    from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
+    from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
+
+    spec = compile_to_dict(weekly_retraining)
+    try:
+        overrides = {**DEMO_PARAMETERS, **parse_overrides(args.param, parameter_definitions(spec))}
+    except ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    ensure_demo_data(out)
+    outcome = run_pipeline_locally(
+        weekly_retraining, local_arguments(default_arguments(spec), overrides), console=out
+    )
+    if outcome.summary is not None:
+        print_report(outcome.summary, out)
+    _stop_model_servers(out)
+    state = "succeeded" if outcome.succeeded else "FAILED"
+    print(f"\nrun {state} in {outcome.wall_seconds:.0f} s; full log: {outcome.log_path}", file=out)
+    return 0 if outcome.succeeded else 1

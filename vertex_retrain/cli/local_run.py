@@ -1,0 +1,253 @@
+"""Running a pipeline on this machine: kfp.local's SubprocessRunner plus the local backend.
+
+The console shows one line per step (and the training replicas' own progress); everything
+kfp.local prints goes to a log file under the local root, whose tail is shown on failure.
+
+Only one local run at a time may work on a model (a lock under `<root>/locks/`): two runs at
+once would both be judged against the same champion and both be promoted, which no sequence
+of runs can produce. A second run is refused at once, with the first one's pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+LOCAL_PROJECT = "local-project"
+LOCAL_LOCATION = "local"
+
+_PROGRESS = re.compile(
+    r"Executing task|finished with status|Skipping|Pipeline .* finished|"
+    r"^\s*\[(workerpool0-0|trial \d+|executor|progress)\]|ERROR"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class LocalRunOutcome:
+    """How a local run ended and where to look."""
+
+    succeeded: bool
+    run_dir: Path | None
+    log_path: Path
+    wall_seconds: float
+    summary: dict[str, Any] | None
+    refused: str | None = None
+    """Why the run did not start (another run holds the model's lock); None if it ran."""
+
+
+class RunConflictError(RuntimeError):
+    """Another local run is working on the same model under the same local root."""
+
+
+@contextlib.contextmanager
+def exclusive_model_run(root: Path, model: str) -> Iterator[None]:
+    """Hold the lock of `model` under `root` for one run; refuse if another process holds it.
+
+    The lock is an `flock` on `<root>/locks/run-<model>.lock`, so it is released when its
+    holder exits, even on SIGKILL: no stale lock survives a crashed run.
+
+    Raises:
+        RunConflictError: Another run holds it (the message names that run's pid).
+    """
+    import fcntl
+
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-.") or "pipeline"
+    path = root / "locks" / f"run-{slug}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RunConflictError(
+                f"another local run is already working on model {model!r} under {root} "
+                f"({holder}); two runs at once would both be compared with the same champion "
+                "and both promoted. Wait for it to finish, or use another VERTEX_LOCAL_ROOT"
+            ) from None
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.truncate(0)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class _ProgressFilter(io.TextIOBase):
+    """Writes everything to the log and the progress lines to the console."""
+
+    def __init__(self, log: TextIO, console: TextIO, verbose: bool) -> None:
+        self._log, self._console, self._verbose = log, console, verbose
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._log.write(text)
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if self._verbose or _PROGRESS.search(_ANSI.sub("", line)):
+                self._console.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._log.flush()
+        self._console.flush()
+
+
+@contextlib.contextmanager
+def _captured(log_path: Path, console: TextIO, verbose: bool) -> Iterator[None]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as log:
+        stream = _ProgressFilter(log, console, verbose)
+        previous = sys.stdout
+        sys.stdout = stream
+        try:
+            yield
+        finally:
+            sys.stdout = previous
+            stream.flush()
+
+
+def local_arguments(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A local run's arguments: the pipeline's defaults, the local backend, then overrides.
+
+    ``project`` and ``location`` default to Vertex placeholders that only Vertex resolves, so
+    a local run names them explicitly.
+    """
+    arguments = dict(defaults)
+    arguments.update(backend="local", project=LOCAL_PROJECT, location=LOCAL_LOCATION)
+    arguments.update(overrides)
+    return arguments
+
+
+def run_pipeline_locally(
+    pipeline: Any,
+    arguments: Mapping[str, Any],
+    *,
+    console: TextIO = sys.stdout,
+    verbose: bool = False,
+) -> LocalRunOutcome:
+    """Runs ``pipeline`` with kfp.local; returns how it ended and its run summary.
+
+    Args:
+        pipeline: A ``@dsl.pipeline`` function.
+        arguments: Every parameter it needs (see :func:`local_arguments`).
+        console: Where progress goes.
+        verbose: Show every line of every task.
+
+    Returns:
+        The outcome; ``summary`` is the exit handler's summary when the pipeline has one;
+        ``refused`` says why nothing ran when another local run holds the same model
+        (``model_display_name``, else the pipeline's name) under the same local root.
+    """
+    from vertex_retrain.backends.local.storage import local_root
+
+    root = local_root()
+    model = str(arguments.get("model_display_name") or getattr(pipeline, "name", "pipeline"))
+    log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    try:
+        with exclusive_model_run(root, model):
+            return _run_locked(pipeline, arguments, root, log_path, console, verbose)
+    except RunConflictError as conflict:
+        console.write(f"ERROR: {conflict}\n")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(f"refused: {conflict}\n", encoding="utf-8")
+        return LocalRunOutcome(False, None, log_path, 0.0, None, refused=str(conflict))
+
+
+def _run_locked(
+    pipeline: Any,
+    arguments: Mapping[str, Any],
+    root: Path,
+    log_path: Path,
+    console: TextIO,
+    verbose: bool,
+) -> LocalRunOutcome:
+    from kfp import local
+
+    pipeline_root = root / "pipeline-root"
+    pipeline_root.mkdir(parents=True, exist_ok=True)
+    before = set(pipeline_root.iterdir())
+    local.init(
+        runner=local.SubprocessRunner(use_venv=False),
+        pipeline_root=str(pipeline_root),
+        raise_on_error=True,
+    )
+    started = time.monotonic()
+    succeeded = True
+    with _captured(log_path, console, verbose), warnings.catch_warnings():
+        # kfp.local warns that our image is not a Python image and that display names are
+        # ignored; both are expected here, and would bury the progress lines.
+        warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
+        try:
+            pipeline(**arguments)
+        except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
+            succeeded = False
+            print(f"ERROR: {error}")
+    wall = time.monotonic() - started
+    new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
+    run_dir = new_runs[-1] if new_runs else None
+    if not succeeded:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        causes = task_errors(lines)
+        shown = (
+            ["", "--- why the tasks failed ---", *causes]
+            if causes
+            else ["", f"--- last lines of {log_path} ---", *lines[-40:]]
+        )
+        console.write("\n".join([*shown, ""]))
+    return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+
+
+_EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")
+
+
+def task_errors(log_lines: list[str]) -> list[str]:
+    """The exceptions the failed tasks raised, as ``Type: message`` lines, each once."""
+    found: list[str] = []
+    for line in log_lines:
+        match = _EXCEPTION_LINE.match(_ANSI.sub("", line))
+        if match and f"{match[1]}: {match[2]}" not in found:
+            found.append(f"{match[1]}: {match[2]}")
+    return found
+
+
+def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
+    import json
+
+    if run_dir is None:
+        return None
+    for path in sorted(run_dir.glob("*summary*/summary")):
+        try:
+            loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        return loaded
+    return None
+
+
+def stop_endpoint_servers(endpoint: str) -> int:
+    """Stops the model servers of a local endpoint; deployments and traffic stay.
+
+    ``compile.py serve`` (or any router) starts them again. Returns how many were stopped; 0
+    when the endpoint does not exist (a run that failed before deploying).
+    """
+    from vertex_retrain.backends.local.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+
+    try:
+        return stop_servers(endpoint)
+    except RegistryNotFoundError:
+        return 0

@@ -1,0 +1,266 @@
+"""Command line for the vertex-retrain library: compile, validate, run, upload, schedule, estimate.
+
+Start-up stays cheap: only the standard library is imported here, and each subcommand imports
+its implementation when it runs (``python compile.py --help`` imports neither kfp's heavy
+modules, aiplatform nor torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# Subcommand name -> "module:function"; the function takes the parsed arguments and returns
+# the process exit code.
+_HANDLERS: dict[str, str] = {
+    "compile": "vertex_retrain.cli.compile_commands:cli_compile",
+    "estimate": "vertex_retrain.cli.compile_commands:cli_estimate",
+    "run": "vertex_retrain.cli.run_command:cli_run",
+    "models": "vertex_retrain.cli.registry_commands:cli_models",
+    "endpoints": "vertex_retrain.cli.registry_commands:cli_endpoints",
+    "serve": "vertex_retrain.cli.registry_commands:cli_serve",
+    "demo": "vertex_retrain.cli.demo:cli_demo",
+    "validate": "vertex_retrain.cli.validate_command:cli_validate",
+    "upload": "vertex_retrain.cli.template_upload:cli_upload",
+    "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
+}
+
+
+def _add_compile(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compile",
+        help="compile every pipeline and component to dist/ (the default command)",
+        description=(
+            "Compile every pipeline to DIR/pipelines and every component to DIR/components, "
+            "validate each pipeline's default training job, and print its steps, parameters "
+            "and the estimated cost of one run on Vertex (on-demand and Spot)."
+        ),
+    )
+    _add_compile_options(parser, subcommand=True)
+
+
+def _add_compile_options(parser: argparse.ArgumentParser, *, subcommand: bool) -> None:
+    # Given before or after the subcommand alike: the subcommand's copies have no default of
+    # their own, so they never overwrite what the top-level parser read.
+    parser.add_argument(
+        "--out",
+        default=argparse.SUPPRESS if subcommand else "dist",
+        metavar="DIR",
+        help="output folder (dist)",
+    )
+    parser.add_argument(
+        "--component-image",
+        default=argparse.SUPPRESS if subcommand else None,
+        metavar="URI",
+        help="image the components run in on Vertex (built from components/Dockerfile)",
+    )
+
+
+def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a pipeline locally (--local) or submit it to Vertex AI Pipelines",
+        description=(
+            "Run NAME on this machine with kfp.local and the local backend (--local), or "
+            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root)."
+        ),
+    )
+    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    parser.add_argument("--local", action="store_true", help="run on this machine")
+    parser.add_argument("--project", help="Google Cloud project (Vertex)")
+    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1 (Vertex)")
+    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
+    parser.add_argument("--service-account", help="runtime service account (Vertex)")
+    parser.add_argument(
+        "--component-image",
+        default=argparse.SUPPRESS,
+        metavar="URI",
+        help="component image (Vertex)",
+    )
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
+    parser.add_argument("--no-wait", action="store_true", help="submit and return (Vertex)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show every task's full output (--local)"
+    )
+
+
+def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "estimate",
+        help="cost breakdown of one run on Vertex, per step, on-demand against Spot",
+    )
+    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
+    parser.add_argument(
+        "--training-hours",
+        type=float,
+        default=2.0,
+        metavar="H",
+        help="expected hours of one training job on one GPU (default: the pipelines' own, 2)",
+    )
+
+
+def _add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
+    models = subparsers.add_parser(
+        "models", help="list the local model registry (or one model's versions and aliases)"
+    )
+    models.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
+    endpoints = subparsers.add_parser(
+        "endpoints", help="list the local endpoints, their deployed models and traffic"
+    )
+    serve = subparsers.add_parser(
+        "serve", help="serve a local endpoint on 127.0.0.1 (its traffic split applies)"
+    )
+    serve.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+    serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
+    for parser in (models, endpoints, serve):
+        parser.add_argument(
+            "--db",
+            metavar="PATH",
+            help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
+        )
+
+
+def _add_demo(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="generate small data and run weekly-retraining locally end to end (make demo)",
+    )
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    )
+
+
+def _add_validate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="lint hand-written CustomJob / HyperparameterTuningJob definitions",
+        description=(
+            "Lint CustomJob or HyperparameterTuningJob definitions (REST resource in JSON or "
+            "YAML, camelCase or snake_case, or the job-spec body of `gcloud ai custom-jobs "
+            "create --config`). Exits 1 on any error, 0 otherwise; warnings are printed "
+            "either way."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="job definition files")
+    parser.add_argument("--json", action="store_true", help="print problems as a JSON list")
+
+
+def _add_upload(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "upload",
+        help="upload compiled pipeline templates to Artifact Registry or a local directory",
+        description=(
+            "Upload compiled templates, tagged v<package version> and with the git revision "
+            "(short sha, '-dirty' for uncommitted changes, 'nogit' without git), to an "
+            "Artifact Registry KFP repository or to a local directory registry. Prints each "
+            "version digest and the URI to pin in `schedule --template-version`."
+        ),
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="compiled pipeline YAML files (default: dist/pipelines/*.yaml)",
+    )
+    parser.add_argument("--project", help="Google Cloud project of the repository")
+    parser.add_argument("--location", help="region of the repository, e.g. asia-east1")
+    parser.add_argument("--repository", help="Artifact Registry repository (format KFP)")
+    parser.add_argument(
+        "--registry-dir", metavar="DIR", help="upload to a local directory registry instead"
+    )
+    parser.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="extra tag (repeatable)"
+    )
+
+
+def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "schedule",
+        help="reconcile the schedules declared in pipelines/schedules.py with Vertex AI",
+        description=(
+            "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
+            "pipelines/schedules.py, matched by display name, pinned to an uploaded template "
+            "version. --dry-run prints the diff and the next five run times and changes nothing."
+        ),
+    )
+    parser.add_argument("--project", required=True, help="Google Cloud project")
+    parser.add_argument("--location", required=True, help="Vertex AI region, e.g. asia-east1")
+    parser.add_argument(
+        "--service-account", required=True, help="runtime service account of the scheduled runs"
+    )
+    parser.add_argument(
+        "--pipeline-root", required=True, metavar="GS_URI", help="gs:// root for run artifacts"
+    )
+    parser.add_argument(
+        "--template-version",
+        action="append",
+        required=True,
+        metavar="URI_OR_DIGEST",
+        help=(
+            "pinned template version: the URI printed by `upload` "
+            "(https://LOCATION-kfp.pkg.dev/PROJECT/REPO/PIPELINE/sha256:...) or a digest "
+            "with --repository; repeat once per scheduled pipeline"
+        ),
+    )
+    parser.add_argument("--repository", help="Artifact Registry repository of a bare digest")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the diff and next runs; change nothing"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Builds the argument parser for every subcommand (no heavy imports)."""
+    parser = argparse.ArgumentParser(
+        prog="compile.py",
+        description=(
+            "Compile, validate, run, upload and schedule the vertex-retrain pipelines. "
+            "Without a command, compiles (see `compile --help`)."
+        ),
+    )
+    _add_compile_options(parser, subcommand=False)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_compile(subparsers)
+    _add_run(subparsers)
+    _add_estimate(subparsers)
+    _add_validate(subparsers)
+    _add_upload(subparsers)
+    _add_schedule(subparsers)
+    _add_local_inspection(subparsers)
+    _add_demo(subparsers)
+    return parser
+
+
+def _resolve(target: str) -> Callable[[argparse.Namespace], int]:
+    module_name, function_name = target.split(":")
+    handler: Callable[[argparse.Namespace], int] = getattr(
+        importlib.import_module(module_name), function_name
+    )
+    return handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line and returns its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args.command = "compile"
+    try:
+        handler = _resolve(_HANDLERS[args.command])
+    except ValueError as error:
+        # Modules validate what is declared in code (schedules, catalogs) when imported.
+        print(f"{args.command}: {error}", file=sys.stderr)
+        return 2
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""The ``gcp_resources`` output for local jobs, in the shape GCPC's launchers write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_local_gcp_resources(path: str, resource_type: str, job_dir: Path) -> None:
+    """Records a local job the way GCPC records a Vertex job, pointing at its folder."""
+    from vertex_retrain.backends.local.storage import atomic_write_json
+
+    atomic_write_json(
+        Path(path),
+        {"resources": [{"resourceType": resource_type, "resourceUri": job_dir.as_uri()}]},
+    )

@@ -1,0 +1,141 @@
+"""From a component's flat inputs to a validated CustomJob spec (shared by train and tune)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from vertex_retrain.specs import (
+    ContainerCode,
+    CustomJobSpec,
+    Machine,
+    PythonPackageCode,
+    ReservationAffinity,
+    Scheduling,
+    WorkerPool,
+)
+from vertex_retrain.specs.custom_job import Distribution
+from vertex_retrain.specs.scheduling import Strategy
+
+
+@dataclass(frozen=True)
+class TrainingRequest:
+    """Everything ``train_custom_job`` (and each ``hp_tune`` trial) asks for, as plain values."""
+
+    backend: str
+    display_name: str
+    base_output_directory: str
+    python_module: str = ""
+    package_uris: list[str] = field(default_factory=list)
+    executor_image_uri: str = ""
+    image_uri: str = ""
+    args: list[str] = field(default_factory=list)
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    dataset_uri: str = ""
+    dataset_flag: str = "--data"
+    machine_type: str = "n1-standard-8"
+    accelerator_type: str = ""
+    accelerator_count: int = 0
+    worker_count: int = 0
+    distribution: str = ""
+    scheduling_strategy: str = "STANDARD"
+    timeout_seconds: int = 7200
+    max_wait_seconds: int = 0
+    restart_job_on_worker_restart: bool = False
+    service_account: str = ""
+    network: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    reservation_name: str = ""
+    local_preemption_after_seconds: float = 0.0
+    project: str = ""
+    location: str = ""
+
+
+def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) -> str:
+    """``base/<run>/<task>``: each run writes its own model, checkpoints and logs.
+
+    A re-run of the same task (a restarted launcher) gets the same folder, so the job finds
+    its checkpoints; without a run name ``base`` is used as given.
+    """
+    if not pipeline_run:
+        return base
+    return "/".join([base.rstrip("/"), pipeline_run, pipeline_task or "task"])
+
+
+def format_flag_value(value: Any) -> str:
+    """Renders a flag value the way argparse expects it.
+
+    KFP hands integer pipeline parameters to components as floats (``5.0``); an integral
+    float is written as an integer so ``type=int`` flags accept it, and ``type=float``
+    flags read it back unchanged.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def program_args(request: TrainingRequest) -> list[str]:
+    """The training code's arguments: ``args``, then hyperparameter flags, then the dataset."""
+    rendered = [format_flag_value(arg) for arg in request.args]
+    rendered += [
+        f"--{name}={format_flag_value(value)}" for name, value in request.hyperparameters.items()
+    ]
+    if request.dataset_uri:
+        rendered.append(f"{request.dataset_flag}={request.dataset_uri}")
+    return rendered
+
+
+def job_spec_from_request(request: TrainingRequest) -> CustomJobSpec:
+    """Builds the typed CustomJob spec (not yet validated) from a request."""
+    args = tuple(program_args(request))
+    code: ContainerCode | PythonPackageCode
+    if request.image_uri:
+        code = ContainerCode(image_uri=request.image_uri, args=args)
+    else:
+        code = PythonPackageCode(
+            executor_image_uri=request.executor_image_uri,
+            package_uris=tuple(request.package_uris),
+            python_module=request.python_module,
+            args=args,
+        )
+    accelerator = request.accelerator_type or None
+    machine = Machine(
+        machine_type=request.machine_type,
+        accelerator_type=accelerator,
+        accelerator_count=int(request.accelerator_count) if accelerator else 0,
+        reservation=(
+            ReservationAffinity("SPECIFIC_RESERVATION", (request.reservation_name,))
+            if request.reservation_name
+            else None
+        ),
+    )
+    workers = int(request.worker_count)
+    return CustomJobSpec(
+        display_name=request.display_name,
+        primary=WorkerPool(machine=machine, code=code, replica_count=1),
+        workers=WorkerPool(machine=machine, code=code, replica_count=workers) if workers else None,
+        scheduling=Scheduling(
+            timeout_s=int(request.timeout_seconds) or None,
+            strategy=cast(Strategy, request.scheduling_strategy or "STANDARD"),
+            max_wait_s=int(request.max_wait_seconds) or None,
+            restart_job_on_worker_restart=bool(request.restart_job_on_worker_restart),
+        ),
+        service_account=request.service_account or None,
+        network=request.network or None,
+        base_output_dir=request.base_output_directory or None,
+        labels=dict(request.labels),
+        distribution=cast(Distribution, request.distribution) if request.distribution else None,
+    )
+
+
+def custom_job_payload(request: TrainingRequest) -> dict[str, Any]:
+    """Validates the request and returns the CustomJob payload.
+
+    Raises:
+        JobSpecError: The job is impossible (the message names field, value and
+            alternatives); nothing has been submitted.
+    """
+    return job_spec_from_request(request).to_payload()

@@ -1,0 +1,153 @@
+"""The run summary the exit handler writes: decision, metrics, goodput, cost, registry state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vertex_retrain.specs import JobSpecError
+from vertex_retrain.specs.cost import format_money
+from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
+from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
+
+
+def _first(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | None:
+    """The output of the task named ``prefix`` or ``prefix-N`` (If/Else branches) that ran."""
+    names = sorted(n for n in outputs if n == prefix or n.startswith(prefix + "-"))
+    ran = [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
+    return ran[0] if ran else None
+
+
+def build_summary(
+    outputs: Mapping[str, TaskOutputs],
+    *,
+    run_name: str,
+    state: str,
+    error_message: str,
+    job_shape: Mapping[str, Any],
+    expected_training_hours: float,
+) -> dict[str, Any]:
+    """Assembles the summary from the tasks' outputs (pure; missing tasks are left out)."""
+    facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
+    if error_message:
+        facts["error"] = error_message
+    evaluation = _first(outputs, "evaluate-model")
+    if evaluation is not None:
+        facts["decision"] = {
+            key: evaluation.parameters.get(key)
+            for key in ("is_better", "reason", "candidate_score", "champion_score")
+        }
+        facts["metrics"] = evaluation.artifacts.get("metrics", {}).get("metadata", {})
+    training = _first(outputs, "train-custom-job")
+    if training is not None:
+        facts["training"] = {
+            "model_uri": training.artifacts.get("model", {}).get("uri"),
+            **training.artifacts.get("metrics", {}).get("metadata", {}),
+        }
+    registered = _first(outputs, "register-model")
+    if registered is not None:
+        facts["registered"] = dict(registered.parameters)
+    deployment = _first(outputs, "deploy-model")
+    if deployment is not None:
+        facts["deployment"] = dict(deployment.parameters)
+    facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
+    return facts
+
+
+def _cost(job_shape: Mapping[str, Any], hours: float) -> dict[str, Any]:
+    # An impossible shape is often why the run failed; the summary says so instead of failing.
+    try:
+        estimate = estimate_training_cost(request_for_shape(job_shape), hours)
+    except JobSpecError as error:
+        return {"unavailable": str(error), "job_shape": dict(job_shape)}
+    return {
+        "assumed_training_hours": hours,
+        "gpu_hours": estimate.gpu_hours,
+        "on_demand": estimate.on_demand_cost,
+        "spot": estimate.spot_cost,
+        "currency": estimate.currency,
+        "job_shape": dict(job_shape),
+        "notes": list(estimate.notes),
+    }
+
+
+def summarize_run(
+    *,
+    backend: str,
+    pipeline_root: str,
+    run_name: str,
+    state: str,
+    error_message: str,
+    job_shape: Mapping[str, Any],
+    expected_training_hours: float = 2.0,
+    project: str = "",
+    location: str = "",
+) -> dict[str, Any]:
+    """Reads the run's task outputs and builds its summary.
+
+    A failure to read the outputs is recorded in the summary rather than raised: the exit
+    handler must still write what it knows.
+    """
+    try:
+        outputs = read_task_outputs(
+            backend=backend,
+            pipeline_root=pipeline_root,
+            run_name=run_name,
+            project=project,
+            location=location,
+        )
+        unreadable = ""
+    except Exception as error:  # the summary must survive a missing or odd run record
+        outputs, unreadable = {}, f"{type(error).__name__}: {error}"
+    facts = build_summary(
+        outputs,
+        run_name=run_name,
+        state=state,
+        error_message=error_message,
+        job_shape=job_shape,
+        expected_training_hours=expected_training_hours,
+    )
+    if unreadable:
+        facts["outputs_unreadable"] = unreadable
+    return facts
+
+
+def render_markdown(facts: Mapping[str, Any]) -> str:
+    """The summary as Markdown for the pipeline UI."""
+    lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
+    if "error" in facts:
+        lines += [f"**Error:** {facts['error']}", ""]
+    decision = facts.get("decision")
+    if decision:
+        verdict = "new champion" if decision.get("is_better") else "challenger only"
+        lines += [f"**Decision:** {verdict}: {decision.get('reason')}", ""]
+    metrics = facts.get("metrics") or {}
+    if metrics:
+        lines += ["| metric | value |", "| --- | --- |"]
+        lines += [
+            f"| {name} | {value:.4f} |"
+            for name, value in sorted(metrics.items())
+            if isinstance(value, int | float)
+        ]
+        lines.append("")
+    training = facts.get("training") or {}
+    if "goodput" in training:
+        lines.append(
+            f"**Training:** goodput {training['goodput']:.3f}, "
+            f"restarts {int(training.get('restarts', 0))}"
+        )
+    if facts.get("registered"):
+        lines.append(f"**Registered:** {facts['registered']}")
+    if facts.get("deployment"):
+        lines.append(f"**Deployment:** {facts['deployment']}")
+    cost = facts.get("cost_on_vertex") or {}
+    if "unavailable" in cost:
+        lines.append(f"**Cost on Vertex:** unavailable: {cost['unavailable']}")
+    elif cost:
+        currency = cost.get("currency", "")
+        lines.append(
+            f"**Cost on Vertex** ({cost['assumed_training_hours']:g} h of training assumed): "
+            f"on-demand {format_money(cost.get('on_demand'), currency)}, "
+            f"Spot {format_money(cost.get('spot'), currency)}"
+        )
+    return "\n".join(lines) + "\n"

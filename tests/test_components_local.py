@@ -121,8 +121,6 @@ def trained(world: LocalWorld) -> Trained:
     package = build_container(
         source_uri=str(ROOT / "trainer"),
         destination=PACKAGES,
-        package_name="trainer",
-        package_version="1.0.0",
         **LOCAL,
     )
     data = prepare_dataset(backend="local", transactions_uri=TRANSACTIONS, validation_weeks=1)
@@ -599,8 +597,6 @@ def small_pipeline(
         package = build_container(
             source_uri=trainer_source,
             destination=PACKAGES,
-            package_name="trainer",
-            package_version="1.0.0",
             **place,
         )
         data = prepare_dataset(transactions_uri=TRANSACTIONS, backend=backend)

@@ -3,23 +3,39 @@
 from typing import NamedTuple
 
 from kfp import dsl
-from kfp.dsl import Dataset, Input, Metrics, Model, Output
+from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
+# The evaluation job's defaults below are literal copies of
+# vertex_retrain.specs.defaults.EVALUATION: KFP embeds this function's source and runs it on its
+# own, where a reference to that module would be a NameError. tests/test_steps_evaluate.py
+# fails when a copy differs.
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
 def evaluate_model(
     backend: str,
     candidate: Input[Model],
     dataset: Input[Dataset],
     model_display_name: str,
+    base_output_directory: str,
     metrics: Output[Metrics],
+    gcp_resources: OutputPath(str),
     champion_alias: str = "champion",
     primary_metric: str = "ndcg_at_10",
     min_improvement: float = 0.0,
     guardrail_metrics: dict = {"recall_at_10": 0.01},  # noqa: B006 - read from the signature
     force_decision: str = "",
+    python_module: str = "trainer.evaluate",
+    package_uris: list = [],  # noqa: B006
+    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+    image_uri: str = "",
+    args: list = [],  # noqa: B006
+    machine_type: str = "n1-standard-8",
+    timeout_seconds: int = 7200,
+    service_account: str = "",
+    pipeline_run: str = "",
+    pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -30,16 +46,23 @@ def evaluate_model(
 ):
     """Decides whether the candidate should replace the champion.
 
-    Both models are scored on the dataset's validation split. The candidate wins when its
-    primary metric beats the champion's by more than ``min_improvement`` and no guardrail
-    metric drops by more than its allowed amount. With no champion yet, the candidate wins.
+    The scoring is the training package's own code: its evaluation entry point (for the
+    reference trainer ``python -m trainer.evaluate``) runs as a CustomJob on one CPU machine
+    with the evaluation contract's flags (``--candidate-model-dir``, ``--champion-model-dir``,
+    ``--data``, ``--metrics-output``) and writes a metrics JSON file (see
+    docs/components.md#evaluation-contract). The candidate wins when its primary metric beats
+    the champion's by more than ``min_improvement`` and no guardrail metric drops by more
+    than its allowed amount. With no champion yet, the candidate wins.
 
     Args:
-        backend: ``"vertex"`` or ``"local"``: where the champion is looked up.
+        backend: ``"vertex"`` or ``"local"``: where the job runs and the champion is found.
         candidate: The candidate model directory.
         dataset: The dataset from ``prepare_dataset``.
         model_display_name: Registry model that holds the champion.
-        metrics: Output: candidate, champion and popularity-baseline metrics.
+        base_output_directory: ``gs://`` folder; the job writes ``metrics.json`` under
+            ``<it>/<pipeline run>/<task>``, or under it directly without ``pipeline_run``.
+        metrics: Output: candidate, champion and baseline metrics.
+        gcp_resources: Output: the evaluation job's resource (console link, cancellation).
         champion_alias: Alias of the current champion version.
         primary_metric: The single metric the decision is made on.
         min_improvement: The primary metric must gain more than this (absolute; with 0 a
@@ -47,6 +70,18 @@ def evaluate_model(
         guardrail_metrics: Metric name -> largest allowed drop (absolute).
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.
+        python_module: The evaluation entry point of the training package.
+        package_uris: ``gs://`` URIs of the training package (the one the training ran).
+        executor_image_uri: Prebuilt image that runs the package.
+        image_uri: Custom container instead of a package: its entrypoint gets ``args`` and
+            then the contract's flags.
+        args: Extra arguments for the entry point, before the contract's flags.
+        machine_type: Machine of the evaluation job (no accelerator; on demand).
+        timeout_seconds: Maximum run time of the evaluation job.
+        service_account: Service account the job runs as.
+        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
+            ``pipeline_task`` it scopes the output folder and lets a re-run adopt its job.
+        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         project: Google Cloud project.
         location: Google Cloud region.
 
@@ -57,21 +92,35 @@ def evaluate_model(
         reason: One sentence explaining the decision.
     """
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
+    from vertex_retrain.steps.job_request import format_flag_value, scoped_output_directory
 
     decision = evaluate(
         EvaluationRequest(
             backend=backend,
             candidate_uri=candidate.uri,
-            dataset_dir=dataset.path,
+            dataset_uri=dataset.uri,
             model_display_name=model_display_name,
+            output_directory=scoped_output_directory(
+                base_output_directory, pipeline_run, pipeline_task
+            ),
             champion_alias=champion_alias,
             primary_metric=primary_metric,
             min_improvement=min_improvement,
             guardrail_metrics={str(k): float(v) for k, v in guardrail_metrics.items()},
             force_decision=force_decision,
+            python_module=python_module,
+            package_uris=list(package_uris),
+            executor_image_uri=executor_image_uri,
+            image_uri=image_uri,
+            args=[format_flag_value(arg) for arg in args],
+            machine_type=machine_type,
+            timeout_seconds=timeout_seconds,
+            service_account=service_account,
             project=project,
             location=location,
-        )
+        ),
+        gcp_resources_path=gcp_resources,
+        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
     )
     for name, value in decision.reported_metrics().items():
         metrics.log_metric(name, value)

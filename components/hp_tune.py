@@ -8,6 +8,10 @@ from kfp.dsl import HTML, Dataset, Input, Model, Output, OutputPath
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
+# The study and trial-shape defaults below are literal copies of
+# vertex_retrain.specs.defaults.TUNING and TRAINING: KFP embeds this function's source and runs
+# it on its own, where a reference to that module would be a NameError.
+# tests/test_specs_defaults.py fails when a copy differs.
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
 def hp_tune(
     backend: str,
@@ -26,7 +30,7 @@ def hp_tune(
     measurement_selection: str = "BEST_MEASUREMENT",
     python_module: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    executor_image_uri: str = "",
+    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
     args: list = [],  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
@@ -36,7 +40,7 @@ def hp_tune(
     accelerator_type: str = "NVIDIA_TESLA_T4",
     accelerator_count: int = 1,
     scheduling_strategy: str = "SPOT",
-    timeout_seconds: int = 3600,
+    timeout_seconds: int = 14400,
     service_account: str = "",
     network: str = "",
     labels: dict = {},  # noqa: B006

@@ -18,10 +18,13 @@ def prepare_dataset(
     """Splits transactions by time: train up to week T-1, validate on the last week(s).
 
     A random split would leak the future into training, so the split is by calendar week.
+    The data is first checked against the declared transactions contract (columns, types, key
+    columns; docs/components.md#dataset-contract); a mismatch fails naming the column.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
-        transactions_uri: Folder of Parquet transactions (local, ``gs://`` or ``/gcs/``).
+        transactions_uri: Dataset folder (local, ``gs://`` or ``/gcs/``):
+            ``transactions/*.parquet``, ``drinks.parquet`` and ``stores.parquet``.
         dataset: Output: the folder holding the split and its ``manifest.json``.
         validation_weeks: How many final weeks to hold out.
 

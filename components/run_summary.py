@@ -6,6 +6,10 @@ from kfp.dsl import Artifact, Markdown, Output
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
+# expected_training_hours defaults to a literal copy of
+# vertex_retrain.specs.defaults.TRAINING.expected_training_hours: KFP embeds this function's
+# source and runs it on its own, where a reference to that module would be a NameError.
+# tests/test_specs_defaults.py fails when the copy differs.
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
 def run_summary(
     status: dsl.PipelineTaskFinalStatus,

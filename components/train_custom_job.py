@@ -8,6 +8,10 @@ from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 
+# The job-shape defaults below (executor image, dataset flag, machine, accelerators, workers,
+# distribution, strategy, timeout) are literal copies of vertex_retrain.specs.defaults.TRAINING:
+# KFP embeds this function's source and runs it on its own, where a reference to that module
+# would be a NameError. tests/test_specs_defaults.py fails when a copy differs.
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
 def train_custom_job(
     backend: str,
@@ -18,7 +22,7 @@ def train_custom_job(
     gcp_resources: OutputPath(str),
     python_module: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    executor_image_uri: str = "",
+    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
     args: list = [],  # noqa: B006
     dataset: Input[Dataset] = None,
@@ -30,7 +34,7 @@ def train_custom_job(
     worker_count: int = 0,
     distribution: str = "ddp",
     scheduling_strategy: str = "SPOT",
-    timeout_seconds: int = 7200,
+    timeout_seconds: int = 14400,
     max_wait_seconds: int = 0,
     restart_job_on_worker_restart: bool = False,
     service_account: str = "",

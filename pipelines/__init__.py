@@ -1,0 +1,3 @@
+"""The pipelines (``weekly_retraining``, ``train_only``), their defaults, the pipeline registry
+(``catalog``) and the declared schedules. Command-line code lives in :mod:`vertex_retrain.cli`.
+"""

@@ -1,6 +1,30 @@
-"""Defaults shared by the drink shops' pipelines: one place to read what a run costs."""
+"""Defaults shared by the drink shops' pipelines: one place to read what a run costs.
+
+The job shape (machine, accelerators, strategy, timeout, executor image, expected training
+time) and the tuning study's size are not repeated here: :data:`TRAINING` and :data:`TUNING`
+are the library's own definitions (:mod:`vertex_retrain.specs.defaults`), the ones the
+components and request types default to, so a pipeline that sets nothing and a component
+called alone run the same job. Only what belongs to this worked example is defined here.
+"""
 
 from __future__ import annotations
+
+from vertex_retrain.specs.defaults import TRAINING, TUNING
+
+__all__ = [
+    "BUCKET",
+    "ENDPOINT_DISPLAY_NAME",
+    "MODEL_DISPLAY_NAME",
+    "OUTPUT_ROOT",
+    "PACKAGES_URI",
+    "SAMPLE_INSTANCES",
+    "SERVING_COMMAND",
+    "SERVING_IMAGE_URI",
+    "SOURCE_URI",
+    "TRAINING",
+    "TRANSACTIONS_URI",
+    "TUNING",
+]
 
 BUCKET = "gs://drink-shops-ml"
 """Cloud Storage bucket of the worked example (maps to the local storage root locally)."""
@@ -12,19 +36,7 @@ OUTPUT_ROOT = f"{BUCKET}/runs"
 MODEL_DISPLAY_NAME = "guess-your-order"
 ENDPOINT_DISPLAY_NAME = "guess-your-order"
 
-# The seed's recommendation for this model: a custom PyTorch model with a custom loss wants a
-# GPU (not a TPU: custom ops and branching), one T4 is the cost-efficient start, and Spot
-# suits a job that checkpoints (the trainer checkpoints on SIGTERM and resumes exactly).
-MACHINE_TYPE = "n1-standard-8"
-ACCELERATOR_TYPE = "NVIDIA_TESLA_T4"
-ACCELERATOR_COUNT = 1
-SCHEDULING_STRATEGY = "SPOT"
-EXECUTOR_IMAGE_URI = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 SERVING_IMAGE_URI = "us-docker.pkg.dev/drink-shops-ml/serving/guess-your-order:latest"
 SERVING_COMMAND = ["python", "-m", "trainer.serve"]
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
 """What a new deployment must answer before it gets traffic."""
-
-# Expected run time of one weekly training job on the default machine, used by cost
-# estimates (compile.py estimate): a budget figure, not a measurement.
-EXPECTED_TRAINING_HOURS = 2.0

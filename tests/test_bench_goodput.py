@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:  # bench/ is a folder of scripts, not an installed
 from bench import bench_goodput as bg  # noqa: E402
 from bench.figures import check_figure  # noqa: E402
 from bench.report_plots import check_plot  # noqa: E402
+from trainer.faults import faults_env  # noqa: E402
 
 FLAGS = ["--epochs", "50", "--batch_size", "64", "--checkpoint_every_steps", "5",
          "--log_every_steps", "1", "--num_threads", "1", "--max_steps", "40"]  # fmt: skip
@@ -34,7 +35,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _train(program: list[str], data: Path, out: Path) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")]),
-           "TRAINER_TEST_SIGTERM_AT_STEP": "7"}  # fmt: skip
+           **faults_env(sigterm_at_step=7)}  # fmt: skip
     done = subprocess.run(
         [sys.executable, *program, "--data", str(data), "--output_dir", str(out), *FLAGS],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,

@@ -16,6 +16,7 @@ from kfp import dsl
 from vertex_retrain.cli.compile_commands import cli_compile, cli_estimate
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.pipelines import catalog
+from vertex_retrain.specs.defaults import TRAINING
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,6 +88,24 @@ def test_estimate_prints_breakdown_with_assumptions(capsys: pytest.CaptureFixtur
     assert "tune (all trials)" in text and "train:" in text
     assert "3 h on one GPU" in text
     assert "Spot priced at 60% of on-demand" in text
+
+
+@pytest.mark.parametrize(
+    ("params", "gpus", "hours"),
+    [
+        ([], 1, TRAINING.expected_training_hours),
+        (["expected_training_hours=3", "accelerator_count=2"], 2, 3.0),
+    ],
+)
+def test_estimate_prices_the_compiled_defaults_under_the_overrides(
+    params: list[str], gpus: int, hours: float
+) -> None:
+    args = argparse.Namespace(name="weekly-retraining", param=params, training_hours=None)
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    text = out.getvalue()
+    assert f"train: {gpus} GPU(s)" in text
+    assert f"one training job takes {hours:g} h on one GPU" in text
 
 
 @pytest.mark.parametrize(

@@ -367,7 +367,7 @@ class EvaluationOutputs(NamedTuple):
 
 @dsl.pipeline(name="evaluate-imported")
 def evaluate_imported(
-    model_uri: str, dataset_uri: str, model_display_name: str
+    model_uri: str, dataset_uri: str, model_display_name: str, package_uri: str
 ) -> EvaluationOutputs:
     """evaluate_model on an imported candidate model and dataset."""
     model = dsl.importer(artifact_uri=model_uri, artifact_class=Model)
@@ -376,6 +376,10 @@ def evaluate_imported(
         candidate=model.output,
         dataset=data.output,
         model_display_name=model_display_name,
+        base_output_directory="gs://shop/runs/evaluate-imported",
+        package_uris=[package_uri],
+        executor_image_uri=PREBUILT,
+        args=["--num-threads", "1"],
         backend="local",
         project=LOCAL_PROJECT,
         location=LOCAL_LOCATION,
@@ -472,7 +476,10 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
 
     def evaluate() -> Any:
         return evaluate_imported(
-            model_uri=model_uri, dataset_uri=dataset_uri, model_display_name=name
+            model_uri=model_uri,
+            dataset_uri=dataset_uri,
+            model_display_name=name,
+            package_uri=trained.package.outputs["reference"],
         ).outputs
 
     def register(make_champion: bool, run: str) -> Any:
@@ -629,6 +636,12 @@ def small_pipeline(
             candidate=training.outputs["model"],
             dataset=data.outputs["dataset"],
             model_display_name=model_display_name,
+            base_output_directory="gs://shop/runs/small",
+            package_uris=[package.outputs["reference"]],
+            executor_image_uri=PREBUILT,
+            args=["--num-threads", "1"],
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             **place,
         )
         registered = register_model(

@@ -1,10 +1,10 @@
 """The components' Vertex backend, step by step, against fakes at the Google client boundary.
 
-The steps (vertex_retrain/steps/*.py) are what each component body calls. They build their
-clients through the default factories of vertex_retrain/backends/vertex/*; the tests replace those
-factories with the in-memory fakes of tests/fakes/vertex_*.py, so every request is a
-real aiplatform_v1 / cloudbuild_v1 message and GCPC's launcher code runs for real. Nothing
-here contacts Google, and none of it proves behaviour on Vertex AI itself.
+The steps (vertex_retrain/steps/*.py) are what each component body calls. Each test builds a
+``VertexBackend`` whose constructor gets the in-memory fakes of tests/fakes/vertex_*.py and
+passes it to the step, so every request is a real aiplatform_v1 / cloudbuild_v1 message and
+GCPC's launcher code runs for real. Nothing here contacts Google, and none of it proves
+behaviour on Vertex AI itself.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from google.protobuf import json_format
 from tests.fakes.vertex_build import FakeCloudBuildClient, FakeStorageClient
 from tests.fakes.vertex_jobs import FakeJobServiceClient
 from tests.fakes.vertex_serving import FakeEndpointServiceClient, FakeModelServiceClient
-from vertex_retrain.backends.vertex import _launcher, cloud_build, endpoints, model_registry
+from vertex_retrain.backends.base import Backend
+from vertex_retrain.backends.local.backend import LocalBackend
+from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.specs.problems import JobSpecError
 from vertex_retrain.steps.build import build
 from vertex_retrain.steps.champion import find_alias_holder
@@ -57,10 +59,8 @@ def _fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def jobs(monkeypatch: pytest.MonkeyPatch) -> FakeJobServiceClient:
-    fake = FakeJobServiceClient()
-    monkeypatch.setattr(_launcher, "default_job_client_factory", fake.factory())
-    return fake
+def jobs() -> FakeJobServiceClient:
+    return FakeJobServiceClient()
 
 
 def _training(**overrides: Any) -> TrainingRequest:
@@ -108,9 +108,9 @@ def _only_resource(path: Path) -> dict[str, Any]:
 
 
 def test_train_step_vertex_payload_parses_into_the_custom_job_proto(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
-    result = train(_training(), gcp_resources_path=str(tmp_path / "gcp_resources"))
+    result = train(_training(), gcp_resources_path=str(tmp_path / "gcp_resources"), backend=vertex)
 
     (sent,) = jobs.created_payloads
     job = _strict(aiplatform_v1.CustomJob, sent)
@@ -143,10 +143,10 @@ def test_train_step_vertex_payload_parses_into_the_custom_job_proto(
 
 
 def test_train_step_vertex_writes_gcp_resources_for_the_console(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     path = tmp_path / "outputs" / "gcp_resources"
-    train(_training(), gcp_resources_path=str(path))
+    train(_training(), gcp_resources_path=str(path), backend=vertex)
     assert _only_resource(path) == {
         "resourceType": "CustomJob",
         "resourceUri": f"{API}/{PARENT}/customJobs/1000",
@@ -154,7 +154,7 @@ def test_train_step_vertex_writes_gcp_resources_for_the_console(
 
 
 def test_train_step_vertex_restarted_launcher_resumes_the_same_job(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "gcp_resources")
     jobs.states = ["JOB_STATE_RUNNING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
@@ -165,42 +165,48 @@ def test_train_step_vertex_restarted_launcher_resumes_the_same_job(
 
     jobs.get_custom_job = launcher_killed  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        train(_training(), gcp_resources_path=path, request_key="run-7-train")
+        train(_training(), gcp_resources_path=path, request_key="run-7-train", backend=vertex)
     jobs.get_custom_job = polling  # type: ignore[method-assign]
 
-    result = train(_training(), gcp_resources_path=path, request_key="run-7-train")
+    result = train(_training(), gcp_resources_path=path, request_key="run-7-train", backend=vertex)
     assert [method for method, _ in jobs.calls].count("create_customJobs") == 1
     assert len(jobs.jobs) == 1
     assert result.model_metadata["job"] == f"{PARENT}/customJobs/1000"
 
 
 def test_train_step_vertex_rerun_with_lost_gcp_resources_adopts_the_live_job(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.states = ["JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"]
-    train(_training(), gcp_resources_path=str(tmp_path / "a"), request_key="run-7-train")
+    train(
+        _training(),
+        gcp_resources_path=str(tmp_path / "a"),
+        request_key="run-7-train",
+        backend=vertex,
+    )
     # A new pod of the same task, without the first pod's gcp_resources file.
     second = tmp_path / "b"
-    train(_training(), gcp_resources_path=str(second), request_key="run-7-train")
+    train(_training(), gcp_resources_path=str(second), request_key="run-7-train", backend=vertex)
     assert len(jobs.jobs) == 1
     assert _only_resource(second)["resourceUri"].endswith("/customJobs/1000")
 
 
 def test_train_step_vertex_failed_job_raises_training_job_failed(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.states = ["JOB_STATE_RUNNING", "JOB_STATE_FAILED"]
     with pytest.raises(TrainingJobFailedError, match="exited with status 1"):
-        train(_training(), gcp_resources_path=str(tmp_path / "gcp_resources"))
+        train(_training(), gcp_resources_path=str(tmp_path / "gcp_resources"), backend=vertex)
 
 
 def test_train_step_vertex_impossible_job_is_refused_before_any_call(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     with pytest.raises(JobSpecError, match="e2-standard-8"):
         train(
             _training(machine_type="e2-standard-8"),
             gcp_resources_path=str(tmp_path / "gcp_resources"),
+            backend=vertex,
         )
     assert jobs.calls == []
     assert not (tmp_path / "gcp_resources").exists()
@@ -299,12 +305,15 @@ def _study(**overrides: Any) -> TuningRequest:
 
 
 def test_tune_step_vertex_payload_parses_and_the_best_successful_trial_wins(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.trials = TRIALS
     report = tmp_path / "report" / "trials.html"
     outcome = tune(
-        _study(), gcp_resources_path=str(tmp_path / "gcp_resources"), report_path=str(report)
+        _study(),
+        gcp_resources_path=str(tmp_path / "gcp_resources"),
+        report_path=str(report),
+        backend=vertex,
     )
 
     (sent,) = jobs.created_payloads
@@ -335,7 +344,7 @@ def test_tune_step_vertex_payload_parses_and_the_best_successful_trial_wins(
 
 
 def test_tune_step_vertex_restarted_launcher_resumes_the_same_study(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.trials = TRIALS
     path = str(tmp_path / "gcp_resources")
@@ -346,39 +355,54 @@ def test_tune_step_vertex_restarted_launcher_resumes_the_same_study(
 
     jobs.get_hyperparameter_tuning_job = launcher_killed  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        tune(_study(), gcp_resources_path=path, report_path=str(tmp_path / "r.html"))
+        tune(
+            _study(), gcp_resources_path=path, report_path=str(tmp_path / "r.html"), backend=vertex
+        )
     jobs.get_hyperparameter_tuning_job = polling  # type: ignore[method-assign]
-    outcome = tune(_study(), gcp_resources_path=path, report_path=str(tmp_path / "r.html"))
+    outcome = tune(
+        _study(), gcp_resources_path=path, report_path=str(tmp_path / "r.html"), backend=vertex
+    )
     assert [m for m, _ in jobs.calls].count("create_hyperparameterTuningJobs") == 1
     assert outcome.best_trial_id == "3"
 
 
 def test_tune_step_vertex_study_without_a_successful_trial_names_the_metric(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.trials = [TRIALS[1], TRIALS[3]]
     report = tmp_path / "trials.html"
     with pytest.raises(ValueError, match=r"no SUCCEEDED trial .* 'ndcg_at_10'"):
-        tune(_study(), gcp_resources_path=str(tmp_path / "g"), report_path=str(report))
+        tune(
+            _study(),
+            gcp_resources_path=str(tmp_path / "g"),
+            report_path=str(report),
+            backend=vertex,
+        )
     assert not report.exists()
 
 
 def test_tune_step_vertex_failed_study_raises_tuning_job_failed(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     jobs.states = ["JOB_STATE_FAILED"]
     with pytest.raises(TuningJobFailedError, match="JOB_STATE_FAILED"):
-        tune(_study(), gcp_resources_path=str(tmp_path / "g"), report_path=str(tmp_path / "r"))
+        tune(
+            _study(),
+            gcp_resources_path=str(tmp_path / "g"),
+            report_path=str(tmp_path / "r"),
+            backend=vertex,
+        )
 
 
 def test_tune_step_vertex_impossible_study_is_refused_before_any_call(
-    jobs: FakeJobServiceClient, tmp_path: Path
+    vertex: VertexBackend, jobs: FakeJobServiceClient, tmp_path: Path
 ) -> None:
     with pytest.raises(JobSpecError, match="parallelTrialCount"):
         tune(
             _study(max_trial_count=2, parallel_trial_count=5),
             gcp_resources_path=str(tmp_path / "g"),
             report_path=str(tmp_path / "r"),
+            backend=vertex,
         )
     assert jobs.calls == []
 
@@ -403,17 +427,8 @@ class RecordingModelService(FakeModelServiceClient):
 
 
 @pytest.fixture
-def models(monkeypatch: pytest.MonkeyPatch) -> RecordingModelService:
-    fake = RecordingModelService()
-    regions: list[str] = []
-
-    def client_for(location: str) -> RecordingModelService:
-        regions.append(location)
-        return fake
-
-    monkeypatch.setattr(model_registry, "_default_model_client", client_for)
-    fake.regions = regions  # type: ignore[attr-defined]
-    return fake
+def models() -> RecordingModelService:
+    return RecordingModelService()
 
 
 def _registration(run: str, make_champion: bool, **overrides: Any) -> RegistrationRequest:
@@ -438,10 +453,11 @@ def _requests_of(fake: RecordingModelService, message_cls: Any) -> list[Any]:
 
 
 def test_register_step_vertex_uploads_versions_under_one_model(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
-    first = register(_registration("run-1", make_champion=True))
-    second = register(_registration("run-2", make_champion=False))
+    first = register(_registration("run-1", make_champion=True), backend=vertex)
+    second = register(_registration("run-2", make_champion=False), backend=vertex)
 
     uploads = _requests_of(models, aiplatform_v1.UploadModelRequest)
     assert [u.parent for u in uploads] == [PARENT, PARENT]
@@ -459,15 +475,15 @@ def test_register_step_vertex_uploads_versions_under_one_model(
     assert second.resource_name == f"{model_name}@2"
     # The google.VertexModel artifact, as GCPC's ModelUploadOp writes it.
     assert second.artifact_uri == f"{API}/{second.resource_name}"
-    assert set(models.regions) == {LOCATION}  # type: ignore[attr-defined]
 
 
 def test_register_step_vertex_champion_and_default_move_together_only_when_told(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
-    register(_registration("run-1", make_champion=True))
-    challenger = register(_registration("run-2", make_champion=False))
-    champion = register(_registration("run-3", make_champion=True))
+    register(_registration("run-1", make_champion=True), backend=vertex)
+    challenger = register(_registration("run-2", make_champion=False), backend=vertex)
+    champion = register(_registration("run-3", make_champion=True), backend=vertex)
 
     model_name = champion.resource_name.split("@")[0]
     holders = {
@@ -483,11 +499,12 @@ def test_register_step_vertex_champion_and_default_move_together_only_when_told(
 
 
 def test_register_step_vertex_rerun_of_the_same_run_is_idempotent(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
-    first = register(_registration("run-1", make_champion=True))
+    first = register(_registration("run-1", make_champion=True), backend=vertex)
     calls_before = list(models.calls)
-    again = register(_registration("run-1", make_champion=True))
+    again = register(_registration("run-1", make_champion=True), backend=vertex)
     assert again == first
     new_calls = models.calls[len(calls_before) :]
     assert "upload_model" not in new_calls and "merge_version_aliases" not in new_calls
@@ -495,11 +512,14 @@ def test_register_step_vertex_rerun_of_the_same_run_is_idempotent(
 
 
 def test_register_step_vertex_custom_champion_alias_is_what_evaluate_finds(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
-    registered = register(_registration("run-1", make_champion=True, champion_alias="production"))
+    registered = register(
+        _registration("run-1", make_champion=True, champion_alias="production"), backend=vertex
+    )
     holder = find_alias_holder(
-        backend="vertex",
+        backend=vertex,
         display_name="guess-your-order",
         alias="production",
         project=PROJECT,
@@ -510,19 +530,23 @@ def test_register_step_vertex_custom_champion_alias_is_what_evaluate_finds(
 
 
 def test_register_step_vertex_bad_artifact_uri_registers_nothing(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
     with pytest.raises(ValueError, match="gs://"):
-        register(_registration("run-1", make_champion=True, artifact_uri="/tmp/model"))
+        register(
+            _registration("run-1", make_champion=True, artifact_uri="/tmp/model"), backend=vertex
+        )
     assert "upload_model" not in models.calls
 
 
 def test_champion_lookup_vertex_finds_the_alias_holder_or_none(
+    vertex: VertexBackend,
     models: RecordingModelService,
 ) -> None:
     def lookup() -> Any:
         return find_alias_holder(
-            backend="vertex",
+            backend=vertex,
             display_name="guess-your-order",
             alias="champion",
             project=PROJECT,
@@ -530,9 +554,9 @@ def test_champion_lookup_vertex_finds_the_alias_holder_or_none(
         )
 
     assert lookup() is None  # no model yet
-    register(_registration("run-1", make_champion=False))
+    register(_registration("run-1", make_champion=False), backend=vertex)
     assert lookup() is None  # a model, but no champion: the candidate will win
-    register(_registration("run-2", make_champion=True))
+    register(_registration("run-2", make_champion=True), backend=vertex)
     holder = lookup()
     assert holder is not None
     assert (holder.version_id, holder.artifact_uri) == ("2", "gs://shop/runs/run-2/train/model")
@@ -554,10 +578,8 @@ class RecordingEndpointService(FakeEndpointServiceClient):
 
 
 @pytest.fixture
-def endpoint_service(monkeypatch: pytest.MonkeyPatch) -> RecordingEndpointService:
-    fake = RecordingEndpointService()
-    monkeypatch.setattr(endpoints, "_default_endpoint_client", lambda location: fake)
-    return fake
+def endpoint_service() -> RecordingEndpointService:
+    return RecordingEndpointService()
 
 
 def _deployment(version: int, traffic: int, **overrides: Any) -> DeploymentRequest:
@@ -580,9 +602,10 @@ def _deployment(version: int, traffic: int, **overrides: Any) -> DeploymentReque
 
 
 def test_deploy_step_vertex_creates_the_endpoint_and_sends_a_valid_deploy_request(
+    vertex: VertexBackend,
     endpoint_service: RecordingEndpointService,
 ) -> None:
-    outcome = deploy(_deployment(1, 100))
+    outcome = deploy(_deployment(1, 100), backend=vertex)
 
     (request,) = endpoint_service.deploy_requests
     assert isinstance(request, aiplatform_v1.DeployModelRequest)
@@ -599,32 +622,38 @@ def test_deploy_step_vertex_creates_the_endpoint_and_sends_a_valid_deploy_reques
 
 
 def test_deploy_step_vertex_previous_version_keeps_the_rest_of_the_traffic(
+    vertex: VertexBackend,
     endpoint_service: RecordingEndpointService,
 ) -> None:
-    first = deploy(_deployment(1, 100))
-    second = deploy(_deployment(2, 30))
+    first = deploy(_deployment(1, 100), backend=vertex)
+    second = deploy(_deployment(2, 30), backend=vertex)
     assert second.traffic == {first.deployed_model_id: 70, second.deployed_model_id: 30}
 
 
 def test_deploy_step_vertex_rerun_is_idempotent(
+    vertex: VertexBackend,
     endpoint_service: RecordingEndpointService,
 ) -> None:
-    deploy(_deployment(1, 100))
-    second = deploy(_deployment(2, 30))
-    again = deploy(_deployment(2, 30))
+    deploy(_deployment(1, 100), backend=vertex)
+    second = deploy(_deployment(2, 30), backend=vertex)
+    again = deploy(_deployment(2, 30), backend=vertex)
     assert again == second
     assert len(endpoint_service.deploy_requests) == 2
     assert endpoint_service.calls.count("create_endpoint") == 1
 
 
 def test_deploy_step_vertex_prunes_zero_traffic_versions_beyond_keep_last_n(
+    vertex: VertexBackend,
     endpoint_service: RecordingEndpointService,
 ) -> None:
-    ids = [deploy(_deployment(v, t)).deployed_model_id for v, t in [(1, 100), (2, 30), (3, 100)]]
+    ids = [
+        deploy(_deployment(v, t), backend=vertex).deployed_model_id
+        for v, t in [(1, 100), (2, 30), (3, 100)]
+    ]
     # v3 took all traffic; v1 and v2 held traffic before it, so both stay for rollback.
     endpoint = endpoint_service.get_endpoint(name=f"{PARENT}/endpoints/700")
     assert {d.id for d in endpoint.deployed_models} == set(ids)
-    fourth = deploy(_deployment(4, 100))
+    fourth = deploy(_deployment(4, 100), backend=vertex)
     endpoint = endpoint_service.get_endpoint(name=f"{PARENT}/endpoints/700")
     assert {d.id for d in endpoint.deployed_models} == {ids[2], fourth.deployed_model_id}
     assert fourth.traffic == {fourth.deployed_model_id: 100}
@@ -633,15 +662,18 @@ def test_deploy_step_vertex_prunes_zero_traffic_versions_beyond_keep_last_n(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"traffic_percentage": 150}, "between 0 and 100"),
+        ({"traffic_percentage": 150}, "from 0 to 100"),
         ({"model_resource_name": "models/guess-your-order@1"}, "ID@VERSION"),
     ],
 )
 def test_deploy_step_vertex_bad_request_changes_nothing(
-    endpoint_service: RecordingEndpointService, overrides: dict[str, Any], message: str
+    vertex: VertexBackend,
+    endpoint_service: RecordingEndpointService,
+    overrides: dict[str, Any],
+    message: str,
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        deploy(_deployment(1, 100, **overrides))
+        deploy(_deployment(1, 100, **overrides), backend=vertex)
     assert endpoint_service.calls == []
 
 
@@ -649,19 +681,36 @@ def test_deploy_step_vertex_bad_request_changes_nothing(
 
 
 @pytest.fixture
-def cloud(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCloudBuildClient, FakeStorageClient]:
-    builds, storage = FakeCloudBuildClient(), FakeStorageClient()
-    monkeypatch.setattr(cloud_build, "_default_build_client", lambda: builds)
-    monkeypatch.setattr(cloud_build, "_default_storage_client", lambda project: storage)
-    return builds, storage
+def cloud() -> tuple[FakeCloudBuildClient, FakeStorageClient]:
+    return FakeCloudBuildClient(), FakeStorageClient()
+
+
+@pytest.fixture
+def vertex(
+    jobs: FakeJobServiceClient,
+    models: RecordingModelService,
+    endpoint_service: RecordingEndpointService,
+    cloud: tuple[FakeCloudBuildClient, FakeStorageClient],
+) -> VertexBackend:
+    """The Vertex backend with every Google client replaced by its fake."""
+    builds, storage = cloud
+    return VertexBackend(
+        PROJECT,
+        LOCATION,
+        job_client_factory=jobs.factory(),
+        model_client=models,
+        endpoint_client=endpoint_service,
+        build_client=builds,
+        storage_client=storage,
+    )
 
 
 IMAGE = "europe-west4-docker.pkg.dev/shop/training/tiny"
 
 
-def _build_image(**overrides: Any) -> Any:
+def _build_image(backend: Backend, **overrides: Any) -> Any:
     arguments: dict[str, Any] = dict(
-        backend="vertex",
+        backend=backend,
         source_uri=str(FIXTURES),
         destination=IMAGE,
         kind="container",
@@ -674,13 +723,14 @@ def _build_image(**overrides: Any) -> Any:
 
 
 def test_build_step_vertex_cloud_build_once_per_context_digest(
+    vertex: VertexBackend,
     cloud: tuple[FakeCloudBuildClient, FakeStorageClient],
 ) -> None:
     from google.cloud.devtools import cloudbuild_v1
 
     builds, storage = cloud
-    first = _build_image()
-    again = _build_image()
+    first = _build_image(vertex)
+    again = _build_image(vertex)
 
     (sent,) = builds.builds
     assert isinstance(sent, cloudbuild_v1.Build)
@@ -696,32 +746,32 @@ def test_build_step_vertex_cloud_build_once_per_context_digest(
 
 
 def test_build_step_vertex_and_local_agree_on_the_context_digest(
+    vertex: VertexBackend,
     cloud: tuple[FakeCloudBuildClient, FakeStorageClient],
-    monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    on_vertex = _build_image()
-    locally = _build_image(backend="local", gpu=False)
+    on_vertex = _build_image(vertex)
+    locally = _build_image(LocalBackend(tmp_path / "root"), gpu=False)
     assert locally.digest == on_vertex.digest
     assert locally.reference == f"{IMAGE}@{on_vertex.digest}"
 
 
 def test_build_step_vertex_container_without_staging_uri_builds_nothing(
+    vertex: VertexBackend,
     cloud: tuple[FakeCloudBuildClient, FakeStorageClient],
 ) -> None:
     with pytest.raises(ValueError, match="staging_uri"):
-        _build_image(staging_uri="")
+        _build_image(vertex, staging_uri="")
     assert cloud[0].builds == [] and cloud[1].objects == {}
 
 
 @pytest.mark.slow
 def test_build_step_vertex_python_package_uploaded_once_per_content(
-    cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
+    vertex: VertexBackend, cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
 ) -> None:
     source = Path(shutil.copytree(FIXTURES / "tiny_trainer", tmp_path / "tiny_trainer"))
     arguments: dict[str, Any] = dict(
-        backend="vertex",
+        backend=vertex,
         source_uri=str(source),
         destination="gs://shop/packages",
         package_name="tiny_trainer",
@@ -740,9 +790,9 @@ def test_build_step_vertex_python_package_uploaded_once_per_content(
 
 
 def test_build_step_vertex_refuses_a_dockerfile_that_copies_credentials(
-    cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
+    vertex: VertexBackend, cloud: tuple[FakeCloudBuildClient, FakeStorageClient], tmp_path: Path
 ) -> None:
-    from vertex_retrain.backends.local.build_context import BuildError
+    from vertex_retrain.build.context import BuildError
 
     context = tmp_path / "context"
     context.mkdir()
@@ -752,5 +802,5 @@ def test_build_step_vertex_refuses_a_dockerfile_that_copies_credentials(
         'ENTRYPOINT ["python3", "-m", "trainer.task"]\n'
     )
     with pytest.raises(BuildError, match=r"sa\.json"):
-        _build_image(source_uri=str(context))
+        _build_image(vertex, source_uri=str(context))
     assert cloud[0].builds == [] and cloud[1].objects == {}  # nothing uploaded or built

@@ -16,6 +16,7 @@ import yaml
 from kfp import components, dsl, local
 from kfp.dsl import Model
 
+from tests.golden_files import GOLDEN_DIR, check_golden, normalise
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.compiling import compile_all, compile_to_dict
 from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT
@@ -46,6 +47,20 @@ def test_component_yaml_every_component_compiles_to_its_own_file(dist: Path) -> 
         assert loaded.name == name.replace("_", "-")
         executors = _spec(dist, name)["deploymentSpec"]["executors"]
         assert {e["container"]["image"] for e in executors.values()} == {IMAGE}
+
+
+@pytest.mark.parametrize("name", sorted(catalog.COMPONENTS))
+def test_component_yaml_compiles_to_golden_file(name: str) -> None:
+    # As KFP keeps for its own components: any change to a component's compiled interface or
+    # embedded code shows up as a reviewed diff of tests/golden/components/<name>.yaml.
+    actual = normalise(compile_to_dict(catalog.load(catalog.COMPONENTS[name])))
+    check_golden(GOLDEN_DIR / "components" / f"{name}.yaml", actual, __file__)
+
+
+def test_component_yaml_golden_files_match_the_catalog() -> None:
+    # A component dropped from the catalog leaves no stale golden file behind.
+    goldens = sorted(p.stem for p in (GOLDEN_DIR / "components").glob("*.yaml"))
+    assert goldens == sorted(catalog.COMPONENTS)
 
 
 def test_component_yaml_project_and_location_default_to_the_pipeline_placeholders(

@@ -43,7 +43,12 @@ def _start_run(root: Path) -> subprocess.Popen[str]:
 
 
 def _result(run: subprocess.Popen[str]) -> dict[str, Any]:
-    out, err = run.communicate(timeout=300)
+    try:
+        out, err = run.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        run.communicate()  # reaps it and closes its pipes
+        raise
     assert out.strip(), err[-3000:]
     loaded: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return loaded
@@ -58,23 +63,24 @@ def test_second_concurrent_weekly_run_is_refused_and_first_completes(
         WorldConfig(members=200, stores=10, weeks=8, seed=1),
         str(to_local_path(defaults.TRANSACTIONS_URI)),
     )
-    first = _start_run(root)
-    try:
-        lock = root / LOCK
-        deadline = time.monotonic() + 120
-        while not (lock.is_file() and lock.read_text().startswith("pid")):
-            assert first.poll() is None and time.monotonic() < deadline, "first run never began"
-            time.sleep(0.05)
-        second = _result(_start_run(root))
-        assert first.poll() is None, "the second run waited for the first instead of refusing"
-        outcome = _result(first)
-    finally:
-        if first.poll() is None:
-            first.kill()
-        first.wait()
-        if (root / "registry.db").is_file():
-            for endpoint in LocalEndpoints().list_endpoints():
-                stop_servers(endpoint.display_name)
+    # `with`: however the test ends, the first run's pipes are closed and it is reaped.
+    with _start_run(root) as first:
+        try:
+            lock = root / LOCK
+            deadline = time.monotonic() + 120
+            while not (lock.is_file() and lock.read_text().startswith("pid")):
+                assert first.poll() is None and time.monotonic() < deadline, "first run never began"
+                time.sleep(0.05)
+            second = _result(_start_run(root))
+            assert first.poll() is None, "the second run waited for the first instead of refusing"
+            outcome = _result(first)
+        finally:
+            if first.poll() is None:
+                first.kill()
+            first.wait()
+            if (root / "registry.db").is_file():
+                for endpoint in LocalEndpoints().list_endpoints():
+                    stop_servers(endpoint.display_name)
     assert second["succeeded"] is False
     refusal = second["refused"] or ""
     assert f"already working on model '{defaults.MODEL_DISPLAY_NAME}'" in refusal

@@ -25,8 +25,9 @@ import pytest
 import torch
 from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
 
-from trainer.checkpoint import PAUSE_ENV, CheckpointManager
+from trainer.checkpoint import CheckpointManager
 from trainer.data import generate
+from trainer.faults import FAULTS_ENV, faults_env, pause_marker
 from trainer.split import make_time_split
 from trainer.world import WorldConfig
 from vertex_retrain.backends.local.builder import build_container_image
@@ -65,7 +66,7 @@ def image(root: Path) -> str:
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any Vertex job variables, plus `extra`."""
-    job_vars = ("AIP_", "CLOUD_ML_", "CLUSTER_SPEC", "TF_CONFIG", "TRAINER_TEST_")
+    job_vars = ("AIP_", "CLOUD_ML_", "CLUSTER_SPEC", "TF_CONFIG", FAULTS_ENV)
     env = {k: v for k, v in os.environ.items() if not k.startswith(job_vars)}
     for key in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "GCS_FUSE_ROOT"):
         env.pop(key, None)
@@ -94,7 +95,7 @@ def _wait(condition: Any, proc: subprocess.Popen[bytes], what: str, log: Path) -
 
 
 def _marker_step(log: Path, pid: int, phase: str) -> int | None:
-    prefix = f"{PAUSE_ENV}: pid {pid} in {phase} at step "
+    prefix = pause_marker(pid, phase)
     for line in log.read_text(errors="replace").splitlines():
         if line.startswith(prefix):
             return int(line[len(prefix) :])
@@ -102,10 +103,11 @@ def _marker_step(log: Path, pid: int, phase: str) -> int | None:
 
 
 def _interrupt_in(
-    manifest: Path, out: Path, log: Path, phase: str, signum: int, pause_s: float
+    manifest: Path, out: Path, log: Path, phase: str, signum: int, **faults: Any
 ) -> tuple[int, int]:
-    """Run until the trainer pauses in `phase`, send `signum`; return (step, exit code)."""
-    proc = _start(manifest, out, log, **{PAUSE_ENV: f"{phase}={pause_s}"})
+    """Run with `faults` until the trainer pauses in `phase`, send `signum`; return (step,
+    exit code)."""
+    proc = _start(manifest, out, log, **faults_env(**faults))
     _wait(lambda: _marker_step(log, proc.pid, phase) is not None, proc, f"{phase} marker", log)
     proc.send_signal(signum)
     code = proc.wait(timeout=120)
@@ -161,37 +163,44 @@ def test_trainer_survives_sigterm_and_sigkill_in_every_phase(
 ) -> None:
     out, log = tmp_path / "run", tmp_path / "train.log"
     ckpts = out / "checkpoints"
-    # 1. SIGTERM during a step, at a seeded random step: checkpoint at that step, exit 143.
+    # 1. SIGTERM during training, at a seeded random step: checkpoint at that step, exit 143.
+    # The trainer holds after the target step until the signal comes, so the signal lands on
+    # that step however slowly either process runs.
     target = random.Random(SEED).randint(3, 12)
-    proc = _start(manifest, out, log, TRAINER_TEST_STEP_SLEEP_S="0.05")
-    progress = ckpts / "progress.json"
-    _wait(lambda: progress.is_file() and _progress(ckpts)["step"] >= target, proc, "step", log)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=120) == 143
+    step, code = _interrupt_in(manifest, out, log, "step", signal.SIGTERM, hold_at_step=target)
+    assert code == 143 and step == target
     first = _assert_durable(ckpts)
-    assert first == _progress(ckpts)["step"] >= target
+    assert first == _progress(ckpts)["step"] == target
 
     # 2. The grace period runs out inside a checkpoint write: the data file is there, its
     # sidecar is not, so it must never be taken as the latest.
-    step, code = _interrupt_in(manifest, out, log, "checkpoint", signal.SIGKILL, pause_s=60)
+    step, code = _interrupt_in(
+        manifest, out, log, "checkpoint", signal.SIGKILL, pause_in="checkpoint", pause_s=60
+    )
     assert code == -signal.SIGKILL and step > first
     assert CheckpointManager(ckpts).path(step).is_file()
     assert _assert_durable(ckpts) == first
 
     # 3. SIGTERM inside a checkpoint write: the write finishes, and the trainer stops at the
     # next step boundary with one more checkpoint.
-    step, code = _interrupt_in(manifest, out, log, "checkpoint", signal.SIGTERM, pause_s=1)
+    step, code = _interrupt_in(
+        manifest, out, log, "checkpoint", signal.SIGTERM, pause_in="checkpoint", pause_s=1
+    )
     assert code == 143 and step > first
     assert _assert_durable(ckpts) == _progress(ckpts)["step"] >= step
 
     # 4. SIGKILL during evaluation: training is done and checkpointed, nothing is exported.
-    step, code = _interrupt_in(manifest, out, log, "evaluate", signal.SIGKILL, pause_s=60)
+    step, code = _interrupt_in(
+        manifest, out, log, "evaluate", signal.SIGKILL, pause_in="evaluate", pause_s=60
+    )
     assert code == -signal.SIGKILL and step == TOTAL_STEPS
     assert _assert_durable(ckpts) == TOTAL_STEPS
     assert not (out / "model" / "artifact.json").exists()
 
     # 5. SIGTERM during evaluation: the trainer finishes evaluating and exports (exit 0).
-    step, code = _interrupt_in(manifest, out, log, "evaluate", signal.SIGTERM, pause_s=1)
+    step, code = _interrupt_in(
+        manifest, out, log, "evaluate", signal.SIGTERM, pause_in="evaluate", pause_s=1
+    )
     assert code == 0, log.read_text()[-3000:]
     assert _metrics(out / "model")["training"]["resumed_from_step"] == TOTAL_STEPS
     _assert_same_model(out / "model", reference)
@@ -237,11 +246,18 @@ def test_executor_spot_job_resumes_through_seeded_random_preemptions(
     root: Path, image: str, manifest: Path, reference: Path
 ) -> None:
     schedule = PreemptionSchedule(rate_per_second=0.25, seed=12, max_preemptions=2)
+    first, second = schedule.delays()[:2]  # seconds into attempts 1 and 2: 2.6 and 4.3
+    assert first is not None and second is not None
+    # Preemptions come on a clock, so each step sleeps: an attempt does at most one step per
+    # `step_s` seconds. The second attempt then has at least TOTAL_STEPS - first / step_s
+    # steps left, more than it can do before its own preemption, on any machine.
+    step_s = 0.3
+    assert (TOTAL_STEPS - first / step_s) * step_s > second
     lines: list[str] = []
     result = run_custom_job(
         _spot_job(image, manifest, "spot-random", strategy="SPOT"),
         preemption=schedule,
-        extra_env={"PYTHONPATH": str(REPO), "TRAINER_TEST_STEP_SLEEP_S": "0.1"},
+        extra_env={"PYTHONPATH": str(REPO), **faults_env(step_sleep_s=step_s)},
         on_log=lines.append,
     )
     assert result.state == SUCCEEDED, result.error
@@ -342,7 +358,7 @@ def test_executor_three_replica_ddp_job_restarts_after_a_worker_is_sigkilled(
 
     args = ["-m", "trainer.task", "--data", str(manifest), *FLAGS, "--batch_size", "32"]
     payload = _three_replica_job("three-ddp", image, args, True)
-    env = {"PYTHONPATH": str(REPO), "TRAINER_TEST_STEP_SLEEP_S": "0.1"}
+    env = {"PYTHONPATH": str(REPO), **faults_env(step_sleep_s=0.1)}
     result, lines, seen = _run_with_killer(payload, tag, checkpointed, env)
     assert result.state == SUCCEEDED, result.error
     assert result.restarts == 1

@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vertex_retrain.cli.params import ParameterError, parse_overrides
-from vertex_retrain.pipelines.schedules import ScheduleError, next_run_times, validate_cron
+from vertex_retrain.schedules import ScheduleError, next_run_times, validate_cron
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0")) or None
 FUZZ = settings(max_examples=EXAMPLES or 400, deadline=None)

@@ -25,12 +25,12 @@ from trainer.checkpoint import CheckpointManager
 from trainer.export import load_artifact
 from trainer.paths import resolve, sha256_file
 from trainer.serve import main as serve_main
-from vertex_retrain.backends.local.build_context import BuildError
 from vertex_retrain.backends.local.build_index import index_path
 from vertex_retrain.backends.local.builder import build_container_image, build_python_package
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import StorageError, to_local_path
+from vertex_retrain.build.context import BuildError
 
 IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"
 

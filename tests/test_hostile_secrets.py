@@ -184,6 +184,7 @@ def test_local_training_and_registration_record_no_secret_from_the_environment(
             display_name="secret probe",
             base_output_directory="gs://b/out",
             image_uri=image,
+            accelerator_type="",  # a CPU image: the default T4 would warn about CUDA
             service_account=SERVICE_ACCOUNT,
             labels={"team": "drinks"},
         ),

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.build_context import (
+from vertex_retrain.backends.local.build_index import ImageNotBuiltError, index_path, lookup_image
+from vertex_retrain.backends.local.builder import build_container_image, build_python_package
+from vertex_retrain.build.context import (
     BuildError,
     context_files,
     is_ignored,
     parse_dockerignore,
 )
-from vertex_retrain.backends.local.build_index import ImageNotBuiltError, index_path, lookup_image
-from vertex_retrain.backends.local.builder import build_container_image, build_python_package
-from vertex_retrain.backends.local.dockerfile_lint import parse_dockerfile
+from vertex_retrain.build.dockerfile_lint import parse_dockerfile
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"

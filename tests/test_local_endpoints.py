@@ -20,7 +20,7 @@ from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.registry_db import RegistryInputError, RegistryNotFoundError
 from vertex_retrain.backends.local.registry_tables import endpoints_table
 from vertex_retrain.backends.local.serving_spec import resolve_serving_command, serving_environment
-from vertex_retrain.backends.local.traffic_split import TrafficSplitError
+from vertex_retrain.rules.traffic import TrafficSplitError
 
 pytestmark = pytest.mark.slow
 
@@ -168,7 +168,7 @@ def test_endpoint_rollback_refuses_a_split_needing_an_undeployed_model(
     [
         ("unhealthy", r"not healthy after 1\.5 s.*HTTP 503"),
         ("bad-prediction", r"answered 2 sample instance\(s\) with .*outputs"),
-        ("crash", r"exited before its health route answered"),
+        ("crash", r"exited with code \d+ before its health route answered"),
     ],
 )
 def test_endpoint_failed_deploy_changes_nothing_and_leaves_no_process(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vertex_retrain.backends.local.traffic_split import (
+from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
     scale,

@@ -101,6 +101,7 @@ def test_router_vertex_route_adds_deployed_model_fields(endpoints: LocalEndpoint
             "endpoint": "shop recs",
             "trafficSplit": {deployed.deployed_model_id: 100},
         }
+        client.close()
 
 
 def test_router_applies_deploy_and_rollback_without_restart(endpoints: LocalEndpoints) -> None:
@@ -113,6 +114,7 @@ def test_router_applies_deploy_and_rollback_without_restart(endpoints: LocalEndp
         endpoints.rollback("shop recs")
         assert {_post(client, "/predict", _instances(0))[2] for _ in range(20)} == {a}
         assert router.traffic_split() == {a: 100, c: 0}
+        client.close()
 
 
 def test_router_answers_bad_requests_with_clear_json_errors(endpoints: LocalEndpoints) -> None:
@@ -124,7 +126,8 @@ def test_router_answers_bad_requests_with_clear_json_errors(endpoints: LocalEndp
             ("/predict", b'{"instances": 3}', 400, "(a list)"),
             ("/nowhere", _instances(1), 404, "no route '/nowhere'"),
             ("/v1/endpoints/other:predict", _instances(1), 404, "serves endpoint 'shop recs'"),
-            ("/predict", _instances(*range(600)), 413, "at most 1000"),
+            ("/predict", _instances(*range(600)), 413, "the limit is 1000 bytes"),
+            ("/predict", b"x" * 5000, 413, "request body is 5000 bytes"),
             ("/health", _instances(1), 405, "use GET"),
         ]
         for path, body, status, message in cases:

@@ -41,10 +41,13 @@ def spot_job(image: str, args: list[str], strategy: str = "SPOT") -> dict[str, A
 
 @pytest.mark.slow
 def test_run_custom_job_spot_resumes_across_two_preemptions(root: Path, image: str) -> None:
-    schedule = PreemptionSchedule(after_seconds=0.6, max_preemptions=2, grace_seconds=2.0)
+    # Each attempt is preempted 1 s after it starts: ample time for the trainer to install
+    # its SIGTERM handler even on a loaded machine, and (at 0.1 s a step) too little for the
+    # second attempt to finish the steps the first left, on any machine.
+    schedule = PreemptionSchedule(after_seconds=1.0, max_preemptions=2, grace_seconds=2.0)
     lines: list[str] = []
     result = run_custom_job(
-        spot_job(image, [f"--steps={STEPS}", "--step-seconds=0.04", "--checkpoint-every=4"]),
+        spot_job(image, [f"--steps={STEPS}", "--step-seconds=0.1", "--checkpoint-every=4"]),
         preemption=schedule,
         on_log=lines.append,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vertex_retrain.backends.local.traffic_split import TrafficSplitError, reassign
+from vertex_retrain.rules.traffic import TrafficSplitError, reassign
 
 
 def test_reassign_scales_the_others_proportionally() -> None:

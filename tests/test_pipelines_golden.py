@@ -1,56 +1,25 @@
 """Golden files of every compiled pipeline: a change to the compiled output is deliberate.
 
-Volatile fields (the KFP SDK version, image tags) are normalised first. When a golden file
-differs, the test prints the new text; run with ``UPDATE_GOLDEN=1`` to accept it.
+Volatile fields (the KFP SDK version, image tags) are normalised first
+(:mod:`tests.golden_files`). A missing or different golden file fails with the diff; run with
+``UPDATE_GOLDEN=1`` to write the compiled text, then review and commit it.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-import re
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.golden_files import GOLDEN_DIR, check_golden, normalise
 from vertex_retrain.cli.compiling import compile_to_dict
 from vertex_retrain.pipelines import catalog
-
-GOLDEN_DIR = Path(__file__).parent / "golden"
-
-
-def normalise(spec: dict) -> str:
-    """Renders a compiled spec with volatile fields replaced by stable markers."""
-    text = yaml.safe_dump(spec, sort_keys=True, width=100)
-    text = re.sub(r"sdkVersion: kfp-[\w.+-]+", "sdkVersion: kfp-<version>", text)
-    text = re.sub(r"'kfp==[\w.+-]+'", "'kfp==<version>'", text)
-    return re.sub(r"(image: [^\s:@]+(?:/[^\s:@]+)*)[:@][^\s]+", r"\1:<tag>", text)
 
 
 @pytest.mark.parametrize("name", sorted(catalog.PIPELINES))
 def test_pipeline_compiles_to_golden_file(name: str) -> None:
     actual = normalise(compile_to_dict(catalog.pipeline_by_name(name)))
-    golden = GOLDEN_DIR / f"{name}.yaml"
-    if os.environ.get("UPDATE_GOLDEN") == "1" or not golden.exists():
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(actual, encoding="utf-8")
-        if os.environ.get("UPDATE_GOLDEN") != "1":
-            pytest.fail(f"{golden} did not exist; wrote it. Review and commit it.")
-    expected = golden.read_text(encoding="utf-8")
-    if actual != expected:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                actual.splitlines(keepends=True),
-                fromfile=str(golden),
-                tofile="compiled now",
-            )
-        )
-        pytest.fail(
-            f"compiled {name} differs from {golden}. If the change is intended, run "
-            f"UPDATE_GOLDEN=1 pytest {__file__}\n{diff}"
-        )
+    check_golden(GOLDEN_DIR / f"{name}.yaml", actual, __file__)
 
 
 def test_normalise_masks_sdk_version_and_image_tags() -> None:
@@ -61,3 +30,33 @@ def test_normalise_masks_sdk_version_and_image_tags() -> None:
     text = normalise(spec)
     assert "kfp-<version>" in text and "2.17.3" not in text
     assert "image: eu.pkg.dev/p/r/i:<tag>" in text
+
+
+def test_check_golden_fails_on_a_missing_file_without_writing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
+    golden = tmp_path / "golden" / "absent.yaml"
+    with pytest.raises(pytest.fail.Exception, match="is missing"):
+        check_golden(golden, "a: 1\n", __file__)
+    assert not golden.exists()
+
+
+def test_check_golden_fails_with_the_diff_and_leaves_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UPDATE_GOLDEN", raising=False)
+    golden = tmp_path / "spec.yaml"
+    golden.write_text("a: 1\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)-a: 1\n\+a: 2"):
+        check_golden(golden, "a: 2\n", __file__)
+    assert golden.read_text(encoding="utf-8") == "a: 1\n"
+
+
+def test_check_golden_writes_only_under_update_golden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UPDATE_GOLDEN", "1")
+    golden = tmp_path / "new" / "spec.yaml"
+    check_golden(golden, "a: 2\n", __file__)
+    assert golden.read_text(encoding="utf-8") == "a: 2\n"

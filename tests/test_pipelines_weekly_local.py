@@ -1,16 +1,22 @@
-"""weekly_retraining runs locally, end to end, through both branches of the champion gate."""
+"""weekly_retraining runs locally, end to end, through both branches of the champion gate.
+
+The first run on an empty root is a module fixture (``first_run``): each test that needs a
+champion gets one from it, so any test passes alone, in any order, or on another xdist worker.
+"""
 
 from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
 from vertex_retrain.backends.local.router import start_router
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
@@ -44,38 +50,59 @@ def _predict(endpoint: str) -> tuple[dict[str, int], list[Any]]:
             return router.traffic_split(), json.loads(response.read())["predictions"]
 
 
+@dataclass(frozen=True)
+class FirstRun:
+    """The first weekly run on an empty local root, and what it left, as it left it."""
+
+    outcome: Any
+    champion: ModelVersion
+    traffic: dict[str, int]
+    predictions: list[Any]
+
+
 @pytest.fixture(scope="module")
-def local_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from trainer.data import generate
     from trainer.world import WorldConfig
 
     root = tmp_path_factory.mktemp("weekly-local")
-    monkey = pytest.MonkeyPatch()
-    monkey.setenv("VERTEX_LOCAL_ROOT", str(root))
-    monkey.chdir(root)
-    target = root / "gcs" / "drink-shops-ml" / "transactions"
-    generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
-    yield root
-    LocalEndpoints().undeploy_all(defaults.ENDPOINT_DISPLAY_NAME)
-    monkey.undo()
+    with pytest.MonkeyPatch.context() as monkey:
+        monkey.setenv("VERTEX_LOCAL_ROOT", str(root))
+        monkey.chdir(root)
+        target = root / "gcs" / "drink-shops-ml" / "transactions"
+        generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
+        try:
+            yield root
+        finally:
+            LocalEndpoints().undeploy_all(defaults.ENDPOINT_DISPLAY_NAME)
 
 
-def test_weekly_retraining_first_run_registers_and_serves_a_champion(local_root: Path) -> None:
+@pytest.fixture(scope="module")
+def first_run(local_root: Path) -> FirstRun:
+    """Runs the pipeline once on the empty root, so every test that needs a champion has one
+    whichever test runs first (or alone); records the state right after that run, which
+    later tests change."""
     outcome = _run({})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
-    summary = outcome.summary
+    champion = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
+    traffic, predictions = _predict(defaults.ENDPOINT_DISPLAY_NAME)
+    return FirstRun(outcome, champion, traffic, predictions)
+
+
+def test_weekly_retraining_first_run_registers_and_serves_a_champion(
+    first_run: FirstRun,
+) -> None:
+    summary = first_run.outcome.summary
     assert summary is not None and summary["state"] == "SUCCEEDED"
     assert summary["decision"]["is_better"] is True
-    champion = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
-    assert set(champion.aliases) == {"champion", "default"}
-    assert champion.lineage.pipeline_run == summary["pipeline_run"]
-    traffic, predictions = _predict(defaults.ENDPOINT_DISPLAY_NAME)
-    assert list(traffic.values()) == [100]
-    assert len(predictions) == 1 and predictions[0]["drinks"]
+    assert set(first_run.champion.aliases) == {"champion", "default"}
+    assert first_run.champion.lineage.pipeline_run == summary["pipeline_run"]
+    assert list(first_run.traffic.values()) == [100]
+    assert len(first_run.predictions) == 1 and first_run.predictions[0]["drinks"]
     assert summary["cost_on_vertex"]["on_demand"] > summary["cost_on_vertex"]["spot"] > 0
 
 
-def test_weekly_retraining_worse_candidate_stays_challenger(local_root: Path) -> None:
+def test_weekly_retraining_worse_candidate_stays_challenger(first_run: FirstRun) -> None:
     endpoints = LocalEndpoints()
     traffic_before = endpoints.get(defaults.ENDPOINT_DISPLAY_NAME).traffic_split
     champion_before = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
@@ -89,7 +116,9 @@ def test_weekly_retraining_worse_candidate_stays_challenger(local_root: Path) ->
     assert endpoints.get(defaults.ENDPOINT_DISPLAY_NAME).traffic_split == traffic_before
 
 
-def test_weekly_retraining_better_candidate_moves_alias_and_traffic(local_root: Path) -> None:
+def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
+    first_run: FirstRun,
+) -> None:
     old_champion = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
     outcome = _run({"force_decision": "better"})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from vertex_retrain.cli import schedule_reconcile
-from vertex_retrain.cli.schedule_reconcile import (
-    DeploymentTarget,
+from vertex_retrain.cli.schedule_reconcile import DeploymentTarget, format_plans, reconcile
+from vertex_retrain.pipelines.schedules import WEEKLY_RETRAINING
+from vertex_retrain.schedules import (
     ObservedSchedule,
+    ScheduleDeclaration,
+    ScheduleError,
     ScheduleSpec,
-    format_plans,
-    reconcile,
 )
-from vertex_retrain.pipelines.schedules import WEEKLY_RETRAINING, ScheduleDeclaration, ScheduleError
 
 NOW = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 DIGEST_A = "sha256:" + "a" * 64

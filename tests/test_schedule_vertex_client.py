@@ -15,7 +15,7 @@ import yaml
 
 from vertex_retrain.cli.schedule_reconcile import DeploymentTarget, reconcile
 from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient, observed_from_resource
-from vertex_retrain.pipelines.schedules import ScheduleDeclaration
+from vertex_retrain.schedules import ScheduleDeclaration
 
 HOST = "https://asia-east1-kfp.pkg.dev/drink-shops/pipelines"
 URI_A = f"{HOST}/tiny-params/sha256:{'a' * 64}"

@@ -6,9 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from vertex_retrain.pipelines.schedules import (
-    DECLARED_SCHEDULES,
-    WEEKLY_RETRAINING,
+from vertex_retrain.pipelines.schedules import DECLARED_SCHEDULES, WEEKLY_RETRAINING
+from vertex_retrain.schedules import (
     ScheduleDeclaration,
     ScheduleError,
     next_run_times,

@@ -8,11 +8,13 @@ from types import SimpleNamespace
 
 from google.cloud import aiplatform_v1
 
-from vertex_retrain.steps.run_outputs import read_local_task_outputs, read_vertex_task_outputs
+from vertex_retrain.backends.local.backend import LocalBackend
+from vertex_retrain.backends.vertex.backend import VertexBackend
+from vertex_retrain.steps.run_outputs import read_task_outputs
 from vertex_retrain.steps.summary import build_summary
 
 
-def test_read_vertex_task_outputs_gives_json_ready_values_and_skips_silent_tasks() -> None:
+def test_read_task_outputs_vertex_gives_json_ready_values_and_skips_silent_tasks() -> None:
     artifact_list = aiplatform_v1.PipelineTaskDetail.ArtifactList
     details = [
         aiplatform_v1.PipelineTaskDetail(
@@ -42,8 +44,10 @@ def test_read_vertex_task_outputs_gives_json_ready_values_and_skips_silent_tasks
         seen.append(name)
         return SimpleNamespace(task_details=details)
 
-    outputs = read_vertex_task_outputs(
-        project="p", location="asia-east1", run_name="weekly-1", job_getter=getter
+    outputs = read_task_outputs(
+        backend=VertexBackend("p", "asia-east1", pipeline_job_getter=getter),
+        pipeline_root="gs://p/root",
+        run_name="weekly-1",
     )
     assert seen == ["projects/p/locations/asia-east1/pipelineJobs/weekly-1"]
     assert sorted(outputs) == ["evaluate-model", "register-model"]
@@ -64,7 +68,9 @@ def test_read_vertex_task_outputs_gives_json_ready_values_and_skips_silent_tasks
 
 def test_build_summary_survives_an_impossible_job_shape(tmp_path: Path) -> None:
     summary = build_summary(
-        read_local_task_outputs(tmp_path),
+        read_task_outputs(
+            backend=LocalBackend(tmp_path / "root"), pipeline_root=str(tmp_path), run_name="r"
+        ),
         run_name="r",
         state="FAILED",
         error_message="train failed",

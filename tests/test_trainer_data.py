@@ -161,4 +161,6 @@ def test_resolve_maps_gcs_uris_under_fuse_root(
     with pytest.raises(ValueError, match="BUCKET"):
         resolve("gs://")
     monkeypatch.delenv("GCS_FUSE_ROOT")
-    assert resolve("gs://bucket/a") == Path("/gcs/bucket/a")
+    # No FUSE root and no /gcs mount: the library's local root (tests/test_storage_contract.py).
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    assert resolve("gs://bucket/a") == tmp_path / "root" / "gcs" / "bucket" / "a"

@@ -66,7 +66,14 @@ def test_requirements_pin_exactly_the_runtime_dependencies() -> None:
         if line and not line.startswith("#")
     ]
     names = {line.split("==")[0] for line in lines}
-    assert names == {"torch", "numpy", "pyarrow", "cloudml-hypertune", "google-cloud-storage"}
+    assert names == {
+        "torch",
+        "numpy",
+        "pyarrow",
+        "cloudml-hypertune",
+        "google-cloud-storage",
+        *("uvicorn", "starlette", "h11", "anyio"),  # the prediction server
+    }
     constraints = (ROOT / "constraints.txt").read_text().splitlines()
     for line in lines:
         assert line in constraints, f"{line} disagrees with constraints.txt"

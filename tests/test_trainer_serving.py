@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from data.hostile.support import expect_continue, finish_continued
 
+from trainer.asgi_guard import Limits
 from trainer.data import generate
 from trainer.export import export_model, load_artifact
 from trainer.features import encode_rows, read_catalogue, read_columns, store_popularity
@@ -53,7 +55,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(model_dir: Path) -> Iterator[RunningServer]:
-    with start_server(model_dir, config=ServeConfig(max_request_bytes=4096)) as running:
+    with start_server(model_dir, config=ServeConfig(limits=Limits(max_body_bytes=4096))) as running:
         yield running
 
 
@@ -216,7 +218,7 @@ def test_server_rejects_malformed_instances_with_400(
     server: RunningServer, payload: Any, message: str
 ) -> None:
     status, body = _predict(server, payload)
-    assert status == 400 and message in body["error"]
+    assert status == 400 and message in body["error"]["message"]
     assert _request(server, "GET", "/health")[0] == 200
 
 
@@ -234,11 +236,12 @@ def test_server_rejects_invalid_json_oversize_and_unknown_routes(server: Running
     status, body = _request(
         server, "POST", "/predict", b"{not json", {"Content-Type": "application/json"}
     )
-    assert status == 400 and "not valid JSON" in body["error"]
+    assert status == 400 and "not valid JSON" in body["error"]["message"]
     status, body = _request(server, "POST", "/predict", b"x" * 5000)
-    assert status == 413 and "limit is 4096" in body["error"]
+    assert status == 413 and "the limit is 4096 bytes" in body["error"]["message"]
     assert _request(server, "GET", "/nope")[0] == 404
     assert _request(server, "POST", "/nope", b"{}")[0] == 404
+    assert _request(server, "GET", "/predict")[0] == 405
     assert _request(server, "GET", "/health") == (200, {"status": "ok"})
 
 
@@ -254,7 +257,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_serve_cli_reads_aip_environment_and_stops_on_sigterm(
+def test_serve_cli_reads_aip_environment_and_finishes_requests_on_sigterm(
     model_dir: Path, tmp_path: Path
 ) -> None:
     fuse = tmp_path / "fuse"
@@ -297,9 +300,14 @@ def test_serve_cli_reads_aip_environment_and_stops_on_sigterm(
         response = conn.getresponse()
         assert response.status == 200 and len(json.loads(response.read())["predictions"]) == 1
         conn.close()
+        # A request in flight when SIGTERM comes is answered before the server exits.
+        in_flight = expect_continue(port, "/v1/predict", len(body))
+        proc.send_signal(signal.SIGTERM)
+        status, answer = finish_continued(in_flight, body.encode())
+        assert status == 200 and len(answer["predictions"]) == 1
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=60)
     assert proc.returncode == 0
 
 

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from trainer.data import generate
+from trainer.faults import FAULTS_ENV, faults_env
 from trainer.features import encode_rows, read_catalogue, read_columns
 from trainer.scalars import masked_crc32c
 from trainer.split import make_time_split
@@ -42,7 +43,7 @@ def _env(out: Path, **extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("AIP_", "CLOUD_ML_", "CLUSTER_SPEC"))
+        if not k.startswith(("AIP_", "CLOUD_ML_", "CLUSTER_SPEC", FAULTS_ENV))
     }
     for key in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "GCS_FUSE_ROOT"):
         env.pop(key, None)
@@ -180,7 +181,7 @@ def test_task_resumes_exactly_after_sigterm(dataset: Path, reference: Path, tmp_
         out,
         "--checkpoint_every_steps",
         "7",
-        env=_env(out, TRAINER_TEST_SIGTERM_AT_STEP="10"),
+        env=_env(out, **faults_env(sigterm_at_step=10)),
     )
     assert first.returncode == 143, first.stderr
     assert json.loads((out / "checkpoints" / "progress.json").read_text())["checkpoint_step"] == 10
@@ -205,7 +206,7 @@ def test_task_resume_falls_back_when_newest_checkpoint_is_corrupt(
         out,
         "--checkpoint_every_steps",
         "7",
-        env=_env(out, TRAINER_TEST_SIGTERM_AT_STEP="10"),
+        env=_env(out, **faults_env(sigterm_at_step=10)),
     )
     assert first.returncode == 143, first.stderr
     newest = out / "checkpoints" / "ckpt-00000010.pt"
@@ -222,7 +223,8 @@ def test_task_resume_falls_back_when_newest_checkpoint_is_corrupt(
 
 def test_task_checkpoints_on_external_sigterm_and_exits_143(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    env = _env(out, TRAINER_TEST_STEP_SLEEP_S="0.05")
+    # The trainer holds after step 3 until the signal comes: no race with its speed.
+    env = _env(out, **faults_env(hold_at_step=3))
     cmd = [
         sys.executable,
         "-m",
@@ -247,7 +249,7 @@ def test_task_checkpoints_on_external_sigterm_and_exits_143(dataset: Path, tmp_p
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
     state = json.loads(progress.read_text())
-    assert state["checkpoint_step"] == state["step"] >= 3
+    assert state["checkpoint_step"] == state["step"] == 3
     assert (out / "checkpoints" / f"ckpt-{state['step']:08d}.pt.sha256").is_file()
 
 

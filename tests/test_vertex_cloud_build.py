@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from tests.fakes.vertex_build import FakeCloudBuildClient, FakeStorageClient
-from vertex_retrain.backends.local.build_context import context_digest, context_files
 from vertex_retrain.backends.vertex.cloud_build import (
     BuiltImage,
     CloudBuildError,
     build_image_with_cloud_build,
     upload_python_package,
 )
+from vertex_retrain.build.context import context_digest, context_files
 
 IMAGE = "europe-west4-docker.pkg.dev/proj/repo/trainer"
 

@@ -8,7 +8,11 @@ import pytest
 from google.cloud import aiplatform_v1
 
 from tests.fakes.vertex_serving import FakeModelServiceClient
-from vertex_retrain.backends.vertex.model_registry import find_model_version, register_model_version
+from vertex_retrain.backends.vertex.model_registry import (
+    find_model_version,
+    merge_version_aliases,
+    register_model_version,
+)
 
 SERVING: dict[str, Any] = {
     "imageUri": "europe-west4-docker.pkg.dev/proj/repo/server@sha256:cd",
@@ -33,6 +37,13 @@ def _register(client: FakeModelServiceClient, key: str, **kwargs: Any) -> Any:
     return register_model_version(**args)
 
 
+def _champion(client: FakeModelServiceClient, key: str) -> Any:
+    """A version registered, then given the champion alias and the default version."""
+    return merge_version_aliases(
+        _register(client, key), ["champion", "default"], model_client=client
+    )
+
+
 def test_model_registry_first_upload_creates_the_model_as_gcpc_artifact() -> None:
     client = FakeModelServiceClient()
     first = _register(client, "run-1/register")
@@ -47,21 +58,22 @@ def test_model_registry_first_upload_creates_the_model_as_gcpc_artifact() -> Non
     assert stored.artifact_uri == "gs://bucket/run-1/register/model"
 
 
-def test_model_registry_second_run_adds_a_version_without_moving_aliases() -> None:
+def test_model_registry_second_version_takes_no_alias_until_one_is_moved() -> None:
     client = FakeModelServiceClient()
-    _register(client, "run-1/register", make_champion=True)
-    second = _register(client, "run-2/register", aliases=["candidate"])
-    assert second.version_id == "2"
-    assert second.version_aliases == ("candidate",)
+    _champion(client, "run-1/register")
+    second = _register(client, "run-2/register")
+    assert second.version_id == "2" and second.version_aliases == ()
+    candidate = merge_version_aliases(second, ["candidate"], model_client=client)
+    assert candidate.version_aliases == ("candidate",)
     assert client.get_model(name=f"{second.model_name}@champion").version_id == "1"
     assert client.get_model(name=f"{second.model_name}@default").version_id == "1"
 
 
 def test_model_registry_champion_and_default_move_together_in_one_call() -> None:
     client = FakeModelServiceClient()
-    _register(client, "run-1/register", make_champion=True)
+    _champion(client, "run-1/register")
     client.calls.clear()
-    second = _register(client, "run-2/register", make_champion=True, make_default=True)
+    second = _champion(client, "run-2/register")
     assert client.calls.count("merge_version_aliases") == 1
     assert set(second.version_aliases) == {"champion", "default"}
     first = client.get_model(name=f"{second.model_name}@1")
@@ -70,17 +82,18 @@ def test_model_registry_champion_and_default_move_together_in_one_call() -> None
 
 def test_model_registry_rerun_with_same_request_key_does_not_duplicate() -> None:
     client = FakeModelServiceClient()
-    first = _register(client, "run-3/register", make_champion=True)
-    again = _register(client, "run-3/register", make_champion=True)
+    first = _champion(client, "run-3/register")
+    again = _champion(client, "run-3/register")
     assert not again.created
     assert again.resource_name == first.resource_name
     assert len(client.versions[first.model_name]) == 1
     assert client.calls.count("upload_model") == 1
+    assert client.calls.count("merge_version_aliases") == 1  # the re-run holds them already
 
 
 def test_model_registry_rerun_after_crash_before_aliases_finishes_the_move() -> None:
     client = FakeModelServiceClient()
-    _register(client, "run-1/register", make_champion=True)
+    _champion(client, "run-1/register")
     original = client.merge_version_aliases
 
     def crash(request: Any) -> Any:
@@ -88,21 +101,24 @@ def test_model_registry_rerun_after_crash_before_aliases_finishes_the_move() -> 
 
     client.merge_version_aliases = crash  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        _register(client, "run-2/register", make_champion=True)
+        _champion(client, "run-2/register")
     client.merge_version_aliases = original  # type: ignore[method-assign]
-    again = _register(client, "run-2/register", make_champion=True)
+    again = _champion(client, "run-2/register")
     assert not again.created and again.version_id == "2"
     assert "champion" in again.version_aliases
 
 
 def test_model_registry_bad_input_changes_nothing() -> None:
     client = FakeModelServiceClient()
-    with pytest.raises(ValueError, match="make_champion"):
-        _register(client, "k", aliases=["champion"])
     with pytest.raises(ValueError, match="gs://"):
         _register(client, "k", artifact_uri="/tmp/model")
     with pytest.raises(ValueError, match="ModelContainerSpec"):
         _register(client, "k", serving_container={**SERVING, "healthPath": "/h"})
+    assert client.calls == []
+    version = _register(client, "k")
+    client.calls.clear()
+    with pytest.raises(ValueError, match="not a valid Vertex version alias"):
+        merge_version_aliases(version, ["Champion"], model_client=client)
     assert client.calls == []
 
 
@@ -125,12 +141,13 @@ def test_model_registry_find_champion_returns_none_until_one_exists() -> None:
         "project": "proj",
         "location": "europe-west4",
         "display_name": "drink-recommender",
+        "alias": "champion",
         "model_client": client,
     }
     assert find_model_version(**where) is None
     _register(client, "run-1/register")
     assert find_model_version(**where) is None
-    _register(client, "run-2/register", make_champion=True)
+    _champion(client, "run-2/register")
     champion = find_model_version(**where)
     assert champion is not None
     assert champion["versionId"] == "2"

@@ -158,3 +158,17 @@ def test_best_trial_wrong_metric_or_goal_is_refused() -> None:
 def test_trial_model_dir_needs_a_base_output_directory() -> None:
     with pytest.raises(ValueError, match="baseOutputDirectory"):
         trial_model_dir({"trialJobSpec": {}}, "3")
+
+
+def test_best_trial_skips_non_finite_values_written_as_proto_json_strings() -> None:
+    # A minimised -Infinity would win if it counted; NaN must not win either.
+    def written(trial_id: str, value: str) -> dict[str, Any]:
+        measurement = {"metrics": [{"metricId": "val_loss", "value": value}]}
+        return {**_trial(trial_id, "SUCCEEDED", None, 0.1, 32.0), "finalMeasurement": measurement}
+
+    trials = [
+        written("1", "-Infinity"),
+        written("2", "NaN"),
+        _trial("3", "SUCCEEDED", 0.4, 0.2, 64.0),
+    ]
+    assert best_trial({**PAYLOAD, "trials": trials}, "val_loss", "MINIMIZE").trial_id == "3"

@@ -10,26 +10,20 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import random
 import re
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from trainer.faults import NO_FAULTS, Faults
 from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^ckpt-(\d{8})\.pt$")
 PROGRESS_FILE = "progress.json"
-PAUSE_ENV = "TRAINER_TEST_PAUSE"
-"""Fault-injection hook for tests only: `checkpoint=<s>` sleeps between a checkpoint's data
-file and its sidecar, `evaluate=<s>` before evaluation, after printing a marker line to
-stderr, so a test can signal the process inside that window (tests/test_faults_training.py)."""
 
 
 class CheckpointManager:
@@ -38,13 +32,16 @@ class CheckpointManager:
     Args:
         directory: the checkpoint folder (AIP_CHECKPOINT_DIR, already resolved to a path).
         keep: how many newest checkpoints to keep.
+        faults: test-only fault injection (`trainer.faults`): a pause between a checkpoint's
+            data file and its sidecar; none by default.
     """
 
-    def __init__(self, directory: Path, keep: int = 2) -> None:
+    def __init__(self, directory: Path, keep: int = 2, faults: Faults = NO_FAULTS) -> None:
         if keep < 1:
             raise ValueError(f"keep must be >= 1, got {keep}")
         self.directory = directory
         self.keep = keep
+        self.faults = faults
 
     def steps(self) -> list[int]:
         """Steps of the checkpoints present (verified or not), newest first."""
@@ -68,7 +65,7 @@ class CheckpointManager:
         torch.save(state, buffer)
         path = self.path(step)
         atomic_write_bytes(path, buffer.getvalue())
-        pause_for_test("checkpoint", step)
+        self.faults.pause("checkpoint", step)
         atomic_write_bytes(
             path.with_name(path.name + ".sha256"), (sha256_file(path) + "\n").encode()
         )
@@ -105,16 +102,6 @@ class CheckpointManager:
             except Exception as error:  # any unreadable checkpoint means: try the older one
                 log.warning("skipping checkpoint at step %d: %s", step, error)
         return None
-
-
-def pause_for_test(phase: str, step: int) -> None:
-    """Sleep in `phase` when `TRAINER_TEST_PAUSE` asks for it (a test hook; unset otherwise)."""
-    name, _, seconds = os.environ.get(PAUSE_ENV, "").partition("=")
-    if name == phase and seconds:
-        print(
-            f"{PAUSE_ENV}: pid {os.getpid()} in {phase} at step {step}", file=sys.stderr, flush=True
-        )
-        time.sleep(float(seconds))
 
 
 def write_progress(

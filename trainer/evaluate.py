@@ -1,114 +1,116 @@
-"""Recall@10 and NDCG@10 on the validation week, always next to a per-store popularity baseline.
+"""The evaluation job: `python -m trainer.evaluate --candidate-model-dir URI --data URI ...`.
 
-Each validation transaction is one query (member, store, time) with one relevant drink, the
-one bought; so Recall@10 is the hit rate in the top 10 and NDCG@10 is 1/log2(1 + rank) for a
-hit. Both rankers see only drinks the shop could sell at that moment. The baseline ranks by
-each shop's purchases over the last weeks of training (ties broken by chain-wide counts);
-members unseen in training get the baseline's answer from the model too, as in serving.
-A second, stronger reference is also reported: "reorder your usual" (the member's own most
-bought drinks over all training weeks, then the shop's popularity).
+`evaluate_model` runs this entry point as a CustomJob from the training wheel, so full-scale
+scoring gets a real machine, and compares what it writes. It scores the candidate (and the
+champion) with `trainer.scoring` and writes a metrics file. The flags and the file are
+vertex-retrain's evaluation contract (docs/components.md#evaluation-contract); the trainer does
+not import the library, so the names are repeated here and tests/test_contracts.py checks that
+both sides agree. The metric code itself is `trainer.metrics`.
 """
 
 from __future__ import annotations
 
+import argparse
+import logging
 import math
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-import torch
-from torch import nn
+from trainer.paths import atomic_write_json, resolve
 
-from trainer.features import UNKNOWN_MEMBER
-from trainer.model import CatalogueTensors, score
+METRICS_FORMAT = "vertex-retrain-evaluation-metrics/v1"
+"""The contract's `format` value for the metrics file."""
 
-K = 10
-
-
-def popularity_scores(popularity: torch.Tensor, store: torch.Tensor) -> torch.Tensor:
-    """Baseline scores (B, D): shop counts plus a chain-wide tie-break below one purchase."""
-    chain = popularity.sum(dim=0)
-    return popularity[store] + 1e-3 * chain / chain.max().clamp(min=1.0)
+log = logging.getLogger("trainer.evaluate")
 
 
-def ranking_gains(
-    scores: torch.Tensor, target: torch.Tensor, k: int = K
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-row hit@k and NDCG@k gain for one relevant item per row.
-
-    Args:
-        scores: (B, D) with -inf for unavailable drinks.
-        target: (B,) index of the relevant drink.
-        k: cut-off.
-    """
-    top = scores.topk(min(k, scores.shape[1]), dim=1).indices
-    hits = top == target[:, None]
-    discounts = 1.0 / torch.log2(
-        torch.arange(2, top.shape[1] + 2, device=scores.device, dtype=torch.float64)
+def build_parser() -> argparse.ArgumentParser:
+    """The contract's flags, plus the trainer's own scoring options."""
+    parser = argparse.ArgumentParser(prog="python -m trainer.evaluate", description=__doc__)
+    parser.add_argument(
+        "--candidate-model-dir", required=True, help="candidate model folder (gs://, /gcs/, local)"
     )
-    return hits.any(dim=1).double(), (hits.double() * discounts).sum(dim=1)
+    parser.add_argument(
+        "--champion-model-dir", default="", help="champion model folder; omit without a champion"
+    )
+    parser.add_argument("--data", required=True, help="prepared dataset folder or manifest.json")
+    parser.add_argument("--metrics-output", required=True, help="metrics JSON file to write")
+    parser.add_argument(
+        "--baseline-weeks",
+        type=int,
+        default=4,
+        help="training weeks the popularity baseline counts",
+    )
+    parser.add_argument("--num-threads", type=int, default=0, help="torch CPU threads (0: default)")
+    return parser
 
 
-@torch.no_grad()
-def evaluate(
-    model: nn.Module,
-    cat: CatalogueTensors,
-    rows: dict[str, torch.Tensor],
-    popularity: torch.Tensor,
-    member_counts: torch.Tensor,
-    chunk: int = 8192,
-) -> dict[str, float]:
-    """Score the model and the per-store popularity baseline on the same rows.
+def finite_metrics(metrics: Mapping[str, float], whose: str) -> dict[str, float]:
+    """Drops metrics without a finite value (JSON has none; e.g. a lift over a zero baseline)."""
+    kept = {}
+    for name, value in metrics.items():
+        if math.isfinite(value):
+            kept[name] = float(value)
+        else:
+            log.warning("leaving out the %s's %s = %s: not a finite number", whose, name, value)
+    return kept
 
-    Args:
-        model: the trained recommender (not the DDP wrapper).
-        cat: catalogue tensors.
-        rows: validation rows from `trainer.train.rows_to_tensors`.
-        popularity: (stores, drinks) purchase counts from training.
-        member_counts: (members + 1, drinks) purchase counts per member vocabulary index.
-        chunk: rows scored at once (bounds memory at full scale).
+
+def evaluation_report(args: argparse.Namespace) -> dict[str, Any]:
+    """Scores the candidate (and the champion) on the dataset's validation weeks.
 
     Returns:
-        recall_at_10, ndcg_at_10, the baseline's, absolute margins and relative NDCG lift,
-        row counts.
+        The metrics file's content: `format`, `candidate`, `champion` (or None) and the
+        per-store popularity `baseline` on the same rows.
     """
-    was_training = model.training
-    model.eval()
-    n_drinks = popularity.shape[1]
-    candidates = torch.arange(n_drinks, device=popularity.device)
-    totals = torch.zeros(6, dtype=torch.float64, device=popularity.device)
-    n = int(rows["drink"].shape[0])
-    for start in range(0, n, chunk):
-        batch = {key: value[start : start + chunk] for key, value in rows.items()}
-        logits, available = score(model, cat, batch, candidates)
-        baseline = popularity_scores(popularity, batch["store"]).masked_fill(
-            ~available, float("-inf")
-        )
-        known = (batch["member"] != UNKNOWN_MEMBER)[:, None]
-        ranked = torch.where(
-            known, logits.double().masked_fill(~available, float("-inf")), baseline
-        )
-        model_hit, model_gain = ranking_gains(ranked, batch["drink"])
-        base_hit, base_gain = ranking_gains(baseline, batch["drink"])
-        # Shop popularity is scaled below one purchase so it only breaks the history's ties.
-        usual = member_counts[batch["member"]].double() + baseline / (baseline.max() + 1.0)
-        usual_hit, usual_gain = ranking_gains(
-            usual.masked_fill(~available, float("-inf")), batch["drink"]
-        )
-        parts = [model_hit, model_gain, base_hit, base_gain, usual_hit, usual_gain]
-        totals += torch.stack([part.sum() for part in parts])
-    model.train(was_training)
-    recall, ndcg, base_recall, base_ndcg, usual_recall, usual_ndcg = (
-        float(v) / max(n, 1) for v in totals.tolist()
+    from trainer.scoring import evaluate_exported_model
+
+    if args.num_threads:
+        import torch
+
+        torch.set_num_threads(args.num_threads)
+    candidate = evaluate_exported_model(
+        args.candidate_model_dir, args.data, baseline_weeks=args.baseline_weeks
     )
-    unknown = int((rows["member"] == UNKNOWN_MEMBER).sum())
+    champion = None
+    if args.champion_model_dir:
+        scores = evaluate_exported_model(
+            args.champion_model_dir, args.data, baseline_weeks=args.baseline_weeks
+        )
+        champion = finite_metrics(scores["model"], "champion")
     return {
-        "recall_at_10": recall,
-        "ndcg_at_10": ndcg,
-        "baseline_recall_at_10": base_recall,
-        "baseline_ndcg_at_10": base_ndcg,
-        "recall_at_10_margin": recall - base_recall,
-        "ndcg_at_10_margin": ndcg - base_ndcg,
-        "ndcg_at_10_lift": ndcg / base_ndcg - 1.0 if base_ndcg > 0 else math.inf,
-        "usual_recall_at_10": usual_recall,
-        "usual_ndcg_at_10": usual_ndcg,
-        "validation_rows": float(n),
-        "unknown_member_rows": float(unknown),
+        "format": METRICS_FORMAT,
+        "candidate": finite_metrics(candidate["model"], "candidate"),
+        "champion": champion,
+        "baseline": finite_metrics(candidate["baseline"], "baseline"),
     }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the contract's flags, score, and write the metrics file atomically.
+
+    Returns:
+        0 on success, 2 when a model or the dataset is missing or unusable.
+    """
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        report = evaluation_report(args)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    atomic_write_json(resolve(args.metrics_output), report)
+    log.info(
+        "candidate ndcg_at_10 %s, champion %s; wrote %s",
+        report["candidate"].get("ndcg_at_10"),
+        (report["champion"] or {}).get("ndcg_at_10"),
+        args.metrics_output,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -18,12 +18,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainer.artifact_index import (
+    ARTIFACT_FORMAT,
+    INDEX_FILE,
+    ArtifactError,
+    read_bytes,
+    read_index,
+    verify,
+)
 from trainer.features import Catalogue
 from trainer.model import DrinkRecommender, ModelConfig
 from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
-
-ARTIFACT_FORMAT = "drinkshop-recommender/v1"
-INDEX_FILE = "artifact.json"
 
 
 def export_model(
@@ -70,47 +75,66 @@ def export_model(
     return index
 
 
+def _parse_json(name: str, data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise ArtifactError(f"{name}: not valid JSON ({error})") from None
+
+
+def _load_weights(path: Path) -> dict[str, Any]:
+    try:
+        return dict(torch.load(path, map_location="cpu", weights_only=True))
+    except pickle.UnpicklingError as error:
+        # torch's own message suggests weights_only=False, which would run the file's code.
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
+        raise ArtifactError(
+            f"{path}: refused to load; it holds more than tensors"
+            f"{f' (it calls {found.group(1)})' if found else ''}. Re-export the model with "
+            "trainer.task; never load it with weights_only=False"
+        ) from None
+
+
 def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndarray, np.ndarray]:
     """Verify and load an artifact.
+
+    The index is schema-checked and every file it lists must be a regular file inside
+    `model_dir` (`trainer.artifact_index`); each file's SHA-256 is checked before it is read.
 
     Returns:
         `(model, catalogue, member_vocab, popularity)`; the model is in eval mode on CPU.
 
     Raises:
         FileNotFoundError: no artifact.json (not a model folder, or the export did not finish).
-        ValueError: wrong format or a file's SHA-256 does not match the index.
+        ValueError: an `ArtifactError` naming the key or file (bad index, a name outside the
+            folder, a hash mismatch, contents of the wrong shape), or weights that hold more
+            than tensors.
     """
-    index_path = model_dir / INDEX_FILE
-    if not index_path.is_file():
-        raise FileNotFoundError(
-            f"{model_dir} has no {INDEX_FILE}; expected a folder written by trainer.task"
-        )
-    index = json.loads(index_path.read_text(encoding="utf-8"))
-    if index.get("format") != ARTIFACT_FORMAT:
-        raise ValueError(
-            f"{index_path}: format {index.get('format')!r}, expected {ARTIFACT_FORMAT!r}"
-        )
-    for name, digest in index["sha256"].items():
-        if sha256_file(model_dir / name) != digest:
-            raise ValueError(f"{model_dir / name}: SHA-256 does not match {INDEX_FILE}; re-export")
+    files = verify(read_index(model_dir))
 
     def read(name: str) -> Any:
-        return json.loads((model_dir / name).read_text(encoding="utf-8"))
+        return _parse_json(name, read_bytes(files[name], name))
 
-    model = DrinkRecommender(ModelConfig.from_dict(read("config.json")["model"]))
     try:
-        weights = torch.load(model_dir / "weights.pt", map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as error:
-        # torch's own message suggests weights_only=False, which would run the file's code.
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
-        raise ValueError(
-            f"{model_dir / 'weights.pt'}: refused to load; it holds more than tensors"
-            f"{f' (it calls {found.group(1)})' if found else ''}. Re-export the model with "
-            "trainer.task; never load it with weights_only=False"
-        ) from None
-    model.load_state_dict(weights)
-    model.eval()
-    catalogue = Catalogue.from_json(read("catalogue.json"))
-    members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)
-    popularity = np.asarray(read("popularity.json")["store_drink_counts"], dtype=np.float64)
+        model = DrinkRecommender(ModelConfig.from_dict(read("config.json")["model"]))
+        model.load_state_dict(_load_weights(files["weights.pt"]))
+        model.eval()
+        catalogue = Catalogue.from_json(read("catalogue.json"))
+        members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)
+        popularity = np.asarray(read("popularity.json")["store_drink_counts"], dtype=np.float64)
+    except ArtifactError:
+        raise
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        OverflowError,
+        EOFError,
+        RuntimeError,
+    ) as error:
+        # Hashes only prove the files are the ones indexed; an index written by hand can
+        # still list files of the wrong shape.
+        detail = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        raise ArtifactError(f"{model_dir}: the files do not form a model ({detail})") from None
     return model, catalogue, members, popularity

@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from trainer.artifact_index import INDEX_FILE
 from trainer.paths import resolve
-
-INDEX_FILE = "artifact.json"
 
 
 def local_model_dir(uri: str, *, storage_client: Any = None, cache_dir: Path | None = None) -> Path:

@@ -1,7 +1,11 @@
 """Storage paths and crash-safe writes for code that runs inside a training job.
 
 Vertex hands the job `gs://` URIs (AIP_MODEL_DIR, ...) while Cloud Storage is mounted at `/gcs`.
-The local executor sets GCS_FUSE_ROOT to stand in for that mount, so one mapping covers both.
+The local executor sets GCS_FUSE_ROOT to stand in for that mount. Without either (the trainer's
+own command line on a laptop) `gs://B/P` maps to `$VERTEX_LOCAL_ROOT/gcs/B/P`, default
+`./.local-vertex/gcs/B/P`: the same folder the library's local backend reads. The trainer
+cannot import the library, so this rule is a contract (docs/architecture.md, "Local storage
+root"), and tests/test_storage_contract.py checks both sides map every URI alike.
 """
 
 from __future__ import annotations
@@ -14,6 +18,27 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 GCS_FUSE_ROOT_ENV = "GCS_FUSE_ROOT"
+LOCAL_ROOT_ENV = "VERTEX_LOCAL_ROOT"
+DEFAULT_LOCAL_ROOT = ".local-vertex"
+FUSE_MOUNT = "/gcs"
+
+
+def storage_root() -> Path:
+    """The folder standing for Cloud Storage in this process (`gs://B/P` -> `<it>/B/P`).
+
+    Returns:
+        `$GCS_FUSE_ROOT` when set (the local backend's jobs and servers); else `/gcs` when it
+        is a mount (Cloud Storage FUSE on Vertex); else `$VERTEX_LOCAL_ROOT/gcs`, default
+        `./.local-vertex/gcs`, absolute (the library's local storage root). Never `/gcs` as a
+        plain folder: writing there would leave the local root and never be read back.
+    """
+    fuse_root = os.environ.get(GCS_FUSE_ROOT_ENV)
+    if fuse_root:
+        return Path(fuse_root)
+    if os.path.ismount(FUSE_MOUNT):
+        return Path(FUSE_MOUNT)
+    local = os.environ.get(LOCAL_ROOT_ENV) or DEFAULT_LOCAL_ROOT
+    return Path(local).expanduser().resolve() / "gcs"
 
 
 def resolve(uri: str | os.PathLike[str]) -> Path:
@@ -23,8 +48,8 @@ def resolve(uri: str | os.PathLike[str]) -> Path:
         uri: `gs://BUCKET/PATH`, `/gcs/BUCKET/PATH` or a local path.
 
     Returns:
-        `$GCS_FUSE_ROOT/BUCKET/PATH` when GCS_FUSE_ROOT is set, else `/gcs/BUCKET/PATH` (the
-        Cloud Storage FUSE mount on Vertex); local paths come back unchanged.
+        `<storage_root()>/BUCKET/PATH`: `$GCS_FUSE_ROOT`, the `/gcs` FUSE mount on Vertex, or
+        the local root's `gcs/` folder; local paths come back unchanged.
 
     Raises:
         ValueError: the URI names no bucket or tries to climb out of the mount with `..`.
@@ -43,8 +68,7 @@ def resolve(uri: str | os.PathLike[str]) -> Path:
         raise ValueError(f"expected gs://BUCKET/PATH or /gcs/BUCKET/PATH, got {text!r}")
     if ".." in parts:
         raise ValueError(f"refusing {text!r}: '..' would leave the bucket; use a plain path")
-    root = os.environ.get(GCS_FUSE_ROOT_ENV)
-    return Path(root if root else "/gcs").joinpath(*parts)
+    return storage_root().joinpath(*parts)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.evaluate import popularity_scores
 from trainer.export import load_artifact
 from trainer.features import UNKNOWN_MEMBER, lookup, time_features
+from trainer.metrics import popularity_scores
 from trainer.model import CatalogueTensors, score
 
 DEFAULT_K = 10

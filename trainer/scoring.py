@@ -1,8 +1,9 @@
 """Scoring an exported model on a dataset's validation weeks (champion/challenger evaluation).
 
-The evaluation step of the pipeline scores the candidate and the current champion on the same
-held-out week, with the same per-store popularity baseline, using the code `trainer.task`
-uses at the end of training, so the numbers are comparable with the training report.
+The evaluation job (`python -m trainer.evaluate`, run by the pipeline's `evaluate_model`)
+scores the candidate and the current champion on the same held-out week, with the same
+per-store popularity baseline, using the code `trainer.task` uses at the end of training, so
+the numbers are comparable with the training report.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ def evaluate_exported_model(
     import numpy as np
     import torch
 
-    from trainer.evaluate import evaluate
     from trainer.export import load_artifact
     from trainer.features import (
         encode_rows,
@@ -43,6 +43,7 @@ def evaluate_exported_model(
         read_columns,
         store_popularity,
     )
+    from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors
     from trainer.paths import resolve
     from trainer.split import load_manifest

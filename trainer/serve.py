@@ -5,7 +5,9 @@ AIP_PREDICT_ROUTE (default /predict), AIP_STORAGE_URI (the model folder: used in
 reachable as a path, through /gcs or GCS_FUSE_ROOT, else downloaded once from gs://).
 LOCAL_BIND_HOST, then TRAINER_SERVE_HOST, pick the bind address (default 127.0.0.1; the serving
 image sets 0.0.0.0, the local backend sets LOCAL_BIND_HOST=127.0.0.1).
-TRAINER_MAX_REQUEST_BYTES bounds the body (default 1 MiB, 413).
+TRAINER_MAX_REQUEST_BYTES bounds the body (default 1,500,000, Vertex's limit; 413 beyond) and
+TRAINER_MAX_CONCURRENT_REQUESTS the requests in flight (default 32; 503 beyond).
+It runs on uvicorn; SIGTERM lets requests in flight finish, then exits 0.
 """
 
 from __future__ import annotations
@@ -14,161 +16,137 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
+import anyio
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
+
+from trainer.asgi_guard import GuardedApp, HttpError, Limits, json_response, read_body
+from trainer.asgi_runner import BackgroundServer, bind, serve_in_foreground
 from trainer.model_fetch import local_model_dir
 from trainer.predictor import InstanceError, Predictor
 
 log = logging.getLogger(__name__)
-DEFAULT_MAX_BYTES = 1 << 20
 MAX_INSTANCES = 1000
+_HEALTHY = json.dumps({"status": "ok"}).encode()
+
+
+def _default_threads() -> int:
+    # torch parallelises inside each call; a few calls at once keep the cores busy.
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Routes and limits of one server."""
+    """Routes and limits of one server.
+
+    Attributes:
+        health_route: GET answers 200 `{"status": "ok"}` once the model is loaded.
+        predict_route: POST `{"instances": [...]}` answers `{"predictions": [...]}`.
+        limits: Body size, timeouts, concurrency (see `trainer.asgi_guard.Limits`).
+        prediction_threads: Predictions computed at once; admitted requests beyond wait.
+    """
 
     health_route: str = "/health"
     predict_route: str = "/predict"
-    max_request_bytes: int = DEFAULT_MAX_BYTES
+    limits: Limits = field(default_factory=Limits)
+    prediction_threads: int = field(default_factory=_default_threads)
 
 
-def make_handler(predictor: Predictor, config: ServeConfig) -> type[BaseHTTPRequestHandler]:
-    """Request handler class bound to a predictor."""
+def _answer(predictor: Predictor, body: bytes) -> bytes:
+    """Parse, predict and serialise one request (runs on a worker thread).
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # Headers and body go out in two writes; with Nagle on, keep-alive clients wait for a
-        # delayed ACK (~40 ms) before the body arrives.
-        disable_nagle_algorithm = True
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("%s - %s", self.address_string(), format % args)
-
-        def _reply(self, status: int, payload: dict[str, Any], close: bool = False) -> None:
-            body = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] == config.health_route:
-                self._reply(200, {"status": "ok"})
-            else:
-                self._reply(404, {"error": f"no route {self.path!r}; try {config.health_route!r}"})
-
-        def do_POST(self) -> None:
-            if self.path.split("?")[0] != config.predict_route:
-                self._reply(
-                    404,
-                    {"error": f"no route {self.path!r}; POST to {config.predict_route!r}"},
-                    True,
-                )
-                return
-            length_text = self.headers.get("Content-Length")
-            # isascii: str.isdigit() accepts "²", which int() then rejects.
-            if length_text is None or not (length_text.isascii() and length_text.isdigit()):
-                self._reply(
-                    411, {"error": "a Content-Length header with the body size is required"}, True
-                )
-                return
-            length = int(length_text)
-            if length > config.max_request_bytes:
-                # The body is not read, so the connection cannot be reused.
-                self._reply(
-                    413,
-                    {
-                        "error": f"request body is {length} bytes; "
-                        f"the limit is {config.max_request_bytes}"
-                    },
-                    close=True,
-                )
-                return
-            try:
-                request = json.loads(self.rfile.read(length))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                self._reply(400, {"error": f"body is not valid JSON: {error}"})
-                return
-            except RecursionError:
-                message = (
-                    'body JSON is nested too deeply; send {"instances": [...]} of flat objects'
-                )
-                self._reply(400, {"error": message})
-                return
-            instances = request.get("instances") if isinstance(request, dict) else None
-            if not isinstance(instances, list):
-                self._reply(
-                    400, {"error": 'expected {"instances": [...]}, a JSON object with a list'}
-                )
-                return
-            if len(instances) > MAX_INSTANCES:
-                self._reply(
-                    400,
-                    {"error": f"{len(instances)} instances; at most {MAX_INSTANCES} per request"},
-                )
-                return
-            try:
-                predictions = predictor.predict(instances)
-            except InstanceError as error:
-                self._reply(400, {"error": str(error)})
-                return
-            except Exception:  # a bug must cost one request, not the server
-                log.exception("prediction failed")
-                self._reply(500, {"error": "internal error while predicting; see the server log"})
-                return
-            self._reply(200, {"predictions": predictions})
-
-    return Handler
+    Raises:
+        HttpError: 400 naming what is wrong with the body or an instance.
+    """
+    try:
+        request = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise HttpError(400, f"body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise HttpError(
+            400, 'body JSON is nested too deeply; send {"instances": [...]} of flat objects'
+        ) from None
+    instances = request.get("instances") if isinstance(request, dict) else None
+    if not isinstance(instances, list):
+        raise HttpError(400, 'expected {"instances": [...]}, a JSON object with a list')
+    if len(instances) > MAX_INSTANCES:
+        raise HttpError(400, f"{len(instances)} instances; at most {MAX_INSTANCES} per request")
+    try:
+        predictions = predictor.predict(instances)
+    except InstanceError as error:
+        raise HttpError(400, str(error)) from None
+    return json.dumps({"predictions": predictions}).encode()
 
 
-def make_server(
-    predictor: Predictor, host: str, port: int, config: ServeConfig
-) -> ThreadingHTTPServer:
-    """A bound (not yet serving) HTTP server."""
-    server = _Server((host, port), make_handler(predictor, config))
-    return server
+class PredictionService:
+    """The routes of one prediction server, around a loaded predictor."""
 
+    def __init__(self, predictor: Predictor, config: ServeConfig) -> None:
+        """Binds the predictor; `app()` is the ASGI application."""
+        self.predictor = predictor
+        self.config = config
+        self._limiter: anyio.CapacityLimiter | None = None
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # The default backlog of 5 makes a burst of clients wait a second per retry.
-    request_queue_size = 128
+    def app(self) -> GuardedApp:
+        """The guarded ASGI application (health checks skip the concurrency cap)."""
+        return GuardedApp(
+            self._handle, self.config.limits, exempt=self._is_health, on_startup=self._start
+        )
+
+    def _is_health(self, scope: Scope) -> bool:
+        return scope["path"] == self.config.health_route
+
+    async def _start(self) -> None:
+        self._limiter = anyio.CapacityLimiter(self.config.prediction_threads)
+
+    async def _handle(self, request: Request) -> Response:
+        path, method = request.scope["path"], request.method
+        routes = {self.config.health_route: "GET", self.config.predict_route: "POST"}
+        if path not in routes:
+            raise HttpError(
+                404,
+                f"no route {path!r}; GET {self.config.health_route!r} or "
+                f"POST {self.config.predict_route!r}",
+            )
+        if method != routes[path]:
+            raise HttpError(405, f"use {routes[path]} for {path!r}", {"Allow": routes[path]})
+        if path == self.config.health_route:
+            return json_response(200, _HEALTHY)
+        body = await read_body(request, self.config.limits)
+        answer = await anyio.to_thread.run_sync(
+            _answer, self.predictor, body, limiter=self._limiter
+        )
+        return json_response(200, answer)
 
 
 class RunningServer:
-    """A server running in a background thread, for tests and benchmarks.
+    """A server running on a background thread, for tests and benchmarks.
 
     Attributes:
         url: base URL such as `http://127.0.0.1:54321`.
+        port: the bound port.
         config: its routes and limits.
     """
 
-    def __init__(self, server: ThreadingHTTPServer, config: ServeConfig) -> None:
-        self._server = server
-        self.config = config
-        host, port = server.server_address[:2]
-        self.url = f"http://{host!s}:{port}"
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
-        self._thread.start()
+    def __init__(self, service: PredictionService, host: str, port: int) -> None:
+        """Binds and starts serving; raises OSError when the address cannot be bound."""
+        self.config = service.config
+        self._server = BackgroundServer(
+            service.app(), service.config.limits, host, port, "prediction-server"
+        )
+        self.url = self._server.url
+        self.port = self._server.port
 
     def close(self) -> None:
-        """Stop serving and release the port."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        """Stop serving (requests in flight finish) and release the port."""
+        self._server.stop()
 
     def __enter__(self) -> RunningServer:
         return self
@@ -188,14 +166,17 @@ def start_server(
         port: TCP port, 0 for an ephemeral one.
         config: routes and limits.
     """
-    config = config or ServeConfig()
     predictor = Predictor(local_model_dir(os.fspath(model_dir)))
-    return RunningServer(make_server(predictor, host, port, config), config)
+    return RunningServer(PredictionService(predictor, config or ServeConfig()), host, port)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point; flags override the AIP_* environment."""
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _parser() -> argparse.ArgumentParser:
     env = os.environ
+    limits = Limits()
     parser = argparse.ArgumentParser(prog="python -m trainer.serve", description=__doc__)
     parser.add_argument("--model_dir", default=env.get("AIP_STORAGE_URI"))
     # LOCAL_BIND_HOST (set by the local backend) wins over the image's TRAINER_SERVE_HOST.
@@ -207,34 +188,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--max_request_bytes",
         type=int,
-        default=int(env.get("TRAINER_MAX_REQUEST_BYTES", DEFAULT_MAX_BYTES)),
+        default=int(env.get("TRAINER_MAX_REQUEST_BYTES", limits.max_body_bytes)),
     )
+    parser.add_argument(
+        "--max_concurrent_requests",
+        type=int,
+        default=int(env.get("TRAINER_MAX_CONCURRENT_REQUESTS", limits.max_concurrent_requests)),
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; flags override the AIP_* environment. Exit 2 on a bad model or port."""
+    parser = _parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if not args.model_dir:
         parser.error("no model: set AIP_STORAGE_URI or pass --model_dir")
-    config = ServeConfig(args.health_route, args.predict_route, args.max_request_bytes)
+    limits = Limits(
+        max_body_bytes=args.max_request_bytes,
+        max_concurrent_requests=args.max_concurrent_requests,
+    )
+    config = ServeConfig(args.health_route, args.predict_route, limits)
     try:
         predictor = Predictor(local_model_dir(args.model_dir))
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: cannot load the model: {error}", file=sys.stderr)
+    except (OSError, ValueError) as error:
+        print(f"error: cannot load the model {args.model_dir}: {_one_line(error)}", file=sys.stderr)
         return 2
-    server = make_server(predictor, args.host, args.port, config)
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
+    try:
+        sock = bind(args.host, args.port, limits)
+    except (OSError, OverflowError) as error:
+        print(
+            f"error: cannot listen on {args.host}:{args.port}: {_one_line(error)}", file=sys.stderr
+        )
+        return 2
     log.info(
         "serving %s on %s:%d (%s, %s)",
         args.model_dir,
         args.host,
-        args.port,
+        sock.getsockname()[1],
         config.predict_route,
         config.health_route,
     )
-    server.serve_forever()
-    server.server_close()
+    serve_in_foreground(PredictionService(predictor, config).app(), limits, sock)
     return 0
 
 

@@ -2,6 +2,10 @@
 
 Random splits of a time series leak the future into training; the manifest trains on weeks
 0..T-1-v and validates on the last v weeks. CLI: `python -m trainer.split --data DIR --out DIR`.
+
+The manifest's format is a contract with vertex-retrain (docs/components.md#dataset-contract):
+the pipeline's `prepare_dataset` writes the same file from the declared transactions schema, and
+this module reads it (`load_manifest`) and writes it for runs without the pipeline.
 """
 
 from __future__ import annotations

@@ -120,10 +120,10 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from trainer.checkpoint import CheckpointManager, pause_for_test
+    from trainer.checkpoint import CheckpointManager
     from trainer.distributed import cluster_from_env, init_process_group, scaled_learning_rate
-    from trainer.evaluate import evaluate
     from trainer.export import export_model
+    from trainer.faults import faults_from_env
     from trainer.features import (
         encode_rows,
         member_counts,
@@ -131,11 +131,15 @@ def run(args: argparse.Namespace) -> int:
         read_columns,
         store_popularity,
     )
+    from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
     from trainer.scalars import ScalarWriter
     from trainer.split import load_manifest
     from trainer.train import LoopConfig, StopFlag, rows_to_tensors, train_loop
 
+    faults = faults_from_env()  # test-only hooks; off unless TRAINER_FAULTS is set
+    if faults.active:
+        log.warning("fault injection on (tests only): %s", faults)
     stop = StopFlag()
     stop.install()
     info = cluster_from_env()
@@ -198,8 +202,9 @@ def run(args: argparse.Namespace) -> int:
         loop_cfg,
         info,
         stop,
-        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"]),
+        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"], faults=faults),
         writer=writer,
+        faults=faults,
     )
     if result.preempted or stop.is_set():
         log.warning(
@@ -217,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             member_counts(train_rows, config.n_members, config.n_drinks), device=device
         )
         val_tensors = rows_to_tensors(val_rows, device)
-        pause_for_test("evaluate", result.step)
+        faults.pause("evaluate", result.step)
         metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
         metrics["training"] = {
             "steps": result.step,

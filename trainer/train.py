@@ -22,13 +22,12 @@ from torch import nn
 
 from trainer.checkpoint import CheckpointManager, capture_rng, restore_rng, write_progress
 from trainer.distributed import ClusterInfo
+from trainer.faults import NO_FAULTS, Faults
 from trainer.features import Rows
 from trainer.model import CatalogueTensors, sampled_softmax_loss
 from trainer.scalars import ScalarWriter
 
 log = logging.getLogger(__name__)
-SIGTERM_AT_STEP_ENV = "TRAINER_TEST_SIGTERM_AT_STEP"  # test hook: signal ourselves after step N
-STEP_SLEEP_ENV = "TRAINER_TEST_STEP_SLEEP_S"  # test hook: slow steps so a test can signal us
 BATCH_KEYS = ("member", "store", "hour", "weekday", "season", "day", "drink")
 
 
@@ -115,6 +114,7 @@ def train_loop(
     stop: StopFlag,
     checkpoints: CheckpointManager | None = None,
     writer: ScalarWriter | None = None,
+    faults: Faults = NO_FAULTS,
 ) -> LoopResult:
     """Train until the epochs (or max_steps) are done or a stop is requested.
 
@@ -129,6 +129,7 @@ def train_loop(
         stop: stop flag (set by SIGTERM).
         checkpoints: where to save and resume from; None disables both.
         writer: TensorBoard scalars (rank 0).
+        faults: test-only fault injection (`trainer.faults`); none by default.
 
     Returns:
         The loop result; `preempted` is True when it stopped early on request.
@@ -159,8 +160,6 @@ def train_loop(
         log.info("resumed from checkpoint at step %d", step)
     checkpoint_step = resumed_from
     result = LoopResult(step=step, total_steps=total, preempted=False, resumed_from=resumed_from)
-    sigterm_at = int(os.environ.get(SIGTERM_AT_STEP_ENV, "-1"))
-    sleep_s = float(os.environ.get(STEP_SLEEP_ENV, "0"))
     device = data["drink"].device
     began = time.perf_counter()
 
@@ -204,14 +203,19 @@ def train_loop(
                 value /= info.world_size
             history.append([step, float(value)])
             if info.is_primary:
+                # The command line's progress display reads this line (step, epoch, loss).
+                log.info(
+                    "progress step=%d/%d epoch=%d loss=%.4f", step, total, epoch + 1, float(value)
+                )
                 if writer is not None:
                     writer.add_scalar("train/loss", float(value), step)
                 if checkpoints is not None:
                     write_progress(checkpoints.directory, step, checkpoint_step, total)
-        if step == sigterm_at:
+        if step == faults.sigterm_at_step:
             os.kill(os.getpid(), signal.SIGTERM)
-        if sleep_s:
-            time.sleep(sleep_s)
+        if faults.step_sleep_s:
+            time.sleep(faults.step_sleep_s)
+        faults.hold(step, stop.is_set)
         stopping = stop.is_set()
         if distributed:
             # Every replica must stop after the same step, or the next all-reduce hangs.

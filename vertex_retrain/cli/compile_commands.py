@@ -68,25 +68,47 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
 
 def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Prints one pipeline's cost breakdown per step, on-demand against Spot."""
+    """Prints one pipeline's cost breakdown per step, on-demand against Spot.
+
+    The job shape is the compiled pipeline's defaults (``root.inputDefinitions``) with the
+    ``--param`` overrides on top: exactly what ``compile.py run`` would submit.
+    """
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-    from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.cli.costing import (
+        NOT_INCLUDED,
+        estimate_run,
+        price_location,
+        training_hours,
+    )
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
     from vertex_retrain.specs import JobSpecError
+    from vertex_retrain.specs.prices import load_prices
 
     try:
         spec = compile_to_dict(catalog.pipeline_by_name(args.name))
         arguments = default_arguments(spec)
         arguments.update(parse_overrides(args.param, parameter_definitions(spec)))
-        estimate = estimate_run(args.name, arguments, training_hours=args.training_hours)
+        hours = training_hours(arguments, args.training_hours)
+        location, origin = price_location(arguments, getattr(args, "location", None))
+        known = load_prices().locations()
+        if location not in known:
+            raise ParameterError(
+                [
+                    f"no prices recorded for location {location!r} ({origin}); known: "
+                    f"{', '.join(known)}; pass --location with one of them"
+                ]
+            )
+        estimate = estimate_run(args.name, arguments, hours=hours, location=location)
     except (KeyError, ParameterError, JobSpecError) as error:
         message = error.args[0] if isinstance(error, KeyError) else error
         print(f"error: {message}", file=sys.stderr)
         return 2
+    print(f"prices: {location} ({origin})", file=out)
     print(estimate.describe(), file=out)
     print(
-        f"assumption: one training job takes {args.training_hours:g} h on one GPU "
-        "(--training-hours); multi-GPU jobs scale by the stated efficiency",
+        f"assumption: one training job takes {hours:g} h on one GPU "
+        "(--training-hours, else the pipeline's expected_training_hours); multi-GPU jobs "
+        "scale by the stated efficiency",
         file=out,
     )
     print(NOT_INCLUDED, file=out)

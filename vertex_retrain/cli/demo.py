@@ -10,15 +10,15 @@ import argparse
 import json
 import sys
 import urllib.request
-from pathlib import Path
 from typing import Any, TextIO
 
+from vertex_retrain.cli.local_setup import (
+    REPO_ROOT,
+    LocalSetupError,
+    ensure_sample_data,
+    prepare_local_run,
+)
 from vertex_retrain.pipelines import defaults
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEMO_SCALE = {"members": 10000, "stores": 50, "weeks": 26, "seed": 7}
-"""Small enough for a few minutes on two cores, large enough for the model to beat the
-baseline (the worked example's full scale is 500,000 members, 2,000 shops, 156 weeks)."""
 
 DEMO_PARAMETERS: dict[str, Any] = {
     "source_uri": str(REPO_ROOT / "trainer"),
@@ -29,17 +29,12 @@ DEMO_PARAMETERS: dict[str, Any] = {
 
 
 def ensure_demo_data(out: TextIO) -> None:
-    """Generates the demo transactions into the local bucket unless they are there already."""
-    from trainer.data import WorldConfig, generate
-    from vertex_retrain.backends.local.storage import to_local_path
+    """Generates the demo transactions into the local bucket unless they are there already.
 
-    target = to_local_path(defaults.TRANSACTIONS_URI)
-    if (target / "generation.json").is_file():
-        print(f"[progress] demo data already at {defaults.TRANSACTIONS_URI} ({target})", file=out)
-        return
-    print(f"[progress] generating demo data {DEMO_SCALE} -> {target}", file=out)
-    summary = generate(WorldConfig(**DEMO_SCALE), str(target))
-    print(f"[progress] wrote {summary['rows']:,} transactions", file=out)
+    Raises:
+        LocalSetupError: The generator failed (its output is in the message).
+    """
+    ensure_sample_data(defaults.TRANSACTIONS_URI, out)
 
 
 def sample_prediction(endpoint: str) -> tuple[str, dict[str, int], dict[str, Any]]:
@@ -143,10 +138,12 @@ def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    ensure_demo_data(out)
-    outcome = run_pipeline_locally(
-        weekly_retraining, local_arguments(default_arguments(spec), overrides), console=out
-    )
+    try:
+        arguments = prepare_local_run(local_arguments(default_arguments(spec), overrides), out)
+    except LocalSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    outcome = run_pipeline_locally(weekly_retraining, arguments, console=out)
     if outcome.summary is not None:
         print_report(outcome.summary, out)
     _stop_model_servers(out)

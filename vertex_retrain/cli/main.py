@@ -88,6 +88,11 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
+# Regions of vertex_retrain/specs/prices.yaml, repeated here so --help reads no file
+# (tests/test_specs_prices.py keeps the two equal).
+PRICE_LOCATIONS = ("asia-east1", "europe-west4", "us-central1")
+
+
 def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "estimate",
@@ -100,9 +105,22 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--training-hours",
         type=float,
-        default=2.0,
+        default=None,
         metavar="H",
-        help="expected hours of one training job on one GPU (default: the pipelines' own, 2)",
+        help=(
+            "expected hours of one training job on one GPU (default: the pipeline's "
+            "expected_training_hours, else the library's)"
+        ),
+    )
+    parser.add_argument(
+        "--location",
+        default=None,
+        metavar="REGION",
+        help=(
+            "region whose prices to use (default: the pipeline's location parameter when it "
+            "names a region, else us-central1); prices are recorded for "
+            f"{', '.join(PRICE_LOCATIONS)}"
+        ),
     )
 
 

@@ -16,7 +16,7 @@ from vertex_retrain.backends.local.registry_db import (
     RegistryInputError,
     RegistryNotFoundError,
 )
-from vertex_retrain.backends.local.traffic_split import TrafficSplitError
+from vertex_retrain.rules.traffic import TrafficSplitError
 
 _EXPECTED_ERRORS = (
     RegistryError,

@@ -61,9 +61,14 @@ def _run_local(
     from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
     from vertex_retrain.steps.summary import render_markdown
 
-    outcome = run_pipeline_locally(
-        pipeline, local_arguments(defaults, overrides), console=out, verbose=verbose
-    )
+    from vertex_retrain.cli.local_setup import LocalSetupError, prepare_local_run
+
+    try:
+        arguments = prepare_local_run(local_arguments(defaults, overrides), out)
+    except LocalSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    outcome = run_pipeline_locally(pipeline, arguments, console=out, verbose=verbose)
     if outcome.summary is not None:
         print(render_markdown(outcome.summary), file=out)
     state = "succeeded" if outcome.succeeded else "FAILED"

@@ -4,8 +4,9 @@ Idempotent by display name: a missing schedule is created; one whose cron, param
 template version, maximum concurrency, service account or pipeline root differs is updated;
 one whose paused state differs is paused or resumed; anything else is left alone. Schedules
 that are not declared are never touched. Vertex is reached only through a
-:class:`ScheduleClient` (the default, :class:`vertex_retrain.cli.vertex_schedule_client.
-VertexScheduleClient`, wraps aiplatform), so planning is pure and tests use a fake.
+:class:`vertex_retrain.schedules.ScheduleClient` (the default,
+:class:`vertex_retrain.cli.vertex_schedule_client.VertexScheduleClient`, wraps aiplatform), so
+planning is pure and tests use a fake.
 """
 
 from __future__ import annotations
@@ -16,24 +17,24 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from vertex_retrain.cli.template_ref import TemplateRefError, parse_template_version
-from vertex_retrain.pipelines.schedules import (
-    DECLARED_SCHEDULES,
+from vertex_retrain.pipelines.schedules import DECLARED_SCHEDULES
+from vertex_retrain.schedules import (
+    COMPARED_FIELDS,
+    ObservedSchedule,
+    ScheduleClient,
     ScheduleDeclaration,
     ScheduleError,
+    ScheduleSpec,
     parse_vertex_cron,
 )
 
 __all__ = [
-    "COMPARED_FIELDS",
     "DeploymentTarget",
     "FieldChange",
-    "ObservedSchedule",
-    "ScheduleClient",
     "SchedulePlan",
-    "ScheduleSpec",
     "apply_plans",
     "cli_schedule",
     "desired_spec",
@@ -41,18 +42,6 @@ __all__ = [
     "plan_schedules",
     "reconcile",
 ]
-
-# Fields compared between the declaration and Vertex, in the order the diff prints them.
-# The first two live on the schedule itself, the rest in its pipeline-job request.
-COMPARED_FIELDS = (
-    "cron",
-    "max_concurrent_run_count",
-    "template_uri",
-    "parameter_values",
-    "service_account",
-    "pipeline_root",
-)
-SCHEDULE_FIELDS = frozenset({"cron", "max_concurrent_run_count"})
 
 
 @dataclass(frozen=True)
@@ -63,29 +52,6 @@ class DeploymentTarget:
     location: str
     service_account: str
     pipeline_root: str
-
-
-@dataclass(frozen=True)
-class ScheduleSpec:
-    """The state of one schedule, as declared or as read back from Vertex."""
-
-    display_name: str
-    cron: str
-    max_concurrent_run_count: int
-    template_uri: str
-    parameter_values: Mapping[str, Any]
-    service_account: str
-    pipeline_root: str
-    paused: bool
-
-
-@dataclass(frozen=True)
-class ObservedSchedule:
-    """A schedule that exists on Vertex."""
-
-    resource_name: str
-    state: str  # ACTIVE, PAUSED or COMPLETED
-    spec: ScheduleSpec
 
 
 @dataclass(frozen=True)
@@ -108,30 +74,6 @@ class SchedulePlan:
     state_change: Literal["pause", "resume"] | None = None
     existing: ObservedSchedule | None = None
     next_runs: tuple[datetime, ...] = field(default=())
-
-
-class ScheduleClient(Protocol):
-    """The Vertex boundary: everything reconciliation reads or changes."""
-
-    def list(self, display_name: str) -> list[ObservedSchedule]:
-        """Schedules with exactly this display name."""
-        ...
-
-    def create(self, desired: ScheduleSpec) -> ObservedSchedule:
-        """Creates an active schedule."""
-        ...
-
-    def update(self, existing: ObservedSchedule, desired: ScheduleSpec, fields: set[str]) -> None:
-        """Sets ``fields`` (names from COMPARED_FIELDS) of ``existing`` to their desired values."""
-        ...
-
-    def pause(self, existing: ObservedSchedule) -> None:
-        """Stops the schedule from starting runs."""
-        ...
-
-    def resume(self, existing: ObservedSchedule) -> None:
-        """Lets a paused schedule start runs again, without catching up missed ones."""
-        ...
 
 
 def desired_spec(

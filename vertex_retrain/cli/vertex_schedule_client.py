@@ -1,4 +1,4 @@
-"""The default :class:`vertex_retrain.cli.schedule_reconcile.ScheduleClient`, backed by aiplatform.
+"""The default :class:`vertex_retrain.schedules.ScheduleClient`, backed by aiplatform.
 
 Creating, pausing and resuming go through ``aiplatform.PipelineJobSchedule``; so does updating
 the cron and the maximum concurrency (``PipelineJobSchedule.update``). That method cannot change
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vertex_retrain.cli.schedule_reconcile import SCHEDULE_FIELDS, ObservedSchedule, ScheduleSpec
+from vertex_retrain.schedules import SCHEDULE_FIELDS, ObservedSchedule, ScheduleSpec
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials

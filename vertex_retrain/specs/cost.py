@@ -10,10 +10,16 @@ The model (the worked example of the source article):
 Since ``n`` cancels, cost = ``baseline × price / e``: more GPUs buy time, and the efficiency
 loss is what the speed costs. Efficiency is an assumption; when not given it defaults to the
 article's figures (85% up to 8 GPUs, 60% beyond) and ``describe()`` says so.
+
+A payload is priced line by line (:mod:`vertex_retrain.specs.price_lines`) from the price
+book of one region (:mod:`vertex_retrain.specs.prices`); every line keeps its figures'
+labels (quoted, derived, unknown), sources and dates, and an unknown price leaves the cost
+unknown.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +27,24 @@ from typing import Any
 from vertex_retrain.specs.catalog import Catalog, load_catalog
 from vertex_retrain.specs.payload_io import as_int, mapping, normalize_job
 from vertex_retrain.specs.pool_rules import gpu_count, replica_count
+from vertex_retrain.specs.price_lines import (
+    PriceLine,
+    figure_notes,
+    format_lines,
+    hourly_total,
+    merge_lines,
+    pool_lines,
+    unknown_items,
+    with_spot_fallback,
+)
+from vertex_retrain.specs.prices import TIERS, PriceBook, load_prices
+
+LABELS = (
+    "labels: quoted = a Vertex price a source states; derived = computed from Vertex unit "
+    "prices, or from a Compute Engine list price times the Vertex fee rule (x 1.15 in its "
+    "source); assumed = the derivation rests on an unchecked assumption; unknown = no price "
+    "found, never guessed"
+)
 
 
 def default_efficiency(gpus: int) -> float:
@@ -68,6 +92,9 @@ class CostEstimate:
         spot_cost: ``wall_hours × hourly_spot``.
         currency: Currency of the prices.
         notes: Further assumptions (unknown prices, trial counts, ...).
+        location: Region whose prices were used (empty when a price was given directly).
+        lines: What the job holds, each with its labelled unit prices.
+        sources: ``(id, description)`` of every source the lines cite.
     """
 
     label: str
@@ -83,9 +110,17 @@ class CostEstimate:
     spot_cost: float | None
     currency: str = ""
     notes: tuple[str, ...] = ()
+    location: str = ""
+    lines: tuple[PriceLine, ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
 
-    def describe(self) -> str:
-        """Returns the estimate with its assumptions, in a few lines of text."""
+    def describe(self, *, legend: bool = True) -> str:
+        """Returns the estimate with its assumptions, in a few lines of text.
+
+        Args:
+            legend: Also list the figures' assumptions and notes and the sources cited (a
+                pipeline estimate lists them once for all its steps instead).
+        """
         lines = [f"{self.label}: {self.gpus} GPU(s)"]
         if self.gpus > 1:
             lines.append(
@@ -98,10 +133,48 @@ class CostEstimate:
         else:
             lines.append(f"  wall time = {self.wall_hours:.2f} h (no scaling assumed)")
         lines.append(f"  GPU-hours: {self.gpu_hours:.2f}")
+        if self.lines:
+            lines.append(f"  unit prices in {self.location}, {self.currency} per hour:")
+            lines += format_lines(self.lines)
         lines.append(f"  on-demand: {format_money(self.on_demand_cost, self.currency)}")
         lines.append(f"  Spot: {format_money(self.spot_cost, self.currency)}")
         lines += [f"  note: {n}" for n in self.notes]
+        if legend:
+            lines += price_legend([self])
         return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: every attribute, lines with their labelled figures."""
+        return {
+            "label": self.label,
+            "location": self.location,
+            "currency": self.currency,
+            "gpus": self.gpus,
+            "baseline_hours": self.baseline_hours,
+            "efficiency": self.efficiency,
+            "efficiency_source": self.efficiency_source,
+            "wall_hours": self.wall_hours,
+            "gpu_hours": self.gpu_hours,
+            "hourly_on_demand": self.hourly_on_demand,
+            "hourly_spot": self.hourly_spot,
+            "on_demand_cost": self.on_demand_cost,
+            "spot_cost": self.spot_cost,
+            "lines": [line.to_dict() for line in self.lines],
+            "notes": list(self.notes),
+            "sources": dict(self.sources),
+        }
+
+
+def price_legend(estimates: Sequence[CostEstimate]) -> list[str]:
+    """What the labels mean, the figures' assumptions and notes, and the sources cited."""
+    lines = [line for estimate in estimates for line in estimate.lines]
+    if not lines:
+        return []
+    sources = dict(pair for estimate in estimates for pair in estimate.sources)
+    out = [f"  {LABELS}"]
+    out += [f"  {text}" for text in figure_notes(lines)]
+    out += [f"  {key}: {what}" for key, what in sources.items()]
+    return out
 
 
 def _resolve_efficiency(gpus: int, efficiency: float | None) -> tuple[float, str]:
@@ -163,39 +236,17 @@ def estimate_scaling_cost(
     )
 
 
-def _hourly(
-    pools: Sequence[Any], catalog: Catalog, spot_fraction: float | None
-) -> tuple[float | None, float | None, list[str]]:
-    on_demand: float | None = 0.0
-    spot: float | None = 0.0
-    unknown: list[str] = []
-    for pool in pools:
-        spec = mapping(mapping(pool).get("machineSpec"))
-        replicas = replica_count(pool)
-        if not replicas:
-            continue
-        items = [(str(spec.get("machineType")), 1, catalog.machine_price)]
-        acc = spec.get("acceleratorType")
-        if isinstance(acc, str) and acc.startswith("NVIDIA_"):
-            items.append((acc, gpu_count(pool), catalog.accelerator_price))
-        for name, count, lookup in items:
-            price = lookup(name)
-            if price.on_demand is None:
-                unknown.append(f"{name} on-demand")
-                on_demand = None
-            elif on_demand is not None:
-                on_demand += replicas * count * price.on_demand
-            spot_price = (
-                price.on_demand * spot_fraction
-                if spot_fraction is not None and price.on_demand is not None
-                else price.spot
-            )
-            if spot_price is None:
-                unknown.append(f"{name} Spot")
-                spot = None
-            elif spot is not None:
-                spot += replicas * count * spot_price
-    return on_demand, spot, unknown
+def _cited_sources(lines: Sequence[PriceLine], book: PriceBook) -> tuple[tuple[str, str], ...]:
+    cited = {
+        key
+        for line in lines
+        for tier in TIERS
+        for key in re.findall(r"\bS\d+\b", line.figure(tier).source)
+    }
+    pairs = [(key, what) for key, what in book.sources.items() if key in cited]
+    if any(" x " in line.figure(tier).source for line in lines for tier in TIERS):
+        pairs.append((f"x {book.multiplier:g}", book.rule))
+    return tuple(pairs)
 
 
 def estimate_job_cost(
@@ -204,10 +255,12 @@ def estimate_job_cost(
     *,
     efficiency: float | None = None,
     catalog: Catalog | None = None,
-    spot_price_fraction: float | None = None,
+    prices: PriceBook | None = None,
+    location: str | None = None,
+    spot_fallback_fraction: float | None = None,
     label: str | None = None,
 ) -> CostEstimate:
-    """Estimates a CustomJob or tuning job payload with the catalog's hourly prices.
+    """Estimates a CustomJob or tuning job payload with the price book's hourly prices.
 
     Args:
         payload: CustomJob / HyperparameterTuningJob resource or bare job-spec body.
@@ -215,9 +268,13 @@ def estimate_job_cost(
             time.
         efficiency: Scaling efficiency over the job's GPUs (default:
             :func:`default_efficiency`).
-        catalog: Catalog with prices (see ``Catalog.with_prices`` to override them).
-        spot_price_fraction: Price Spot as this fraction of on-demand instead of the catalog's
-            Spot prices.
+        catalog: Machine catalog (TPU hosts per topology; default: the packaged one).
+        prices: Price book (default: the packaged one; see ``PriceBook.with_overrides``).
+        location: Region whose prices apply (default: the book's ``default_location``). A
+            region without recorded prices makes every price unknown.
+        spot_fallback_fraction: Only where a Spot price is unknown, price it as this
+            fraction of a known on-demand one (labelled an assumption). Default: leave it
+            unknown.
         label: Name shown by ``describe()`` (default: the display name).
 
     Returns:
@@ -227,21 +284,30 @@ def estimate_job_cost(
     """
     job = normalize_job(payload)
     catalog = catalog or load_catalog()
+    book = prices or load_prices()
+    where = location or book.default_location
     resource = job.resource
     spec = mapping(resource.get("jobSpec" if job.kind == "custom_job" else "trialJobSpec"))
     pools = [p for p in (spec.get("workerPoolSpecs") or []) if mapping(p)]
     gpus = sum(gpu_count(p) * replica_count(p) for p in pools)
     eff, source = _resolve_efficiency(gpus, efficiency)
     wall = scaled_wall_hours(baseline_hours, gpus, eff)
-    on_demand, spot, unknown = _hourly(pools, catalog, spot_price_fraction)
-    notes = [
-        f"prices: {catalog.price_meta.get('region', '?')}, as of "
-        f"{catalog.price_meta.get('as_of', '?')}, status {catalog.price_meta.get('status', '?')}"
-    ]
+    lines = merge_lines(
+        line
+        for pool in pools
+        for line in pool_lines(pool, location=where, book=book, catalog=catalog)
+    )
+    if spot_fallback_fraction is not None:
+        lines = with_spot_fallback(lines, spot_fallback_fraction)
+    on_demand, spot = hourly_total(lines, "on_demand"), hourly_total(lines, "spot")
+    notes = []
+    if where not in book.machines:
+        notes.append(
+            f"no prices recorded for {where}; known regions: {', '.join(book.locations())}"
+        )
+    unknown = unknown_items(lines)
     if unknown:
-        notes.append("unknown prices: " + ", ".join(sorted(set(unknown))))
-    if spot_price_fraction is not None:
-        notes.append(f"Spot priced at {spot_price_fraction:.0%} of on-demand")
+        notes.append("unknown prices: " + ", ".join(unknown))
     trials, rounds = 1, 1
     if job.kind == "tuning_job":
         trials = as_int(resource.get("maxTrialCount")) or 1
@@ -260,8 +326,11 @@ def estimate_job_cost(
         hourly_spot=spot,
         on_demand_cost=None if on_demand is None else wall * on_demand * trials,
         spot_cost=None if spot is None else wall * spot * trials,
-        currency=catalog.price_meta.get("currency", ""),
+        currency=book.currency,
         notes=tuple(notes),
+        location=where,
+        lines=lines,
+        sources=_cited_sources(lines, book),
     )
 
 
@@ -295,15 +364,31 @@ class PipelineCostEstimate:
         return None if None in costs else sum(c for c in costs if c is not None)
 
     def describe(self) -> str:
-        """Returns every step's estimate followed by the totals."""
+        """Returns every step's estimate, the totals, then the price legend once."""
         currency = self.steps[0].currency if self.steps else ""
-        parts = [s.describe() for s in self.steps]
+        parts = [s.describe(legend=False) for s in self.steps]
         parts.append(
             f"{self.label} total: {self.wall_hours:.2f} h, {self.gpu_hours:.2f} GPU-hours, "
             f"on-demand {format_money(self.on_demand_cost, currency)}, "
             f"Spot {format_money(self.spot_cost, currency)}"
         )
+        legend = price_legend(self.steps)
+        if legend:
+            parts.append("prices:")
+            parts += legend
         return "\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the steps' :meth:`CostEstimate.to_dict` and the totals."""
+        return {
+            "label": self.label,
+            "steps": [step.to_dict() for step in self.steps],
+            "wall_hours": self.wall_hours,
+            "gpu_hours": self.gpu_hours,
+            "on_demand_cost": self.on_demand_cost,
+            "spot_cost": self.spot_cost,
+            "currency": self.steps[0].currency if self.steps else "",
+        }
 
 
 def estimate_pipeline_cost(

@@ -3,6 +3,10 @@
 Every function accepts the REST resource (camelCase or snake_case) and, for CustomJobs, the
 bare job-spec body; field paths in the problems always refer to the full camelCase resource
 (``jobSpec.workerPoolSpecs[0]...``, ``trialJobSpec...``, ``studySpec...``).
+
+Field names are checked against the ``aiplatform_v1`` descriptors
+(:mod:`vertex_retrain.specs.field_rules`), which imports ``aiplatform_v1`` on first use;
+builders, whose payloads hold only the fields they write, skip that check.
 """
 
 from __future__ import annotations
@@ -12,9 +16,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from vertex_retrain.specs.catalog import Catalog, load_catalog
+from vertex_retrain.specs.field_rules import check_field_names, superseded
 from vertex_retrain.specs.job_rules import check_job_spec, check_labels
 from vertex_retrain.specs.payload_io import NormalizedJob, mapping, normalize_job
 from vertex_retrain.specs.problems import Problem, error
+from vertex_retrain.specs.proto_fields import (
+    CUSTOM_JOB,
+    CUSTOM_JOB_SPEC,
+    TUNING_JOB,
+    job_field_table,
+)
 from vertex_retrain.specs.tuning_rules import check_study
 
 
@@ -22,7 +33,27 @@ def _context(catalog: Catalog | None, today: _dt.date | None) -> tuple[Catalog, 
     return catalog or load_catalog(), today or _dt.date.today()
 
 
-def _check(job: NormalizedJob, catalog: Catalog, today: _dt.date) -> list[Problem]:
+def _field_problems(
+    payload: Mapping[str, Any], job: NormalizedJob
+) -> tuple[list[Problem], frozenset[str]]:
+    if job.body_prefix:
+        return check_field_names(payload, CUSTOM_JOB_SPEC, job_field_table(), path="jobSpec")
+    root = TUNING_JOB if job.kind == "tuning_job" else CUSTOM_JOB
+    return check_field_names(payload, root, job_field_table())
+
+
+def _check(
+    payload: Mapping[str, Any],
+    job: NormalizedJob,
+    catalog: Catalog,
+    today: _dt.date,
+    check_fields: bool,
+) -> list[Problem]:
+    unknown, meant = _field_problems(payload, job) if check_fields else ([], frozenset())
+    return unknown + superseded(_check_rules(job, catalog, today), meant)
+
+
+def _check_rules(job: NormalizedJob, catalog: Catalog, today: _dt.date) -> list[Problem]:
     resource = job.resource
     labels = resource.get("labels")
     problems = check_labels(labels, "labels")
@@ -55,6 +86,7 @@ def validate_job(
     *,
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
+    check_fields: bool = True,
 ) -> tuple[NormalizedJob, list[Problem]]:
     """Detects the job kind and validates it.
 
@@ -62,6 +94,8 @@ def validate_job(
         payload: CustomJob or HyperparameterTuningJob resource, or a bare CustomJobSpec body.
         catalog: Machine catalog (default: the packaged one).
         today: Date for retirement checks (default: today).
+        check_fields: Report keys that are no ``aiplatform_v1`` field (imports
+            ``aiplatform_v1`` on first use).
 
     Returns:
         The normalized job and its problems.
@@ -72,11 +106,15 @@ def validate_job(
     """
     job = normalize_job(payload)
     cat, day = _context(catalog, today)
-    return job, _check(job, cat, day)
+    return job, _check(payload, job, cat, day, check_fields)
 
 
 def _validate_kind(
-    payload: Mapping[str, Any], kind: str, catalog: Catalog | None, today: _dt.date | None
+    payload: Mapping[str, Any],
+    kind: str,
+    catalog: Catalog | None,
+    today: _dt.date | None,
+    check_fields: bool,
 ) -> list[Problem]:
     try:
         job = normalize_job(payload)
@@ -94,7 +132,7 @@ def _validate_kind(
             )
         ]
     cat, day = _context(catalog, today)
-    return _check(job, cat, day)
+    return _check(payload, job, cat, day, check_fields)
 
 
 def validate_custom_job(
@@ -102,6 +140,7 @@ def validate_custom_job(
     *,
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
+    check_fields: bool = True,
 ) -> list[Problem]:
     """Validates a CustomJob payload; never raises for bad content.
 
@@ -110,11 +149,13 @@ def validate_custom_job(
             CustomJobSpec body, camelCase or snake_case.
         catalog: Machine catalog (default: the packaged one).
         today: Date for retirement checks (default: today).
+        check_fields: Report keys that are no ``aiplatform_v1`` field (imports
+            ``aiplatform_v1`` on first use).
 
     Returns:
         Errors and warnings; the payload is valid when no problem has severity ``error``.
     """
-    return _validate_kind(payload, "custom_job", catalog, today)
+    return _validate_kind(payload, "custom_job", catalog, today, check_fields)
 
 
 def validate_tuning_job(
@@ -122,6 +163,7 @@ def validate_tuning_job(
     *,
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
+    check_fields: bool = True,
 ) -> list[Problem]:
     """Validates a HyperparameterTuningJob payload; never raises for bad content.
 
@@ -130,8 +172,10 @@ def validate_tuning_job(
             counts), camelCase or snake_case.
         catalog: Machine catalog (default: the packaged one).
         today: Date for retirement checks (default: today).
+        check_fields: Report keys that are no ``aiplatform_v1`` field (imports
+            ``aiplatform_v1`` on first use).
 
     Returns:
         Errors and warnings; the payload is valid when no problem has severity ``error``.
     """
-    return _validate_kind(payload, "tuning_job", catalog, today)
+    return _validate_kind(payload, "tuning_job", catalog, today, check_fields)

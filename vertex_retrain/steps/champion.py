@@ -2,37 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from vertex_retrain.backends.base import AliasHolder, Backend
+from vertex_retrain.steps.backend import resolve_backend
 
-from vertex_retrain.steps.backend import check_backend
-
-
-@dataclass(frozen=True)
-class AliasHolder:
-    """The version holding an alias, and where its model artifacts are."""
-
-    version_id: str
-    artifact_uri: str
+__all__ = ["AliasHolder", "find_alias_holder"]
 
 
 def find_alias_holder(
-    *, backend: str, display_name: str, alias: str, project: str = "", location: str = ""
+    *,
+    backend: str | Backend,
+    display_name: str,
+    alias: str,
+    project: str = "",
+    location: str = "",
 ) -> AliasHolder | None:
-    """Returns the version of ``display_name`` that holds ``alias``, or None if there is none."""
-    if check_backend(backend) == "local":
-        from vertex_retrain.backends.local.registry import ModelRegistry
-        from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+    """Returns the version of ``display_name`` that holds ``alias``, or None if there is none.
 
-        try:
-            version = ModelRegistry().get_version(display_name, alias)
-        except RegistryNotFoundError:
-            return None
-        return AliasHolder(version.version_id, version.artifact_uri)
-    from vertex_retrain.backends.vertex.model_registry import find_model_version
-
-    found = find_model_version(
-        project=project, location=location, display_name=display_name, alias=alias
-    )
-    if found is None:
-        return None
-    return AliasHolder(str(found.get("versionId", "")), str(found.get("artifactUri", "")))
+    Args:
+        backend: ``"local"`` or ``"vertex"``, or a backend (a test's, with fakes).
+        display_name: The registry model.
+        alias: The alias, e.g. ``champion``.
+        project: Google Cloud project (Vertex).
+        location: Google Cloud region (Vertex).
+    """
+    chosen = resolve_backend(backend, project=project, location=location)
+    return chosen.find_alias_holder(display_name, alias)

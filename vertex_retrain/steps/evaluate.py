@@ -1,44 +1,161 @@
-"""evaluate_model's logic: score candidate and champion on the same data, then decide."""
+"""evaluate_model's logic: run the package's evaluation job, then decide from its metrics.
+
+The model-specific scoring runs in the user's training package, as a CustomJob on the chosen
+backend (:mod:`vertex_retrain.contracts.evaluation` declares its flags and its metrics file),
+so this library never imports model code and full-scale scoring gets a real machine. What
+stays here is generic: finding the champion, reading the metrics back and the decision rule.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from vertex_retrain.steps.backend import gcs_fuse_root, readable_path
+from vertex_retrain.contracts.evaluation import (
+    EvaluationContractError,
+    EvaluationMetrics,
+    evaluation_args,
+    parse_metrics,
+)
+from vertex_retrain.specs.defaults import EVALUATION
+from vertex_retrain.steps.backend import readable_path
 from vertex_retrain.steps.champion import find_alias_holder
 from vertex_retrain.steps.decision import Decision, decide
+from vertex_retrain.steps.job_request import TrainingRequest
+from vertex_retrain.steps.train import TrainingJobFailedError, train
+
+__all__ = [
+    "METRICS_FILE",
+    "EvaluationJobFailedError",
+    "EvaluationRequest",
+    "evaluate",
+    "evaluation_job_request",
+    "metrics_uri",
+]
+
+METRICS_FILE = "metrics.json"
+"""The metrics file's name inside the evaluation job's output directory."""
+
+
+class EvaluationJobFailedError(RuntimeError):
+    """The evaluation job failed, or succeeded without a valid metrics file."""
 
 
 @dataclass(frozen=True)
 class EvaluationRequest:
-    """What ``evaluate_model`` is asked to compare."""
+    """What ``evaluate_model`` is asked to compare, and the job that scores.
+
+    Attributes:
+        backend: ``"vertex"`` or ``"local"``.
+        candidate_uri: The candidate's model folder.
+        dataset_uri: The prepared dataset folder (holds ``manifest.json``).
+        model_display_name: Registry model that holds the champion.
+        output_directory: ``gs://`` folder of the evaluation job; the metrics file is
+            ``<it>/metrics.json``.
+        champion_alias: Alias of the current champion version.
+        primary_metric: The single metric the decision is made on.
+        min_improvement: Absolute gain the primary metric needs.
+        guardrail_metrics: Metric name -> largest allowed absolute drop.
+        force_decision: ``"better"`` or ``"worse"`` overrides the rule.
+        python_module: The evaluation entry point of a Python-package job.
+        package_uris: The training package (the same wheel the training job ran).
+        executor_image_uri: Prebuilt image that runs the package.
+        image_uri: A custom container instead of a package; its entrypoint receives ``args``
+            and then the contract's flags.
+        args: Extra arguments placed before the contract's flags.
+        machine_type: Machine of the evaluation job (CPU only).
+        timeout_seconds: Maximum run time of the evaluation job.
+        service_account: Service account the job runs as.
+        display_name: The job's display name (default ``<model>-evaluation``).
+        project: Google Cloud project.
+        location: Google Cloud region.
+    """
 
     backend: str
     candidate_uri: str
-    dataset_dir: str
+    dataset_uri: str
     model_display_name: str
+    output_directory: str
     champion_alias: str = "champion"
     primary_metric: str = "ndcg_at_10"
     min_improvement: float = 0.0
     guardrail_metrics: dict[str, float] = field(default_factory=dict)
     force_decision: str = ""
+    python_module: str = EVALUATION.python_module
+    package_uris: list[str] = field(default_factory=list)
+    executor_image_uri: str = EVALUATION.executor_image_uri
+    image_uri: str = ""
+    args: list[str] = field(default_factory=list)
+    machine_type: str = EVALUATION.machine_type
+    timeout_seconds: int = EVALUATION.timeout_seconds
+    service_account: str = ""
+    display_name: str = ""
     project: str = ""
     location: str = ""
 
 
-def evaluate(request: EvaluationRequest) -> Decision:
-    """Scores the candidate and the champion on the dataset's validation weeks and decides.
+def metrics_uri(output_directory: str) -> str:
+    """Where the evaluation job writes its metrics: ``<output_directory>/metrics.json``."""
+    return f"{output_directory.rstrip('/')}/{METRICS_FILE}"
+
+
+def evaluation_job_request(request: EvaluationRequest, champion_uri: str | None) -> TrainingRequest:
+    """The CustomJob that runs the evaluation entry point: one CPU replica, on demand.
 
     Args:
-        request: The comparison.
+        request: The evaluation.
+        champion_uri: The champion's model folder, or None when there is no champion.
+    """
+    return TrainingRequest(
+        backend=request.backend,
+        display_name=request.display_name or f"{request.model_display_name}-evaluation",
+        base_output_directory=request.output_directory,
+        python_module=request.python_module,
+        package_uris=list(request.package_uris),
+        executor_image_uri=request.executor_image_uri,
+        image_uri=request.image_uri,
+        args=[
+            *request.args,
+            *evaluation_args(
+                candidate_model_dir=request.candidate_uri,
+                champion_model_dir=champion_uri,
+                data=request.dataset_uri,
+                metrics_output=metrics_uri(request.output_directory),
+            ),
+        ],
+        machine_type=request.machine_type,
+        # Scoring is a forward pass over one held-out week: CPUs suffice, and a decision
+        # that gates a deployment should not wait on Spot capacity.
+        accelerator_type="",
+        accelerator_count=0,
+        worker_count=0,
+        distribution="",
+        scheduling_strategy="STANDARD",
+        timeout_seconds=request.timeout_seconds,
+        service_account=request.service_account,
+        project=request.project,
+        location=request.location,
+    )
+
+
+def evaluate(
+    request: EvaluationRequest, *, gcp_resources_path: str, request_key: str = ""
+) -> Decision:
+    """Scores the candidate and the champion in an evaluation job, then decides.
+
+    Args:
+        request: The comparison and the job that scores.
+        gcp_resources_path: Where the job resource is recorded (GCPC's format).
+        request_key: Makes a re-run of the same pipeline task adopt the job it started.
 
     Returns:
-        The decision, with candidate, champion and popularity-baseline metrics.
+        The decision, with candidate, champion and baseline metrics.
 
     Raises:
+        JobSpecError: The evaluation job is impossible; nothing was submitted.
+        EvaluationJobFailedError: The job failed, or its metrics file is missing or breaks
+            the evaluation contract (the message names the field).
         ValueError: A metric the rule needs is missing, or the force value is unknown.
-        FileNotFoundError: A model directory or the dataset manifest is missing.
     """
     champion = find_alias_holder(
         backend=request.backend,
@@ -47,35 +164,50 @@ def evaluate(request: EvaluationRequest) -> Decision:
         project=request.project,
         location=request.location,
     )
-    with gcs_fuse_root(request.backend):
-        candidate_metrics, baseline = score_model_dir(
-            readable_path(request.backend, request.candidate_uri), Path(request.dataset_dir)
-        )
-        champion_metrics = None
-        if champion is not None:
-            champion_metrics, _ = score_model_dir(
-                readable_path(request.backend, champion.artifact_uri), Path(request.dataset_dir)
-            )
+    champion_uri = champion.artifact_uri if champion is not None else None
+    job = evaluation_job_request(request, champion_uri)
+    try:
+        train(job, gcp_resources_path=gcp_resources_path, request_key=request_key)
+    except TrainingJobFailedError as failure:
+        raise EvaluationJobFailedError(
+            f"the evaluation job ({_entry_point(job)}) failed:\n{failure}"
+        ) from failure
+    metrics = read_metrics(request.backend, request.output_directory, champion_uri is not None)
     decision = decide(
-        candidate_metrics,
-        champion_metrics,
+        metrics.candidate,
+        metrics.champion,
         primary_metric=request.primary_metric,
         min_improvement=request.min_improvement,
         guardrails=request.guardrail_metrics,
         force=request.force_decision,
     )
-    return replace(decision, baseline_metrics=baseline)
+    return replace(decision, baseline_metrics=metrics.baseline)
 
 
-def score_model_dir(
-    model_dir: Path, dataset_dir: Path
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Scores an exported model on the validation weeks of a dataset manifest.
+def read_metrics(backend: str, output_directory: str, expect_champion: bool) -> EvaluationMetrics:
+    """Reads and validates the metrics file the evaluation job wrote.
 
-    Returns:
-        (model metrics, per-store popularity baseline metrics on the same rows).
+    Raises:
+        EvaluationJobFailedError: The file is missing, not JSON, or breaks the contract.
     """
-    from trainer.scoring import evaluate_exported_model
+    uri = metrics_uri(output_directory)
+    path = readable_path(backend, uri)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvaluationJobFailedError(
+            f"the evaluation job succeeded but wrote no metrics file at {uri}; the entry point "
+            "must write --metrics-output (docs/components.md#evaluation-contract)"
+        ) from None
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise EvaluationJobFailedError(f"{uri} is not JSON: {error}") from None
+    try:
+        return parse_metrics(payload, expect_champion=expect_champion, source=uri)
+    except EvaluationContractError as error:
+        raise EvaluationJobFailedError(str(error)) from error
 
-    scores = evaluate_exported_model(str(model_dir), str(dataset_dir))
-    return dict(scores["model"]), dict(scores["baseline"])
+
+def _entry_point(job: TrainingRequest) -> str:
+    return job.image_uri or f"python -m {job.python_module}"

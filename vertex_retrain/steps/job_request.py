@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from vertex_retrain.rules.flags import format_flag_value, parameter_flags
 from vertex_retrain.specs import (
     ContainerCode,
     CustomJobSpec,
@@ -16,31 +16,36 @@ from vertex_retrain.specs import (
     WorkerPool,
 )
 from vertex_retrain.specs.custom_job import Distribution
+from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.specs.scheduling import Strategy
 
 
 @dataclass(frozen=True)
 class TrainingRequest:
-    """Everything ``train_custom_job`` (and each ``hp_tune`` trial) asks for, as plain values."""
+    """Everything ``train_custom_job`` (and each ``hp_tune`` trial) asks for, as plain values.
+
+    Unset job-shape fields take :data:`vertex_retrain.specs.defaults.TRAINING`, as the
+    component's inputs do.
+    """
 
     backend: str
     display_name: str
     base_output_directory: str
     python_module: str = ""
     package_uris: list[str] = field(default_factory=list)
-    executor_image_uri: str = ""
+    executor_image_uri: str = TRAINING.executor_image_uri
     image_uri: str = ""
     args: list[str] = field(default_factory=list)
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     dataset_uri: str = ""
-    dataset_flag: str = "--data"
-    machine_type: str = "n1-standard-8"
-    accelerator_type: str = ""
-    accelerator_count: int = 0
-    worker_count: int = 0
-    distribution: str = ""
-    scheduling_strategy: str = "STANDARD"
-    timeout_seconds: int = 7200
+    dataset_flag: str = TRAINING.dataset_flag
+    machine_type: str = TRAINING.machine_type
+    accelerator_type: str = TRAINING.accelerator_type
+    accelerator_count: int = TRAINING.accelerator_count
+    worker_count: int = TRAINING.worker_count
+    distribution: str = TRAINING.distribution
+    scheduling_strategy: str = TRAINING.scheduling_strategy
+    timeout_seconds: int = TRAINING.timeout_seconds
     max_wait_seconds: int = 0
     restart_job_on_worker_restart: bool = False
     service_account: str = ""
@@ -63,26 +68,10 @@ def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) ->
     return "/".join([base.rstrip("/"), pipeline_run, pipeline_task or "task"])
 
 
-def format_flag_value(value: Any) -> str:
-    """Renders a flag value the way argparse expects it.
-
-    KFP hands integer pipeline parameters to components as floats (``5.0``); an integral
-    float is written as an integer so ``type=int`` flags accept it, and ``type=float``
-    flags read it back unchanged.
-    """
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def program_args(request: TrainingRequest) -> list[str]:
     """The training code's arguments: ``args``, then hyperparameter flags, then the dataset."""
     rendered = [format_flag_value(arg) for arg in request.args]
-    rendered += [
-        f"--{name}={format_flag_value(value)}" for name, value in request.hyperparameters.items()
-    ]
+    rendered += parameter_flags(dict(request.hyperparameters))
     if request.dataset_uri:
         rendered.append(f"{request.dataset_flag}={request.dataset_uri}")
     return rendered

@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vertex_retrain.steps.backend import check_backend
+from vertex_retrain.backends.base import Backend, RegisteredVersion, VersionSpec
+from vertex_retrain.rules.aliases import aliases_to_move, role_alias
+from vertex_retrain.rules.idempotency import registration_key
+from vertex_retrain.steps.backend import resolve_backend
+
+__all__ = [
+    "RegisteredVersion",
+    "RegistrationRequest",
+    "register",
+    "serving_container",
+    "version_description",
+]
 
 
 @dataclass(frozen=True)
@@ -32,16 +43,6 @@ class RegistrationRequest:
     location: str = ""
 
 
-@dataclass(frozen=True)
-class RegisteredVersion:
-    """The version registered (or found again, on a re-run)."""
-
-    version_id: str
-    aliases: list[str]
-    resource_name: str
-    artifact_uri: str
-
-
 def serving_container(request: RegistrationRequest) -> dict[str, Any]:
     """The Vertex ``ModelContainerSpec`` (REST JSON) for the version."""
     spec: dict[str, Any] = {
@@ -66,7 +67,12 @@ def version_description(request: RegistrationRequest) -> str:
     The local registry stores them as fields; Vertex's Model resource has no place for
     free-form metrics, so they travel in the description (bounded in length).
     """
-    parts = [f"{request.challenger_alias if not request.make_champion else 'champion'} version"]
+    role = role_alias(
+        make_champion=request.make_champion,
+        champion_alias=request.champion_alias,
+        challenger_alias=request.challenger_alias,
+    )
+    parts = [f"{role} version"]
     if request.pipeline_run:
         parts.append(f"pipeline run {request.pipeline_run}")
     if request.dataset_uri:
@@ -80,76 +86,47 @@ def version_description(request: RegistrationRequest) -> str:
     return "; ".join(parts)[:_DESCRIPTION_LIMIT]
 
 
-def register(request: RegistrationRequest) -> RegisteredVersion:
-    """Uploads the version; ``champion`` and ``default`` move only with ``make_champion``.
+def register(request: RegistrationRequest, *, backend: Backend | None = None) -> RegisteredVersion:
+    """Registers the version, then moves its aliases as the evaluation gate decided.
 
-    A re-run with the same pipeline run returns the version it registered before (the
-    request key is the run plus the decision), so a crash after the upload never leaves a
-    duplicate.
+    The champion alias and the default version move only with ``make_champion``, in one
+    alias move; otherwise the version gets the challenger alias (``rules.aliases``). A re-run
+    of the same pipeline run returns the version it registered before
+    (``rules.idempotency.registration_key``), and finishes an alias move a crash cut short.
+
+    Args:
+        request: The version and the decision.
+        backend: The backend to register on (a test's, with fakes); by default the one
+            ``request.backend`` names.
 
     Raises:
-        ValueError: Bad alias, display name or artifact URI; nothing was registered.
+        ValueError: Bad alias, display name, backend or artifact URI; nothing was registered.
     """
-    check_backend(request.backend)
-    role = request.champion_alias if request.make_champion else request.challenger_alias
-    key = f"{request.pipeline_run}:{role}" if request.pipeline_run else None
-    if request.backend == "local":
-        return _register_locally(request, role, key)
-    from vertex_retrain.backends.vertex.model_registry import CHAMPION_ALIAS, register_model_version
-
-    # register_model_version moves its own `champion` alias only through make_champion; any
-    # other champion alias is an extra alias, merged in the same call as `default`.
-    moves_builtin_champion = request.make_champion and role == CHAMPION_ALIAS
-    registered = register_model_version(
-        project=request.project,
-        location=request.location,
-        display_name=request.display_name,
-        artifact_uri=request.artifact_uri,
-        serving_container=serving_container(request),
-        request_key=key or f"{request.display_name}:{request.artifact_uri}",
-        aliases=() if moves_builtin_champion else (role,),
-        make_champion=moves_builtin_champion,
-        make_default=request.make_champion,
-        labels=request.labels,
-        description=version_description(request),
+    chosen = resolve_backend(
+        request.backend, project=request.project, location=request.location, backend=backend
     )
-    return RegisteredVersion(
-        version_id=registered.version_id,
-        aliases=list(registered.version_aliases),
-        resource_name=registered.resource_name,
-        artifact_uri=registered.uri,
+    aliases = aliases_to_move(
+        make_champion=request.make_champion,
+        champion_alias=request.champion_alias,
+        challenger_alias=request.challenger_alias,
     )
-
-
-def _register_locally(
-    request: RegistrationRequest, role: str, key: str | None
-) -> RegisteredVersion:
-    from vertex_retrain.backends.local.registry import ModelRegistry
-    from vertex_retrain.backends.local.registry_records import Lineage
-
-    registry = ModelRegistry()
-    version = registry.upload_version(
-        request.display_name,
-        artifact_uri=request.artifact_uri,
-        container_spec=serving_container(request),
-        labels=request.labels,
-        metrics=request.evaluation_metrics,
-        lineage=Lineage(
-            pipeline_run=request.pipeline_run or None, dataset_uri=request.dataset_uri or None
-        ),
-        aliases=[role],
-        is_default_version=request.make_champion,
-        sample_instances=request.sample_instances or None,
-        request_id=key,
-    )
-    if request.make_champion and not version.is_default:
-        # A re-run after a crash between upload and alias move finishes the move.
-        version = registry.merge_version_aliases(
-            request.display_name, version.version_id, ["default", request.champion_alias]
+    version = chosen.register_version(
+        VersionSpec(
+            display_name=request.display_name,
+            artifact_uri=request.artifact_uri,
+            serving_container=serving_container(request),
+            request_key=registration_key(
+                pipeline_run=request.pipeline_run,
+                role_alias=aliases[0],
+                display_name=request.display_name,
+                artifact_uri=request.artifact_uri,
+            ),
+            labels=dict(request.labels),
+            description=version_description(request),
+            metrics=dict(request.evaluation_metrics),
+            sample_instances=list(request.sample_instances),
+            pipeline_run=request.pipeline_run,
+            dataset_uri=request.dataset_uri,
         )
-    return RegisteredVersion(
-        version_id=version.version_id,
-        aliases=list(version.aliases),
-        resource_name=version.resource_name,
-        artifact_uri=version.artifact_uri,
     )
+    return chosen.move_aliases(version, aliases)

@@ -7,6 +7,7 @@ from typing import Any
 
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.cost import format_money
+from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
@@ -68,6 +69,9 @@ def _cost(job_shape: Mapping[str, Any], hours: float) -> dict[str, Any]:
         "currency": estimate.currency,
         "job_shape": dict(job_shape),
         "notes": list(estimate.notes),
+        # Each line's unit prices with their labels (quoted / derived / unknown) and sources.
+        "location": estimate.location,
+        "prices": [line.to_dict() for line in estimate.lines],
     }
 
 
@@ -79,7 +83,7 @@ def summarize_run(
     state: str,
     error_message: str,
     job_shape: Mapping[str, Any],
-    expected_training_hours: float = 2.0,
+    expected_training_hours: float = TRAINING.expected_training_hours,
     project: str = "",
     location: str = "",
 ) -> dict[str, Any]:

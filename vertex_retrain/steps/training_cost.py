@@ -8,39 +8,38 @@ from typing import Any
 from vertex_retrain.specs import CostEstimate, estimate_job_cost
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
 
-SPOT_PRICE_FRACTION = 0.6
-"""Spot priced as this share of on-demand: the source article's teaching figure, used because
-the catalog records no Spot list prices (real Spot discounts are often deeper)."""
-
-
-_PREBUILT_PYTORCH_GPU = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+_SHAPE_FIELDS: dict[str, type] = {
+    "executor_image_uri": str,
+    "machine_type": str,
+    "accelerator_type": str,
+    "accelerator_count": int,
+    "worker_count": int,
+    "distribution": str,
+    "scheduling_strategy": str,
+    "timeout_seconds": int,
+}
+"""The request fields that shape a job's cost, with their types (pipeline parameter names)."""
 
 
 def request_for_shape(shape: Mapping[str, Any]) -> TrainingRequest:
     """A training job with the machine shape named in ``shape`` (pipeline parameter names).
 
-    Only the hardware and strategy matter for cost; the code and paths are stand-ins.
-    Missing keys take the pipelines' defaults (one T4 on ``n1-standard-8``, Spot).
+    Only the hardware and strategy matter for cost; the code and paths are stand-ins. Missing
+    (or None) keys take :class:`TrainingRequest`'s defaults, which are
+    :data:`vertex_retrain.specs.defaults.TRAINING`, as the components' are.
     """
-
-    def get(name: str, fallback: Any) -> Any:
-        value = shape.get(name)
-        return fallback if value is None else value
-
+    given = {
+        name: kind(shape[name])
+        for name, kind in _SHAPE_FIELDS.items()
+        if shape.get(name) is not None
+    }
     return TrainingRequest(
         backend="vertex",
         display_name="cost-estimate",
         base_output_directory="gs://cost-estimate/out",
         python_module="trainer.task",
         package_uris=["gs://cost-estimate/vertex_retrain_trainer-1.0.0-py3-none-any.whl"],
-        executor_image_uri=str(get("executor_image_uri", _PREBUILT_PYTORCH_GPU)),
-        machine_type=str(get("machine_type", "n1-standard-8")),
-        accelerator_type=str(get("accelerator_type", "NVIDIA_TESLA_T4")),
-        accelerator_count=int(get("accelerator_count", 1)),
-        worker_count=int(get("worker_count", 0)),
-        distribution="ddp",
-        scheduling_strategy=str(get("scheduling_strategy", "SPOT")),
-        timeout_seconds=int(get("timeout_seconds", 4 * 3600)),
+        **given,
     )
 
 
@@ -49,13 +48,14 @@ def estimate_training_cost(
     hours: float,
     *,
     label: str = "train",
-    spot_price_fraction: float | None = SPOT_PRICE_FRACTION,
+    location: str | None = None,
 ) -> CostEstimate:
     """Estimates one training job of ``hours`` on one GPU (multi-GPU jobs scale from that).
+
+    ``location`` is the region whose prices apply (default: the price book's); each price
+    is labelled quoted, derived or unknown (:mod:`vertex_retrain.specs.prices`).
 
     Raises:
         JobSpecError: The job is impossible.
     """
-    return estimate_job_cost(
-        custom_job_payload(request), hours, label=label, spot_price_fraction=spot_price_fraction
-    )
+    return estimate_job_cost(custom_job_payload(request), hours, label=label, location=location)

@@ -13,7 +13,7 @@ import sys
 from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
 
 from tests.fakes.vertex_jobs import FakeJobServiceClient
-from vertex_retrain.backends.vertex import _launcher
+from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.steps.job_request import TrainingRequest
 from vertex_retrain.steps.train import train
 from vertex_retrain.steps.tune import TuningRequest, tune
@@ -21,8 +21,8 @@ from vertex_retrain.steps.tune import TuningRequest, tune
 kind, record_path, gcp_resources, report = sys.argv[1:5]
 job_remote_runner._POLLING_INTERVAL_IN_SECONDS = 0.05
 fake = FakeJobServiceClient(states=["JOB_STATE_RUNNING"], record_path=record_path)
-# The steps build their client through this factory; the fake stands in at that boundary.
-_launcher.default_job_client_factory = fake.factory()  # type: ignore[assignment]
+# The fake stands in at the JobServiceClient boundary, passed to the backend's constructor.
+backend = VertexBackend("shop", "europe-west4", job_client_factory=fake.factory())
 
 request = TrainingRequest(
     backend="vertex",
@@ -34,7 +34,7 @@ request = TrainingRequest(
     location="europe-west4",
 )
 if kind == "train":
-    train(request, gcp_resources_path=gcp_resources, request_key="run-9-train")
+    train(request, gcp_resources_path=gcp_resources, request_key="run-9-train", backend=backend)
 else:
     study = TuningRequest(
         trial=request,
@@ -43,5 +43,11 @@ else:
         max_trial_count=2,
         parallel_trial_count=1,
     )
-    tune(study, gcp_resources_path=gcp_resources, report_path=report, request_key="run-9-tune")
+    tune(
+        study,
+        gcp_resources_path=gcp_resources,
+        report_path=report,
+        request_key="run-9-tune",
+        backend=backend,
+    )
 sys.exit(3)

@@ -74,12 +74,15 @@ ENDPOINT = "shop recs"
 
 
 @contextlib.contextmanager
-def router_over_trainer_server(root: Path, max_request_bytes: int) -> Iterator[Any]:
+def router_over_trainer_server(
+    root: Path, max_request_bytes: int | None = None, limits: Any = None
+) -> Iterator[Any]:
     """Deploy the trainer's prediction server on the local backend and route to it.
 
     Args:
         root: Local storage root to use (VERTEX_LOCAL_ROOT is set to it meanwhile).
-        max_request_bytes: The router's request limit.
+        max_request_bytes: The router's request limit (default: that of `limits`).
+        limits: The router's `asgi_guard.Limits` (default: the router's defaults).
 
     Yields:
         The running router (`vertex_retrain.backends.local.router.RouterHandle`); on exit
@@ -112,7 +115,9 @@ def router_over_trainer_server(root: Path, max_request_bytes: int) -> Iterator[A
         endpoints.get_or_create(ENDPOINT)
         try:
             endpoints.deploy(ENDPOINT, "recs", "1")
-            with start_router(ENDPOINT, max_request_bytes=max_request_bytes) as handle:
+            with start_router(
+                ENDPOINT, max_request_bytes=max_request_bytes, limits=limits
+            ) as handle:
                 yield handle
         finally:
             stop_servers(ENDPOINT)
@@ -158,11 +163,82 @@ def post(
         connection.close()
 
 
+def error_message(answer: dict[str, Any]) -> str:
+    """The message of an error answer, after checking it has the one error shape."""
+    error = answer["error"]
+    assert set(answer) == {"error"} and set(error) == {"code", "status", "message"}, answer
+    return str(error["message"])
+
+
+def raw_exchange(
+    port: int, data: bytes, *, method: str | None = None, timeout_s: float = 10.0
+) -> tuple[int, Any] | None:
+    """Send raw bytes on a new connection and read one answer.
+
+    Args:
+        port: The server's port on 127.0.0.1.
+        data: Everything the client sends.
+        method: The request's method, if it has one (a HEAD answer has no body).
+        timeout_s: Socket timeout (a liveness bound, not a speed claim).
+
+    Returns:
+        The status and the parsed JSON body (None for HEAD), or None when the server closed
+        the connection without answering.
+    """
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        # Refused early (the server closed while we sent): the answer may still be readable.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        response = http.client.HTTPResponse(sock, method=method)
+        try:
+            response.begin()
+        except (http.client.RemoteDisconnected, ConnectionResetError):
+            return None
+        try:
+            body = response.read()
+            return response.status, None if method == "HEAD" else json.loads(body)
+        finally:
+            response.close()
+
+
+def expect_continue(port: int, path: str, length: int) -> socket.socket:
+    """Start a POST that waits for `100 Continue` before its body; return once it came.
+
+    The server sends `100 Continue` only when the request handler starts reading the body,
+    so when this returns the request is admitted and in flight. Send `length` bytes on the
+    returned socket to finish it (see `finish_continued`).
+    """
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\nExpect: 100-continue\r\n\r\n"
+    )
+    sock.sendall(head.encode())
+    reader = sock.makefile("rb")
+    status_line = reader.readline()
+    assert status_line.startswith(b"HTTP/1.1 100"), status_line
+    while reader.readline() not in {b"\r\n", b""}:
+        pass
+    reader.close()
+    return sock
+
+
+def finish_continued(sock: socket.socket, body: bytes) -> tuple[int, Any]:
+    """Send the body of an `expect_continue` request; return its status and JSON answer."""
+    sock.sendall(body)
+    response = http.client.HTTPResponse(sock)
+    try:
+        response.begin()
+        return response.status, json.loads(response.read())
+    finally:
+        response.close()
+        sock.close()
+
+
 def stalled_connections(port: int, path: str, count: int) -> list[socket.socket]:
     """Open `count` connections that each promise 1000 body bytes, send 10, and then wait.
 
-    They are opened 20 ms apart: Python's HTTP servers listen with a backlog of 5, so a
-    tighter burst would measure SYN retransmits (1 s each), not the stalled clients.
+    They are opened 20 ms apart, which keeps the burst gentle on a loaded machine.
     """
     head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".encode()
     opened = []

@@ -12,18 +12,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import shutil
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from vertex_retrain.backends.local.build_context import (
-    BuildError,
-    context_digest,
-    extract_archive,
-)
 from vertex_retrain.backends.local.build_index import (
     IMAGES,
     PACKAGES,
@@ -31,10 +22,11 @@ from vertex_retrain.backends.local.build_index import (
     normalise_image,
     record_build,
 )
-from vertex_retrain.backends.local.dockerfile_lint import LintFinding, check_build_context
 from vertex_retrain.backends.local.storage import local_root, to_local_path
+from vertex_retrain.build.context import BuildError, context_digest, extract_archive
+from vertex_retrain.build.dockerfile_lint import LintFinding, check_build_context
+from vertex_retrain.build.wheel import build_wheel, package_source
 
-_SKIP_IN_PACKAGES = {"__pycache__", ".git", "build", "dist", ".pytest_cache", ".mypy_cache"}
 _ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 
 __all__ = ["BuildError", "BuildResult", "build_container_image", "build_python_package"]
@@ -65,67 +57,26 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
-def _package_tree(source: Path) -> list[str]:
-    files = []
-    for path in sorted(source.rglob("*")):
-        relative = path.relative_to(source)
-        skip = any(
-            part in _SKIP_IN_PACKAGES or part.endswith(".egg-info") for part in relative.parts
-        )
-        if path.is_file() and not skip and path.suffix != ".pyc":
-            files.append(relative.as_posix())
-    return files
-
-
-def _requirements(path: Path) -> list[str]:
-    if not path.exists():
-        return []
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
-    return [line for line in lines if line and not line.startswith("-")]
-
-
-def _synthesised_pyproject(package: str, name: str, version: str, deps: list[str]) -> str:
-    dependencies = ", ".join(f'"{dep}"' for dep in deps)
-    return (
-        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
-        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [{dependencies}]\n\n'
-        f'[tool.setuptools.packages.find]\ninclude = ["{package}", "{package}.*"]\n\n'
-        '[tool.setuptools.package-data]\n"*" = ["*"]\n'
-    )
-
-
-def _stage_project(source: Path, files: list[str], staging: Path, meta: dict[str, Any]) -> Path:
-    """Copy the sources to `staging` (pip builds in-tree and would litter the source)."""
-    is_project = (source / "pyproject.toml").exists() or (source / "setup.py").exists()
-    target = staging if is_project else staging / source.name
-    for relative in files:
-        (target / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / relative, target / relative)
-    if not is_project:
-        (staging / "pyproject.toml").write_text(
-            _synthesised_pyproject(source.name, meta["name"], meta["version"], meta["deps"])
-        )
-    return staging
-
-
 def build_python_package(
     source_dir: str | Path,
     *,
     destination_uri: str,
     name: str | None = None,
     version: str | None = None,
+    root: Path | None = None,
 ) -> BuildResult:
     """Build a wheel of a Python project or bare package folder into the storage root.
 
-    A folder with `pyproject.toml` or `setup.py` is built as is. A bare package folder (an
-    `__init__.py`, maybe a `requirements.txt`) gets a minimal pyproject synthesised, with the
-    requirements as dependencies.
+    The wheel itself is built by `vertex_retrain.build.wheel` (reproducible bytes), as on the
+    Vertex backend; this keeps it under the destination and skips the build when the
+    source digest is unchanged.
 
     Args:
         source_dir: The project or package folder.
         destination_uri: Folder URI for the wheel, e.g. `gs://my-bucket/packages`.
         name: Distribution name for a bare package (default: the folder name).
         version: Version for a bare package (default "0.1.0").
+        root: Local storage root; defaults to `local_root()`.
 
     Returns:
         The wheel's gs:// URI and local path, its digest, and whether the build was skipped.
@@ -134,58 +85,26 @@ def build_python_package(
         BuildError: Not a project or package, name/version given for a real project, or
             the wheel build failed.
     """
-    source = Path(source_dir).resolve()
-    if not source.is_dir():
-        raise BuildError(f"source_dir {source} is not a folder")
-    is_project = (source / "pyproject.toml").exists() or (source / "setup.py").exists()
-    if not is_project and not (source / "__init__.py").exists():
-        raise BuildError(
-            f"{source} is neither a Python project (pyproject.toml or setup.py) nor a package "
-            "folder (__init__.py); point source_dir at one of them"
-        )
-    if is_project and (name or version):
-        raise BuildError(
-            f"{source} is a Python project; set its name and version in pyproject.toml/setup.py "
-            "instead of passing name= or version="
-        )
-    root = local_root()
-    meta = {
-        "name": name or source.name.replace("_", "-"),
-        "version": version or "0.1.0",
-        "deps": _requirements(source / "requirements.txt"),
-    }
-    files = _package_tree(source)
-    digest = context_digest(source, files, repr(sorted(meta.items())).encode())
+    package = package_source(source_dir, name=name, version=version)
+    root = (root or local_root()).resolve()
+    digest = package.digest
     destination = destination_uri.rstrip("/")
     out_dir = to_local_path(destination, root)
-    key = f"{destination}|{source}"
+    key = f"{destination}|{package.path}"
     previous = load_index(root)[PACKAGES].get(key)
     if previous and previous["digest"] == digest and (out_dir / previous["wheel"]).is_file():
         wheel_path = out_dir / previous["wheel"]
         return BuildResult("python_package", previous["uri"], digest, True, wheel_path)
-    with tempfile.TemporaryDirectory(prefix="vertex-local-wheel-") as tmp:
-        staging = _stage_project(source, files, Path(tmp) / "src", meta)
-        built = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-             "--disable-pip-version-check", "--quiet", "-w", str(Path(tmp) / "out"), str(staging)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        wheels = sorted((Path(tmp) / "out").glob("*.whl"))
-        if built.returncode != 0 or len(wheels) != 1:
-            raise BuildError(f"pip wheel failed for {source}:\n{built.stderr[-3000:]}")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        partial = out_dir / f".{wheels[0].name}.partial"
-        shutil.copyfile(wheels[0], partial)
-        partial.replace(out_dir / wheels[0].name)
-    uri = f"{destination}/{wheels[0].name}"
+    wheel = build_wheel(package, out_dir)
+    uri = f"{destination}/{wheel.name}"
     record_build(
         root,
         PACKAGES,
         key,
-        {"digest": digest, "uri": uri, "wheel": wheels[0].name, "source": str(source),
+        {"digest": digest, "uri": uri, "wheel": wheel.name, "source": str(package.path),
          "built_at": _now()},
     )  # fmt: skip
-    return BuildResult("python_package", uri, digest, False, out_dir / wheels[0].name)
+    return BuildResult("python_package", uri, digest, False, wheel)
 
 
 def _context_folder(context: Path, root: Path) -> Path:
@@ -214,6 +133,7 @@ def build_container_image(
     image_uri: str,
     dockerfile: str = "Dockerfile",
     gpu: bool = False,
+    root: Path | None = None,
 ) -> BuildResult:
     """Record a container image built from a context, for the local executor to run.
 
@@ -223,6 +143,7 @@ def build_container_image(
         image_uri: Image name, e.g. `us-docker.pkg.dev/proj/repo/trainer:v1`.
         dockerfile: Dockerfile path relative to the context.
         gpu: The image is for a GPU job (lints the base image for CUDA).
+        root: Local storage root; defaults to `local_root()`.
 
     Returns:
         `IMAGE@sha256:<digest>`, the context folder, lint findings, and whether skipped.
@@ -231,7 +152,7 @@ def build_container_image(
         BuildError: No Dockerfile, a lint error (e.g. a credential copied into the image),
             or an unsafe archive; the index is left unchanged.
     """
-    root = local_root()
+    root = (root or local_root()).resolve()
     context = _context_folder(Path(context_dir).resolve(), root)
     checked = check_build_context(context, dockerfile, gpu=gpu)
     text, files, info, findings = checked.text, checked.files, checked.info, checked.findings

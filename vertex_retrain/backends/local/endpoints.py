@@ -29,13 +29,16 @@ from vertex_retrain.backends.local.registry_records import (
     model_id_for,
     resolve_version,
 )
-from vertex_retrain.backends.local.traffic_split import (
+from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
     check_percentage,
     unallocate,
     validate_split,
 )
+
+DEPLOY_ACTION = "deploy "
+"""A deployment's traffic history action: this, then the new deployed model's id."""
 
 
 @dataclass(frozen=True)
@@ -303,7 +306,9 @@ class LocalEndpoints:
                         utc_now(),
                     ),
                 )
-                _apply_split(connection, current.endpoint_id, split, f"deploy {deployed_model_id}")
+                _apply_split(
+                    connection, current.endpoint_id, split, f"{DEPLOY_ACTION}{deployed_model_id}"
+                )
                 deployed = read_endpoint(connection, endpoint_display_name)
         except BaseException:
             model_server.stop_server(server.pid, server.start_time)
@@ -347,8 +352,20 @@ class LocalEndpoints:
             endpoint = self.undeploy(endpoint_display_name, deployed.deployed_model_id)
         return endpoint
 
-    def set_traffic_split(self, endpoint_display_name: str, split: Mapping[str, int]) -> Endpoint:
+    def set_traffic_split(
+        self,
+        endpoint_display_name: str,
+        split: Mapping[str, int],
+        *,
+        action: str = "set traffic split",
+    ) -> Endpoint:
         """Set the whole split at once; every deployed model not named gets 0.
+
+        Args:
+            endpoint_display_name: The endpoint.
+            split: Deployed model id -> percent, summing to 100.
+            action: How the change is named in the traffic history (a re-run of a
+                deployment records it as that deployment).
 
         Raises:
             TrafficSplitError: Unknown ids, or shares not summing to 100.
@@ -364,7 +381,7 @@ class LocalEndpoints:
                     f"100; unknown: {unknown}"
                 )
             full = {key: shares.get(key, 0) for key in endpoint.traffic_split}
-            _apply_split(connection, endpoint.endpoint_id, full, "set traffic split")
+            _apply_split(connection, endpoint.endpoint_id, full, action)
             return read_endpoint(connection, endpoint_display_name)
 
     def rollback(self, endpoint_display_name: str) -> Endpoint:

@@ -225,11 +225,27 @@ def probe(server: ServerProcess, *, timeout_s: float = 2.0) -> tuple[int, bytes]
     return _request(server.port, "GET", server.health_route, None, timeout_s)
 
 
+def _exit_code(pid: int) -> int | None:
+    """The exit status of a server this process started, None while it runs (or unknown)."""
+    child = _CHILDREN.get(pid)
+    return None if child is None else child.poll()
+
+
+def _with_code(code: int | None) -> str:
+    return "" if code is None else f" with code {code}"
+
+
 def _fail(server: ServerProcess, problem: str) -> ServerStartError:
+    code = _exit_code(server.pid)
     stop_server(server.pid, server.start_time)
+    tail = log_tail(server.log_path)
+    # A server that refuses its model says why on its last line (trainer.serve: one line,
+    # exit 2); put that first, ahead of the whole tail.
+    reason = tail.splitlines()[-1] if tail and code else ""
     return ServerStartError(
-        f"prediction server (pid {server.pid}, port {server.port}) {problem}; it was stopped. "
-        f"Last lines of {server.log_path}:\n{log_tail(server.log_path)}",
+        f"prediction server (pid {server.pid}, port {server.port}) {problem}"
+        f"{f': {reason}' if reason else ''}; it was stopped. "
+        f"Last lines of {server.log_path}:\n{tail}",
         pid=server.pid,
         log_path=server.log_path,
     )
@@ -245,8 +261,9 @@ def wait_until_healthy(server: ServerProcess, *, timeout_s: float = 60.0) -> Non
     deadline = time.monotonic() + timeout_s
     last = "no answer yet"
     while time.monotonic() < deadline:
-        if not is_running(server.pid, server.start_time):
-            raise _fail(server, "exited before its health route answered")
+        code = _exit_code(server.pid)
+        if code is not None or not is_running(server.pid, server.start_time):
+            raise _fail(server, f"exited{_with_code(code)} before its health route answered")
         try:
             status, body = probe(server)
         except OSError as error:

@@ -7,7 +7,6 @@ function takes an open connection, so the caller decides the transaction.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,9 +17,9 @@ from vertex_retrain.backends.local.registry_db import (
     RegistryNotFoundError,
     utc_now,
 )
+from vertex_retrain.rules.aliases import DEFAULT_ALIAS, is_valid_alias
 
-DEFAULT_ALIAS = "default"
-ALIAS_PATTERN = re.compile(r"[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]")
+RESOURCE_PREFIX = "models/"
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class ModelVersion:
     @property
     def resource_name(self) -> str:
         """`models/<display name>@<version id>`, the local stand-in for Vertex's name."""
-        return f"models/{self.model_display_name}@{self.version_id}"
+        return f"{RESOURCE_PREFIX}{self.model_display_name}@{self.version_id}"
 
 
 @dataclass(frozen=True)
@@ -81,9 +80,25 @@ class Model:
     aliases: dict[str, str] = field(default_factory=dict)
 
 
+def parse_resource_name(resource_name: str) -> tuple[str, str]:
+    """Splits `models/<display name>@<version>` (`ModelVersion.resource_name`).
+
+    Raises:
+        RegistryInputError: Not a local model version's resource name.
+    """
+    body = resource_name.removeprefix(RESOURCE_PREFIX)
+    display_name, at, version = body.rpartition("@")
+    if not resource_name.startswith(RESOURCE_PREFIX) or not (at and display_name and version):
+        raise RegistryInputError(
+            f"expected a local model resource name 'models/<display name>@<version>' (from "
+            f"register_model with backend='local'); got {resource_name!r}"
+        )
+    return display_name, version
+
+
 def check_alias(alias: Any) -> str:
     """Return `alias` if Vertex would accept it, else raise `RegistryInputError`."""
-    if not isinstance(alias, str) or not ALIAS_PATTERN.fullmatch(alias):
+    if not is_valid_alias(alias):
         raise RegistryInputError(
             f"invalid version alias {alias!r}: aliases match [a-z][a-zA-Z0-9-]{{0,126}}[a-z0-9] "
             "(start with a lowercase letter, at least 2 characters, so they never look like a "

@@ -22,6 +22,8 @@ from vertex_retrain.backends.local import study_spec as ss
 from vertex_retrain.backends.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
 from vertex_retrain.backends.local.job_payload import JobSpecError, base_output_uri, new_job_id
 from vertex_retrain.backends.local.storage import atomic_write_json, local_root
+from vertex_retrain.rules.flags import parameter_flags
+from vertex_retrain.rules.trials import best_trial_or_none
 
 if TYPE_CHECKING:
     import optuna
@@ -58,12 +60,11 @@ class TuningResult:
 
     @property
     def best(self) -> TrialResult | None:
-        """The best succeeded trial for the goal (never a failed one), or None."""
-        done = [t for t in self.trials if t.state == TRIAL_SUCCEEDED and t.metric is not None]
-        if not done:
-            return None
-        pick = max if self.goal == "MAXIMIZE" else min
-        return pick(done, key=lambda t: t.metric if t.metric is not None else 0.0)
+        """The best trial by the shared rule (`vertex_retrain.rules.trials`), or None.
+
+        Never a failed trial or one without a finite metric; ties go to the lowest trial id.
+        """
+        return best_trial_or_none(self.trials, self.goal)
 
     def table(self) -> str:
         """The trials as a fixed-width text table."""
@@ -115,18 +116,13 @@ def read_metric(path: Path, metric_id: str, *, selection: str, goal: str) -> flo
     return values[-1]
 
 
-def _flag(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return repr(value)
-    return str(value)
-
-
 def trial_payload(
     trial_spec: dict[str, Any], params: dict[str, Any], base: str | None, trial_id: str
 ) -> dict[str, Any]:
     """Build a trial's CustomJob: flags appended to every pool, output under `<base>/<id>`."""
     spec = copy.deepcopy(trial_spec)
-    flags = [f"--{name}={_flag(value)}" for name, value in params.items()]
+    # Rendered as every other flag is (`rules.flags`): an integral double is "16", not "16.0".
+    flags = parameter_flags(params)
     for pool in spec.get("workerPoolSpecs", []):
         for key in ("containerSpec", "pythonPackageSpec"):
             if key in pool:

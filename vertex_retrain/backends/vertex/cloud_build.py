@@ -1,7 +1,7 @@
 """Training code packaging for Vertex: container images with Cloud Build, Python packages on GCS.
 
 An image build is skipped when a successful Cloud Build already pushed the image for the same
-context digest. The digest is `build_context.context_digest` over the files
+context digest. The digest is `vertex_retrain.build.context.context_digest` over the files
 Docker would send (`.dockerignore` honoured) plus the Dockerfile text, so the local and the
 Vertex backend agree on when a context changed.
 """
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.vertex._protos import location_parent
+from vertex_retrain.build.context import context_digest
+from vertex_retrain.build.dockerfile_lint import check_build_context
 
 __all__ = [
     "BuiltImage",
@@ -149,6 +151,7 @@ def build_image_with_cloud_build(
     image: str,
     staging_uri: str,
     dockerfile: str = "Dockerfile",
+    gpu: bool = True,
     timeout_s: float = 3600.0,
     force: bool = False,
     build_client: Any = None,
@@ -169,6 +172,7 @@ def build_image_with_cloud_build(
             `europe-west4-docker.pkg.dev/PROJECT/REPO/trainer`.
         staging_uri: `gs://BUCKET[/PREFIX]` for the context tarball.
         dockerfile: Dockerfile path relative to the context.
+        gpu: Whether the image is meant for GPU machines (the lint then wants a CUDA base).
         timeout_s: Build timeout, also how long to wait for it.
         force: Build even when a build for this digest succeeded before.
         build_client: A `cloudbuild_v1.CloudBuildClient` (or a fake).
@@ -179,12 +183,12 @@ def build_image_with_cloud_build(
 
     Raises:
         ValueError: Bad input; nothing is uploaded or built.
+        BuildError: No Dockerfile inside the context, or it failed lint (e.g. it copies a
+            credential); nothing is uploaded or built.
         CloudBuildError: The build failed or pushed no image.
     """
     from google.cloud.devtools import cloudbuild_v1
     from google.protobuf import duration_pb2
-
-    from vertex_retrain.backends.local.build_context import context_digest, context_files
 
     parent = location_parent(project, location)
     if not _IMAGE.match(image) or "@" in image or ":" in image.rsplit("/", 1)[-1]:
@@ -194,11 +198,10 @@ def build_image_with_cloud_build(
         )
     bucket, prefix = _split_gs(staging_uri, "staging_uri")
     context = Path(context_dir).resolve()
-    dockerfile_path = (context / dockerfile).resolve()
-    if context not in dockerfile_path.parents or not dockerfile_path.is_file():
-        raise ValueError(f"no Dockerfile at {dockerfile!r} inside the build context {context}.")
-    files = context_files(context)
-    digest = context_digest(context, files, dockerfile_path.read_text(encoding="utf-8").encode())
+    # The same lint as the local builder, before anything is uploaded or built.
+    checked = check_build_context(context, dockerfile, gpu=gpu)
+    files = checked.files
+    digest = context_digest(context, files, checked.text.encode())
     tag = f"ctx-{digest}"
     tagged = f"{image}:{tag}"
     client = build_client or _default_build_client()

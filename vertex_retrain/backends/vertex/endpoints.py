@@ -18,6 +18,14 @@ from vertex_retrain.backends.vertex._protos import (
     parse_rest_json,
     resource_uri,
 )
+from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
+from vertex_retrain.rules.traffic import (
+    allocate,
+    check_percentage,
+    largest_share,
+    reassign,
+    serving_shares,
+)
 
 __all__ = ["Deployment", "deploy_model_version", "rollback_endpoint"]
 
@@ -66,17 +74,11 @@ class Deployment:
 
 
 def _positive(split: Any) -> dict[str, int]:
-    return {str(k): int(v) for k, v in dict(split).items() if v > 0}
+    return serving_shares(dict(split))
 
 
-def _with_share(split: dict[str, int], deployed_id: str, percentage: int) -> dict[str, int]:
-    """The split after giving an already deployed model `percentage`; the others scale pro rata."""
-    from vertex_retrain.backends.local.traffic_split import reassign
-
-    return _positive(reassign(split, deployed_id, percentage))
-
-
-def _default_endpoint_client(location: str) -> Any:
+def default_endpoint_client(location: str) -> Any:
+    """The real `aiplatform_v1.EndpointServiceClient` for the region."""
     from google.cloud import aiplatform_v1
 
     return aiplatform_v1.EndpointServiceClient(
@@ -145,29 +147,28 @@ def _set_traffic(client: Any, endpoint_name: str, split: dict[str, int]) -> Any:
 
 
 def _prune(
-    client: Any, endpoint: Any, keep: set[str], keep_last: int, timeout_s: float
+    client: Any, endpoint: Any, protected: set[str], keep_last: int, timeout_s: float
 ) -> list[str]:
-    """Undeploys zero-traffic deployed models older than the newest `keep_last`."""
+    """Undeploys what the shared keep_last_n rule (`rules.retention`) prunes."""
     from google.cloud import aiplatform_v1
 
-    split = dict(endpoint.traffic_split)
+    split = _positive(endpoint.traffic_split)
     newest_first = sorted(
         endpoint.deployed_models,
         key=lambda d: (d.create_time.timestamp() if d.create_time else 0.0, d.id),
         reverse=True,
     )
-    removed = []
-    for deployed in newest_first[keep_last:]:
-        if deployed.id in keep or split.get(deployed.id, 0) > 0:
-            continue
+    removed = deployments_to_prune(
+        [d.id for d in newest_first], split, keep_last_n=keep_last, protected=protected
+    )
+    for deployed_id in removed:
         client.undeploy_model(
             request=aiplatform_v1.UndeployModelRequest(
                 endpoint=endpoint.name,
-                deployed_model_id=deployed.id,
-                traffic_split=_positive({k: v for k, v in split.items() if k != deployed.id}),
+                deployed_model_id=deployed_id,
+                traffic_split={k: v for k, v in split.items() if k != deployed_id},
             )
         ).result(timeout=timeout_s)
-        removed.append(deployed.id)
     return removed
 
 
@@ -188,9 +189,10 @@ def deploy_model_version(
 
     The deployed models already there keep the rest of the traffic pro rata, so the previous
     version stays deployed for rollback; the first version on an endpoint must take 100%
-    (the split rules of `traffic_split`, shared with the local backend).
-    Afterwards, zero-traffic deployed models older than the
-    newest `keep_last` are undeployed. Deploying a version that is already deployed does not
+    (the split rules of `vertex_retrain.rules.traffic`, shared with the local backend).
+    Afterwards the keep_last_n rule (`vertex_retrain.rules.retention`) prunes: zero-traffic
+    deployed models older than the newest `keep_last` are undeployed, unless the split a
+    rollback restores needs them. Deploying a version that is already deployed does not
     deploy it again; it only adjusts its traffic share if that differs.
 
     Args:
@@ -216,8 +218,6 @@ def deploy_model_version(
     """
     from google.cloud import aiplatform_v1
 
-    from vertex_retrain.backends.local.traffic_split import allocate, check_percentage
-
     parent = location_parent(project, location)
     match = _VERSIONED_MODEL.match(model_resource_name)
     if not match:
@@ -226,15 +226,14 @@ def deploy_model_version(
             f"'projects/P/locations/L/models/ID@VERSION', got {model_resource_name!r}."
         )
     model_name, model_id, version_id = match.groups()
-    if keep_last < 2:
-        raise ValueError(f"keep_last must be >= 2 (new + rollback target), got {keep_last}.")
+    check_keep_last_n(keep_last)
     check_percentage(traffic_percentage)
     resources = parse_rest_json(
         dedicated_resources or _DEFAULT_RESOURCES,
         aiplatform_v1.DedicatedResources,
         "dedicated_resources",
     )
-    client = endpoint_client or _default_endpoint_client(location)
+    client = endpoint_client or default_endpoint_client(location)
     endpoint = _find_endpoint(client, parent, endpoint_display_name)
     current = _positive(endpoint.traffic_split) if endpoint else {}
     existing = [
@@ -245,7 +244,7 @@ def deploy_model_version(
     ]
     # Work out the new split before changing anything, so a refused split changes nothing.
     if existing:
-        wanted = _with_share(current, existing[0].id, traffic_percentage)
+        wanted = _positive(reassign(current, existing[0].id, traffic_percentage))
     else:
         # "0" names the model being deployed (DeployModelRequest.traffic_split).
         wanted = _positive(allocate(current, "0", traffic_percentage))
@@ -315,7 +314,7 @@ def rollback_endpoint(
             were removed), or a deployed model of that split is no longer deployed.
     """
     parent = location_parent(project, location)
-    client = endpoint_client or _default_endpoint_client(location)
+    client = endpoint_client or default_endpoint_client(location)
     endpoint = _find_endpoint(client, parent, endpoint_display_name)
     if endpoint is None:
         raise ValueError(f"no endpoint named {endpoint_display_name!r} in {parent}.")
@@ -338,11 +337,10 @@ def rollback_endpoint(
         _set_traffic(client, endpoint.name, previous)
         endpoint = client.get_endpoint(name=endpoint.name)
     restored = _positive(endpoint.traffic_split)
-    top = max(restored, key=lambda k: (restored[k], k))
     return Deployment(
         endpoint_name=endpoint.name,
         location=location,
-        deployed_model_id=top,
+        deployed_model_id=largest_share(restored),
         traffic_split=restored,
         previous_traffic_split=current,
     )

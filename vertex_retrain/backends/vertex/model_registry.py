@@ -1,15 +1,15 @@
 """Vertex AI Model Registry: versions under one model per display name, with aliases.
 
 Idempotency: every version this module uploads carries a label with the hash of the caller's
-request key (e.g. pipeline run + task). Before uploading, the versions of the model are searched
-for that label, so a re-run after a crash returns the version the first attempt uploaded.
+request key (`vertex_retrain.rules.idempotency`). Before uploading, the versions of the model
+are searched for that label, so a re-run after a crash returns the version the first attempt
+uploaded.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vertex_retrain.backends.vertex._protos import (
@@ -21,17 +21,14 @@ from vertex_retrain.backends.vertex._protos import (
     resource_uri,
     to_rest_json,
 )
+from vertex_retrain.rules.aliases import is_valid_alias
 
 __all__ = [
-    "CHAMPION_ALIAS",
     "RegisteredModel",
     "find_model_version",
+    "merge_version_aliases",
     "register_model_version",
 ]
-
-CHAMPION_ALIAS = "champion"
-_DEFAULT_ALIAS = "default"
-_ALIAS = re.compile(r"^[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]$")
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,8 @@ class RegisteredModel:
         return {"resourceName": self.resource_name}
 
 
-def _default_model_client(location: str) -> Any:
+def default_model_client(location: str) -> Any:
+    """The real `aiplatform_v1.ModelServiceClient` for the region."""
     from google.cloud import aiplatform_v1
 
     return aiplatform_v1.ModelServiceClient(client_options={"api_endpoint": api_endpoint(location)})
@@ -114,15 +112,10 @@ def _find_version(client: Any, model_name: str, label_value: str) -> Any | None:
 
 def _check_aliases(aliases: Sequence[str]) -> list[str]:
     for alias in aliases:
-        if alias in (CHAMPION_ALIAS, _DEFAULT_ALIAS):
-            raise ValueError(
-                f"alias {alias!r} moves only through make_champion / make_default, so that it "
-                "moves when the evaluation gate passed; remove it from aliases."
-            )
-        if not _ALIAS.match(alias) or alias.isdigit():
+        if not is_valid_alias(alias):
             raise ValueError(
                 f"alias {alias!r} is not a valid Vertex version alias: it must match "
-                "[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]."
+                "[a-z][a-zA-Z0-9-]{0,126}[a-z0-9] and not be a number."
             )
     return list(aliases)
 
@@ -135,9 +128,6 @@ def register_model_version(
     artifact_uri: str,
     serving_container: dict[str, Any],
     request_key: str,
-    aliases: Sequence[str] = (),
-    make_champion: bool = False,
-    make_default: bool = False,
     labels: dict[str, str] | None = None,
     description: str = "",
     upload_timeout_s: float = 1800.0,
@@ -145,9 +135,9 @@ def register_model_version(
 ) -> RegisteredModel:
     """Uploads a model version under the model with this display name, creating the model once.
 
-    A new version neither takes `champion` nor becomes the default unless told to; when both
-    are requested they move in one MergeVersionAliases call, so no reader sees one moved
-    without the other. (The first version of a new model is made default by Vertex itself.)
+    The new version takes no alias (the first version of a new model is made default by
+    Vertex itself); `merge_version_aliases` moves aliases afterwards, as the shared rule
+    (`vertex_retrain.rules.aliases`) says.
 
     Args:
         project: Google Cloud project id.
@@ -155,19 +145,16 @@ def register_model_version(
         display_name: The model's display name; versions of one model share it.
         artifact_uri: The gs:// directory holding the model files (the job's AIP_MODEL_DIR).
         serving_container: A `ModelContainerSpec` in REST JSON form (docs/architecture.md).
-        request_key: Unique per pipeline task, e.g. "<run name>-<task name>"; a re-run with
+        request_key: The idempotency key (`vertex_retrain.rules.idempotency`); a re-run with
             the same key returns the version already uploaded instead of uploading another.
-        aliases: Extra aliases for this version (not `champion` or `default`).
-        make_champion: Move the `champion` alias to this version.
-        make_default: Make this version the model's default version.
         labels: Labels for the version; a request-key label is added.
         description: Version description.
         upload_timeout_s: How long to wait for the upload operation.
         model_client: An `aiplatform_v1.ModelServiceClient` (or a fake); built when omitted.
 
     Returns:
-        The registered version; `.uri` and `.artifact_metadata()` give the
-        `google.VertexModel` artifact.
+        The registered version with its current aliases; `.uri` and `.artifact_metadata()`
+        give the `google.VertexModel` artifact.
 
     Raises:
         ValueError: Bad input (nothing is uploaded), or several models share the display name.
@@ -182,14 +169,13 @@ def register_model_version(
             f"artifact_uri must be a gs:// directory (the job's AIP_MODEL_DIR), "
             f"got {artifact_uri!r}."
         )
-    extra_aliases = _check_aliases(aliases)
     container = parse_rest_json(
         serving_container, aiplatform_v1.ModelContainerSpec, "serving_container"
     )
     if not container.image_uri:
         raise ValueError("serving_container needs imageUri (the serving image).")
     label_value = request_key_label(request_key)
-    client = model_client or _default_model_client(location)
+    client = model_client or default_model_client(location)
 
     model_name = _find_model(client, parent, display_name)
     version = _find_version(client, model_name, label_value) if model_name else None
@@ -210,14 +196,6 @@ def register_model_version(
         model_name = response.model.split("@")[0]
         version = client.get_model(name=f"{model_name}@{response.model_version_id}")
     assert model_name is not None  # set by _find_model or by the upload response
-
-    wanted = extra_aliases + [CHAMPION_ALIAS] * make_champion + [_DEFAULT_ALIAS] * make_default
-    if not set(wanted) <= set(version.version_aliases):
-        version = client.merge_version_aliases(
-            request=aiplatform_v1.MergeVersionAliasesRequest(
-                name=f"{model_name}@{version.version_id}", version_aliases=wanted
-            )
-        )
     return RegisteredModel(
         model_name=model_name,
         version_id=str(version.version_id),
@@ -227,23 +205,59 @@ def register_model_version(
     )
 
 
+def merge_version_aliases(
+    version: RegisteredModel, aliases: Sequence[str], *, model_client: Any = None
+) -> RegisteredModel:
+    """Moves `aliases` onto `version` in one MergeVersionAliases call.
+
+    One call, so no reader sees the champion alias moved without the default version. When
+    the version holds every alias already (a re-run), nothing is sent.
+
+    Args:
+        version: The version (from `register_model_version`).
+        aliases: Aliases to move; each leaves the version holding it.
+        model_client: An `aiplatform_v1.ModelServiceClient` (or a fake); built when omitted.
+
+    Returns:
+        The version with its aliases after the move.
+
+    Raises:
+        ValueError: An alias Vertex would refuse; nothing is sent.
+    """
+    from google.cloud import aiplatform_v1
+
+    wanted = _check_aliases(aliases)
+    if set(wanted) <= set(version.version_aliases):
+        return version
+    client = model_client or default_model_client(version.location)
+    merged = client.merge_version_aliases(
+        request=aiplatform_v1.MergeVersionAliasesRequest(
+            name=version.resource_name, version_aliases=wanted
+        )
+    )
+    return replace(version, version_aliases=tuple(sorted(merged.version_aliases)))
+
+
 def find_model_version(
     *,
     project: str,
     location: str,
     display_name: str,
-    alias: str = CHAMPION_ALIAS,
+    alias: str,
     model_client: Any = None,
 ) -> dict[str, Any] | None:
     """Returns the version carrying `alias` (REST JSON, with `artifactUri`), or None.
 
     None means there is no model with that display name or no version with that alias; the
     evaluation step treats that as "no champion yet".
+
+    Raises:
+        ValueError: Several models share the display name.
     """
     from google.api_core import exceptions as api_exceptions
 
     parent = location_parent(project, location)
-    client = model_client or _default_model_client(location)
+    client = model_client or default_model_client(location)
     model_name = _find_model(client, parent, display_name)
     if model_name is None:
         return None

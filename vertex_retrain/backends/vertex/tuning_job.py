@@ -1,15 +1,16 @@
 """Runs a HyperparameterTuningJob on Vertex AI and picks its best trial.
 
-GCPC has had no best-trial op since 2.0; `best_trial` fills that gap and works on the job
-resource in REST JSON form, whether it came from Vertex or from the local backend.
+GCPC has had no best-trial op since 2.0; `best_trial` fills that gap. It reads the job
+resource in REST JSON form and chooses by `vertex_retrain.rules.trials`, the rule the local
+tuner follows too.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_retrain.backends.base import StudyTrial
 from vertex_retrain.backends.vertex._launcher import (
     JobClientFactory,
     JobKind,
@@ -17,6 +18,7 @@ from vertex_retrain.backends.vertex._launcher import (
     VertexUnreachableError,
     run_job,
 )
+from vertex_retrain.rules.trials import choose_best_trial
 
 __all__ = [
     "BestTrial",
@@ -24,10 +26,9 @@ __all__ = [
     "VertexUnreachableError",
     "best_trial",
     "run_tuning_job_on_vertex",
+    "study_trials",
     "trial_model_dir",
 ]
-
-_GOALS = ("MAXIMIZE", "MINIMIZE")
 
 
 def _tuning_job_kind() -> JobKind:
@@ -130,11 +131,18 @@ def trial_model_dir(job: dict[str, Any], trial_id: str) -> str:
     return f"{prefix.rstrip('/')}/{trial_id}/model"
 
 
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+"""How proto JSON writes a double that is not finite."""
+
+
 def _final_metric(trial: dict[str, Any], metric_id: str) -> float | None:
+    # Non-finite values are kept: the shared best-trial rule decides what they are worth.
     for metric in trial.get("finalMeasurement", {}).get("metrics", []):
         if metric.get("metricId") == metric_id:
             value = metric.get("value")
-            if isinstance(value, int | float) and math.isfinite(value):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+            if value in _NON_FINITE:
                 return float(value)
     return None
 
@@ -144,8 +152,45 @@ def _integer_parameters(job: dict[str, Any]) -> set[str]:
     return {spec["parameterId"] for spec in specs if "integerValueSpec" in spec}
 
 
+def study_trials(job: dict[str, Any], metric_id: str) -> list[StudyTrial]:
+    """Every trial of a tuning job resource, in the backend-neutral form.
+
+    Integer parameters come back as int (Vertex returns every value as a double), and each
+    trial's model directory is its AIP_MODEL_DIR (`trial_model_dir`; empty when the job has
+    no base output directory).
+
+    Args:
+        job: The HyperparameterTuningJob resource in REST JSON form (with `trials`).
+        metric_id: The study's metric.
+    """
+    integers = _integer_parameters(job)
+    prefix = job.get("trialJobSpec", {}).get("baseOutputDirectory", {}).get("outputUriPrefix", "")
+    trials = []
+    for trial in job.get("trials", []):
+        trial_id = str(trial.get("id", "?"))
+        parameters = {
+            p.get("parameterId", "?"): (
+                int(p["value"])
+                if p.get("parameterId") in integers and p.get("value") is not None
+                else p.get("value")
+            )
+            for p in trial.get("parameters", [])
+        }
+        trials.append(
+            StudyTrial(
+                trial_id=trial_id,
+                state=str(trial.get("state", "?")),
+                parameters=parameters,
+                metric=_final_metric(trial, metric_id),
+                model_uri=trial_model_dir(job, trial_id) if prefix else "",
+                message=str(trial.get("infeasibleReason", "")),
+            )
+        )
+    return trials
+
+
 def best_trial(job: dict[str, Any], metric_id: str, goal: str) -> BestTrial:
-    """Picks the best SUCCEEDED trial of a tuning job by its final measurement.
+    """Picks the best trial of a tuning job by the shared rule (`vertex_retrain.rules.trials`).
 
     Trials that are infeasible, failed, still running or without a finite value for
     `metric_id` never win. Ties go to the lowest trial id, so the choice is deterministic.
@@ -161,43 +206,17 @@ def best_trial(job: dict[str, Any], metric_id: str, goal: str) -> BestTrial:
     Raises:
         ValueError: Bad goal, or no trial succeeded with a value for `metric_id`.
     """
-    if goal not in _GOALS:
-        raise ValueError(f"goal must be one of {_GOALS}, got {goal!r}.")
-    trials = job.get("trials", [])
-    scored = [
-        (value, trial)
-        for trial in trials
-        if trial.get("state") == "SUCCEEDED"
-        and (value := _final_metric(trial, metric_id)) is not None
-    ]
-    if not scored:
-        states = sorted({str(trial.get("state", "?")) for trial in trials}) or ["no trials"]
-        raise ValueError(
-            f"no SUCCEEDED trial of {job.get('name', 'the job')} has a final value for metric "
-            f"{metric_id!r} (trial states: {', '.join(states)}). Check that the trainer reports "
-            "that metric with cloudml-hypertune and that some trials succeeded."
-        )
-    sign = -1.0 if goal == "MAXIMIZE" else 1.0
-
-    def rank(item: tuple[float, dict[str, Any]]) -> tuple[float, int, str]:
-        trial_id = str(item[1].get("id", ""))
-        return (sign * item[0], int(trial_id) if trial_id.isdigit() else 0, trial_id)
-
-    value, trial = min(scored, key=rank)
-    integers = _integer_parameters(job)
-    parameters = {
-        p["parameterId"]: (
-            int(p["value"])
-            if p["parameterId"] in integers and p.get("value") is not None
-            else p.get("value")
-        )
-        for p in trial.get("parameters", [])
-    }
-    trial_id = str(trial["id"])
-    return BestTrial(
-        trial_id=trial_id,
-        parameters=parameters,
+    best = choose_best_trial(
+        study_trials(job, metric_id),
         metric_id=metric_id,
-        metric_value=value,
-        model_dir=trial_model_dir(job, trial_id),
+        goal=goal,
+        study=str(job.get("name", "the job")),
+    )
+    assert best.metric is not None  # the rule only picks trials with a finite value
+    return BestTrial(
+        trial_id=best.trial_id,
+        parameters=dict(best.parameters),
+        metric_id=metric_id,
+        metric_value=best.metric,
+        model_dir=trial_model_dir(job, best.trial_id),
     )

@@ -133,3 +133,17 @@ def unallocate(split: Mapping[str, int], removed_id: str) -> dict[str, int]:
             "(set_traffic_split) or undeploy the others first"
         )
     return scale(rest, TOTAL) if rest else {}
+
+
+def serving_shares(split: Mapping[str, int]) -> dict[str, int]:
+    """The models of a split that receive traffic (zero shares dropped), as plain ints.
+
+    Vertex lists only these in an endpoint's ``trafficSplit``; the local endpoint lists every
+    deployed model. Comparing and restoring splits uses this form on both backends.
+    """
+    return {str(key): int(share) for key, share in split.items() if int(share) > 0}
+
+
+def largest_share(split: Mapping[str, int]) -> str:
+    """The deployed model with the largest share (ties: the larger id), or ``""`` if none."""
+    return max(split, key=lambda key: (split[key], key)) if split else ""

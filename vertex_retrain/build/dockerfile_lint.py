@@ -1,4 +1,4 @@
-"""Parsing a Dockerfile for what the local backend needs, and linting it.
+"""Parsing a Dockerfile for what the builders need, and linting it (both backends).
 
 Findings: a GPU job on a base image without CUDA (warning), no ENTRYPOINT or CMD (warning),
 and COPY/ADD of credential-like files into the image (error: the build is refused).
@@ -12,6 +12,8 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from vertex_retrain.build.context import BuildError, context_files
 
 _CREDENTIAL_NAMES = (
     ".env", ".env.*", "*.env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.pem", "*.p12",
@@ -144,7 +146,7 @@ def lint_dockerfile(
     Args:
         info: Result of `parse_dockerfile`.
         context: Build context folder.
-        files: Context files after `.dockerignore` (see `build_context.context_files`).
+        files: Context files after `.dockerignore` (see `context.context_files`).
         gpu: Whether the image is meant for a GPU job.
 
     Returns:
@@ -214,8 +216,6 @@ def check_build_context(context: Path, dockerfile: str, *, gpu: bool) -> Checked
     Raises:
         BuildError: No Dockerfile inside the context, or a lint error; nothing was built.
     """
-    from vertex_retrain.backends.local.build_context import BuildError, context_files
-
     path = (context / dockerfile).resolve()
     if context.resolve() not in path.parents or not path.is_file():
         raise BuildError(f"no Dockerfile at {dockerfile!r} inside the build context {context}")

@@ -1,4 +1,7 @@
-"""A container build context: which files Docker would send, and their digest.
+"""A build context: which files Docker would send, and their digest.
+
+Both builders (the local one and Cloud Build) hash a context with `context_digest`, so the two
+backends agree on when a context changed and give the same image digest for it.
 
 `.dockerignore` is honoured with Docker's rules (moby/patternmatcher): patterns use Go's
 `filepath.Match` syntax plus `**`, a pattern also excludes everything below a matching

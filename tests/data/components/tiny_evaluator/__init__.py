@@ -1,0 +1,1 @@
+"""A tiny evaluation entry point for the evaluate_model tests (see ``tiny_evaluator.evaluate``)."""

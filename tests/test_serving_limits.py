@@ -1,0 +1,216 @@
+"""The serving stack's limits on both servers: the trainer's prediction server, and the
+endpoint router in front of a trainer server deployed on the local backend.
+
+Slow clients are disconnected, bursts past the concurrency cap get 503 while the server stays
+healthy, a 100 MB body gets a readable 413, every error has one shape, and SIGTERM lets a
+request in flight finish. Socket timeouts here are liveness bounds, never speed claims.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from data.hostile.support import (
+    ENDPOINT,
+    GOOD_BODY,
+    GOOD_INSTANCE,
+    REPO,
+    error_message,
+    expect_continue,
+    finish_continued,
+    post,
+    raw_exchange,
+    router_over_trainer_server,
+    write_tiny_artifact,
+)
+
+from trainer.asgi_guard import STATUS_NAMES, Limits
+from trainer.serve import ServeConfig, start_server
+from vertex_retrain.backends.local.model_server import free_port
+
+pytestmark = pytest.mark.slow
+
+CAP = 2
+LIMITS = Limits(head_timeout_s=0.5, max_concurrent_requests=CAP)
+LARGE_BODY = json.dumps({"instances": [GOOD_INSTANCE] * 1000}).encode()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_artifact(tmp_path_factory.mktemp("limits-model"))
+
+
+@pytest.fixture(scope="module")
+def ports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
+    root = tmp_path_factory.mktemp("limits-router")
+    with (
+        start_server(model_dir, config=ServeConfig(limits=LIMITS)) as server,
+        router_over_trainer_server(root, limits=LIMITS) as router,
+    ):
+        yield {"server": server.port, "router": router.port}
+
+
+@pytest.fixture(params=["server", "router"])
+def port(request: pytest.FixtureRequest, ports: dict[str, int]) -> int:
+    return ports[request.param]
+
+
+def test_asgi_modules_are_one_copy_in_the_trainer_and_the_library() -> None:
+    # The trainer cannot import the library, nor the library the trainer: the two servers
+    # share these modules as byte-identical copies.
+    for name in ("asgi_guard.py", "asgi_runner.py"):
+        trainer_copy = (REPO / "trainer" / name).read_bytes()
+        library_copy = (REPO / "vertex_retrain" / "backends" / "local" / name).read_bytes()
+        assert trainer_copy == library_copy, f"trainer/{name} and its library copy differ"
+
+
+def _trickle_until_closed(port: int, max_bytes: int = 600) -> int | None:
+    """Send a request head one byte at a time; return how many went before the server
+    closed the connection (None if it never did)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        for sent in range(max_bytes):
+            try:
+                sock.sendall(b"a")
+                readable, _, _ = select.select([sock], [], [], 0.05)
+                if readable and sock.recv(1) == b"":
+                    return sent
+            except (BrokenPipeError, ConnectionResetError):
+                return sent
+    return None
+
+
+def test_servers_disconnect_clients_that_stall_or_trickle_their_headers(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as stalled:
+        stalled.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Le")
+        # Meanwhile a good request is answered...
+        assert post(port, "/predict", GOOD_BODY)[0] == 200
+        # ...and the stalled client is disconnected without an answer.
+        assert stalled.recv(1) == b""
+    # Data does not reset the deadline: a head sent a byte at a time is cut off too, long
+    # before the 16 KiB header limit would stop it.
+    assert _trickle_until_closed(port) is not None
+
+
+def test_servers_answer_a_burst_past_the_cap_with_503_and_stay_healthy(port: int) -> None:
+    held = [expect_continue(port, "/predict", len(GOOD_BODY)) for _ in range(CAP)]
+    try:
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(lambda _: post(port, "/predict", LARGE_BODY), range(6)))
+        assert {status for status, _ in answers} == {503}
+        assert all("in flight" in error_message(answer) for _, answer in answers)
+        health = raw_exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", method="GET")
+        assert health is not None and health[0] == 200
+    finally:
+        finished = [finish_continued(sock, GOOD_BODY) for sock in held]
+    assert [status for status, _ in finished] == [200] * CAP
+    status, answer = post(port, "/predict", LARGE_BODY, timeout_s=30)
+    assert status == 200 and len(answer["predictions"]) == 1000
+
+
+def test_servers_answer_a_100_mb_body_with_a_readable_413(port: int) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        # http.client sends the whole body before it reads: without the server discarding
+        # it, this would end in a broken pipe instead of the answer.
+        connection.request("POST", "/predict", b" " * 100_000_000)
+        response = connection.getresponse()
+        assert response.status == 413
+        assert "the limit is 1500000 bytes" in error_message(json.loads(response.read()))
+        # The connection is still good.
+        connection.request("POST", "/predict", GOOD_BODY)
+        response = connection.getresponse()
+        assert response.status == 200 and json.loads(response.read())["predictions"]
+    finally:
+        connection.close()
+
+
+PROVOCATIONS = {
+    "unknown route": b"POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    "wrong method": b"PUT /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    "no length": b"POST /predict HTTP/1.1\r\nHost: x\r\n\r\n",
+    "too large": b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n",
+    "not JSON": b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n{x]",
+    "not HTTP": b"\x16\x03\x01 hello\r\n\r\n",
+    "5000-digit length": b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: "
+    + b"9" * 5000
+    + b"\r\n\r\n",
+}
+
+
+def _errors(port: int) -> dict[str, tuple[int, str]]:
+    found = {}
+    for name, data in PROVOCATIONS.items():
+        answer = raw_exchange(port, data)
+        assert answer is not None, name
+        status, body = answer
+        assert error_message(body), name
+        assert body["error"]["code"] == status, (name, body)
+        assert body["error"]["status"] == STATUS_NAMES[status], (name, body)
+        found[name] = (status, body["error"]["status"])
+    return found
+
+
+def test_both_servers_answer_errors_in_one_shape(ports: dict[str, int]) -> None:
+    server, router = _errors(ports["server"]), _errors(ports["router"])
+    assert server == router
+    assert {status for status, _ in server.values()} == {400, 404, 405, 411, 413}
+
+
+def test_prediction_server_refuses_connections_past_the_cap(model_dir: Path) -> None:
+    limits = Limits(max_connections=3)
+    with start_server(model_dir, config=ServeConfig(limits=limits)) as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        try:
+            status, answer = post(server.port, "/predict", GOOD_BODY)
+            assert status == 503 and "too many open connections" in error_message(answer)
+        finally:
+            for sock in idle:
+                sock.close()
+        # Closing the idle connections frees the room (the server notices asynchronously).
+        for _ in range(100):
+            if post(server.port, "/predict", GOOD_BODY)[0] == 200:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the server kept refusing after the connections closed")
+
+
+def test_router_cli_finishes_a_request_in_flight_on_sigterm(tmp_path: Path) -> None:
+    with router_over_trainer_server(tmp_path / "root"):
+        port = free_port()
+        command = [sys.executable, "-m", "vertex_retrain.cli.main", "serve", ENDPOINT]
+        router = subprocess.Popen(
+            [*command, "--port", str(port)],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            for _ in range(600):
+                assert router.poll() is None, router.communicate()[0]
+                try:
+                    if post(port, "/predict", GOOD_BODY)[0] == 200:
+                        break
+                except (ConnectionRefusedError, ConnectionResetError):
+                    time.sleep(0.1)
+            in_flight = expect_continue(port, "/predict", len(GOOD_BODY))
+            router.send_signal(signal.SIGTERM)
+            status, answer = finish_continued(in_flight, GOOD_BODY)
+            assert status == 200 and answer["predictions"]
+        finally:
+            router.send_signal(signal.SIGTERM)
+            output = router.communicate(timeout=60)[0]
+        assert router.returncode == 0, output

@@ -1,0 +1,158 @@
+"""evaluate_model's step: the package's evaluation job runs on the local backend, then decides.
+
+The jobs run ``tests/data/components/tiny_evaluator`` for real (a wheel in a package
+environment, a process per replica), so what is tested is the evaluation contract end to end:
+the flags the job gets, the metrics file it writes and how the step reads it back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertex_retrain.backends.local.builder import build_python_package
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.components.evaluate_model import evaluate_model
+from vertex_retrain.contracts.evaluation import CHAMPION_FLAG
+from vertex_retrain.specs.defaults import EVALUATION, EvaluationDefaults
+from vertex_retrain.steps.evaluate import (
+    EvaluationJobFailedError,
+    EvaluationRequest,
+    evaluate,
+    evaluation_job_request,
+    metrics_uri,
+)
+from vertex_retrain.steps.job_request import custom_job_payload
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "components" / "tiny_evaluator"
+SERVING = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "predictRoute": "/predict"}
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local storage root for the module and the evaluator's wheel in it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path_factory.mktemp("evaluate") / "root"))
+        yield build_python_package(FIXTURE, destination_uri="gs://b/packages", version="1.0").uri
+
+
+def _model(uri: str, x: float) -> str:
+    folder = to_local_path(uri)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.json").write_text(json.dumps({"x": x}))
+    return uri
+
+
+def _request(package: str, name: str, **changes: Any) -> EvaluationRequest:
+    fields: dict[str, Any] = {
+        "backend": "local",
+        "candidate_uri": _model(f"gs://b/models/{name}/candidate", 0.5),
+        "dataset_uri": "gs://b/datasets/d1",
+        "model_display_name": name,
+        "output_directory": f"gs://b/evaluations/{name}",
+        "primary_metric": "score",
+        "python_module": "tiny_evaluator.evaluate",
+        "package_uris": [package],
+        "machine_type": "n1-standard-4",
+        **changes,
+    }
+    return EvaluationRequest(**fields)
+
+
+def _run(request: EvaluationRequest, tmp_path: Path) -> Any:
+    return evaluate(request, gcp_resources_path=str(tmp_path / "gcp_resources"))
+
+
+def test_evaluate_local_job_without_champion_makes_the_candidate_the_first(
+    package: str, tmp_path: Path
+) -> None:
+    request = _request(package, "first")
+    decision = _run(request, tmp_path)
+    assert decision.is_better and decision.champion_score == -1.0
+    assert decision.candidate_score == 0.5
+    assert decision.baseline_metrics == {"score": 0.1}
+    written = json.loads(to_local_path(metrics_uri(request.output_directory)).read_text())
+    assert written["champion"] is None and written["data"] == "gs://b/datasets/d1"
+    (resource,) = json.loads((tmp_path / "gcp_resources").read_text())["resources"]
+    assert resource["resourceType"] == "CustomJob"
+
+
+def test_evaluate_local_job_scores_the_champion_and_keeps_it_when_better(
+    package: str, tmp_path: Path
+) -> None:
+    champion = _model("gs://b/models/held/champion", 0.7)
+    ModelRegistry().upload_version(
+        "held", artifact_uri=champion, container_spec=SERVING, aliases=["champion"]
+    )
+    decision = _run(_request(package, "held"), tmp_path)
+    assert decision.is_better is False
+    assert (decision.candidate_score, decision.champion_score) == (0.5, 0.7)
+    assert "score changed by -0.2000" in decision.reason
+    assert decision.reported_metrics()["champion_score"] == 0.7
+
+
+def test_evaluate_local_job_non_finite_metric_fails_naming_the_field(
+    package: str, tmp_path: Path
+) -> None:
+    with pytest.raises(EvaluationJobFailedError, match=r"field candidate\.score is nan"):
+        _run(_request(package, "nan", args=["--break=nan"]), tmp_path)
+
+
+def test_evaluate_local_job_without_metrics_file_fails_with_the_contract(
+    package: str, tmp_path: Path
+) -> None:
+    with pytest.raises(EvaluationJobFailedError, match="wrote no metrics file at gs://"):
+        _run(_request(package, "silent", args=["--break=silent"]), tmp_path)
+
+
+def test_evaluate_local_job_failure_names_the_entry_point_and_the_log(
+    package: str, tmp_path: Path
+) -> None:
+    with pytest.raises(EvaluationJobFailedError) as failure:
+        _run(_request(package, "exit", args=["--break=exit"]), tmp_path)
+    message = str(failure.value)
+    assert "python -m tiny_evaluator.evaluate" in message
+    assert "failing on purpose" in message and "exit code 3" in message
+
+
+def test_evaluation_job_request_is_one_cpu_replica_on_demand_with_the_contract_flags() -> None:
+    request = EvaluationRequest(
+        backend="vertex",
+        candidate_uri="gs://b/c",
+        dataset_uri="gs://b/d",
+        model_display_name="m",
+        output_directory="gs://b/e/",
+        package_uris=["gs://b/p/trainer-1.0-py3-none-any.whl"],
+        args=["--num-threads", "4"],
+    )
+    payload = custom_job_payload(evaluation_job_request(request, "gs://b/champ"))
+    (pool,) = payload["jobSpec"]["workerPoolSpecs"]
+    assert pool["machineSpec"] == {"machineType": EVALUATION.machine_type}
+    assert pool["replicaCount"] == "1"
+    assert payload["jobSpec"].get("scheduling", {}).get("strategy", "STANDARD") == "STANDARD"
+    code = pool["pythonPackageSpec"]
+    assert code["pythonModule"] == "trainer.evaluate"
+    assert code["args"] == [
+        "--num-threads",
+        "4",
+        "--candidate-model-dir=gs://b/c",
+        "--data=gs://b/d",
+        "--metrics-output=gs://b/e/metrics.json",
+        f"{CHAMPION_FLAG}=gs://b/champ",
+    ]
+    without = evaluation_job_request(request, None)
+    assert not any(arg.startswith(CHAMPION_FLAG) for arg in without.args)
+
+
+def test_evaluate_model_signature_defaults_equal_the_one_definition() -> None:
+    signature = inspect.signature(evaluate_model.python_func)
+    request = inspect.signature(EvaluationRequest)
+    for name in EvaluationDefaults.__dataclass_fields__:
+        assert signature.parameters[name].default == getattr(EVALUATION, name), name
+        assert request.parameters[name].default == getattr(EVALUATION, name), name

@@ -1,0 +1,142 @@
+"""prepare_dataset's step: the transactions contract is checked, the split is written.
+
+The data comes from the reference generator (``trainer.data``); the step itself reads it only
+through the declared contract, and the reference trainer reads the manifest it writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from trainer.data import generate, week_file
+from trainer.split import load_manifest, plan_time_split
+from trainer.world import WorldConfig
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.steps.prepare import SchemaMismatchError, prepare
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    generate(WorldConfig(members=200, stores=10, weeks=5, seed=1), tmp_path / "data")
+    return tmp_path / "data"
+
+
+def _prepare(dataset: Path, out: Path, validation_weeks: int = 1) -> dict:
+    return prepare(
+        backend="local",
+        transactions_uri=str(dataset),
+        output_dir=str(out),
+        validation_weeks=validation_weeks,
+    ).manifest
+
+
+def _rewrite(path: Path, table: pa.Table) -> None:
+    pq.write_table(table, path)
+
+
+def test_prepare_local_writes_the_manifest_the_reference_trainer_reads(
+    dataset: Path, tmp_path: Path
+) -> None:
+    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2)
+    assert manifest["train"]["weeks"] == [0, 1, 2] and manifest["validation"]["weeks"] == [3, 4]
+    assert manifest["validation"]["files"] == [week_file(3), week_file(4)]
+    assert load_manifest(str(tmp_path / "split")) == manifest
+    # The trainer's own split of the same folder agrees on every key the contract defines.
+    trainers = plan_time_split(str(dataset), validation_weeks=2)
+    assert {key: trainers[key] for key in manifest} == manifest
+
+
+def test_prepare_local_maps_gs_uris_under_the_local_root(
+    dataset: Path, root: Path, tmp_path: Path
+) -> None:
+    target = to_local_path("gs://bucket/data")
+    target.parent.mkdir(parents=True)
+    dataset.rename(target)
+    prepared = prepare(
+        backend="local", transactions_uri="gs://bucket/data", output_dir=str(tmp_path / "out")
+    )
+    assert prepared.manifest["data_uri"] == "gs://bucket/data"
+    assert prepared.summary()["validation_weeks"] == [4]
+    assert prepared.train_rows + prepared.validation_rows == sum(
+        pq.ParquetFile(path).metadata.num_rows
+        for path in (to_local_path("gs://bucket/data") / "transactions").glob("*.parquet")
+    )
+
+
+def test_prepare_refuses_a_mistyped_column_naming_found_and_expected_types(
+    dataset: Path, tmp_path: Path
+) -> None:
+    path = dataset / week_file(2)
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("member_id")
+    _rewrite(path, table.set_column(index, "member_id", table["member_id"].cast(pa.int64())))
+    with pytest.raises(SchemaMismatchError) as error:
+        _prepare(dataset, tmp_path / "split")
+    message = str(error.value)
+    assert "week-0002.parquet" in message
+    assert "column 'member_id' has type int64; the transactions contract expects int32" in message
+    assert not (tmp_path / "split").exists()
+
+
+def test_prepare_refuses_a_missing_column_and_lists_what_was_found(
+    dataset: Path, tmp_path: Path
+) -> None:
+    path = dataset / "stores.parquet"
+    _rewrite(path, pq.read_table(path).drop_columns(["region_id"]))
+    with pytest.raises(SchemaMismatchError, match=r"stores\.parquet") as error:
+        _prepare(dataset, tmp_path / "split")
+    assert "column 'region_id' is missing; the stores contract expects it with type int8" in str(
+        error.value
+    )
+
+
+def test_prepare_refuses_a_file_of_several_weeks(dataset: Path, tmp_path: Path) -> None:
+    merged = pa.concat_tables([pq.read_table(dataset / week_file(w)) for w in (0, 1)])
+    _rewrite(dataset / week_file(0), merged)
+    with pytest.raises(ValueError, match=r"week-0000\.parquet holds weeks 0\.\.1"):
+        _prepare(dataset, tmp_path / "split")
+
+
+def test_prepare_refuses_nulls_in_a_key_column(dataset: Path, tmp_path: Path) -> None:
+    path = dataset / week_file(1)
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("drink_id")
+    values = table["drink_id"].to_pylist()
+    values[0] = None
+    _rewrite(path, table.set_column(index, "drink_id", pa.array(values, pa.int32())))
+    with pytest.raises(ValueError, match="key column 'drink_id' holds 1 null"):
+        _prepare(dataset, tmp_path / "split")
+
+
+def test_prepare_refuses_missing_parts_and_impossible_splits(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "split"
+    with pytest.raises(ValueError, match="validation_weeks must be between 1 and 4"):
+        _prepare(dataset, out, validation_weeks=5)
+    with pytest.raises(FileNotFoundError, match="no dataset folder"):
+        _prepare(tmp_path / "nowhere", out)
+    (dataset / "drinks.parquet").unlink()
+    with pytest.raises(FileNotFoundError, match=r"drinks\.parquet is missing"):
+        _prepare(dataset, out)
+    for path in (dataset / "transactions").glob("*.parquet"):
+        path.unlink()
+    with pytest.raises(FileNotFoundError, match=r"transactions/ holds no \.parquet files"):
+        _prepare(dataset, out)
+    assert not out.exists()
+
+
+def test_prepare_extra_columns_are_allowed_and_the_hash_tracks_content(
+    dataset: Path, tmp_path: Path
+) -> None:
+    before = _prepare(dataset, tmp_path / "a")
+    path = dataset / week_file(0)
+    table = pq.read_table(path)
+    _rewrite(path, table.append_column("channel", pa.array(["app"] * table.num_rows)))
+    after = _prepare(dataset, tmp_path / "b")
+    assert after["content_hash"] != before["content_hash"]
+    assert after["train"]["rows"] == before["train"]["rows"]
+    assert json.loads((tmp_path / "b" / "manifest.json").read_text()) == after

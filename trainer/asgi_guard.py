@@ -1,0 +1,230 @@
+"""Limits, one error shape and a guarded ASGI application for the HTTP servers.
+
+This module exists twice, byte for byte: `trainer/asgi_guard.py` (the serving image holds only
+the trainer) and `vertex_retrain/backends/local/asgi_guard.py` (the library never imports the
+trainer). `tests/test_serving_limits.py` fails when the two copies differ.
+
+Every error a server sends has one shape, Google's:
+`{"error": {"code": 413, "status": "PAYLOAD_TOO_LARGE", "message": "..."}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+# Vertex AI's limit on an online prediction request body.
+VERTEX_MAX_REQUEST_BYTES = 1_500_000
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    408: "DEADLINE_EXCEEDED",
+    411: "LENGTH_REQUIRED",
+    413: "PAYLOAD_TOO_LARGE",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "BAD_GATEWAY",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server accepts; every bound a client could otherwise stretch.
+
+    Attributes:
+        max_body_bytes: Larger request bodies get 413 (Vertex's limit by default).
+        max_concurrent_requests: Requests being read or answered at once; more get 503
+            (health checks are exempt, so a busy server is not reported dead).
+        max_connections: Open connections; requests on connections beyond it get 503.
+        max_header_bytes: Request line plus headers; more is a 400 and a closed connection.
+        head_timeout_s: From connect (or from the previous answer) to a complete request head;
+            a client that sends its headers slowly, or nothing, is disconnected.
+        body_timeout_s: For the whole body to arrive (408), and for the rest of a refused body
+            to be discarded.
+        drain_max_bytes: How much of a refused body is read and discarded, so that a client
+            that sends it all before reading still gets the 413; past it the connection closes.
+        keep_alive_s: An idle kept-alive connection is closed after this long.
+        graceful_shutdown_s: On SIGTERM, how long requests in flight may take to finish.
+        backlog: Listen backlog: bursts of connects wait in the kernel instead of retrying SYNs.
+    """
+
+    max_body_bytes: int = VERTEX_MAX_REQUEST_BYTES
+    max_concurrent_requests: int = 32
+    max_connections: int = 512
+    max_header_bytes: int = 16 * 1024
+    head_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    drain_max_bytes: int = 128 * 1024 * 1024
+    keep_alive_s: int = 5
+    graceful_shutdown_s: int = 30
+    backlog: int = 511
+
+
+def error_body(status: int, message: str) -> bytes:
+    """The JSON body of an error answer."""
+    error = {"code": status, "status": STATUS_NAMES.get(status, "UNKNOWN"), "message": message}
+    return json.dumps({"error": error}).encode()
+
+
+def json_response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    """A response carrying JSON bytes as they are."""
+    return Response(body, status, headers=dict(headers or {}), media_type="application/json")
+
+
+class HttpError(Exception):
+    """An error answer: raise it anywhere in a handler.
+
+    Attributes:
+        status: HTTP status code.
+        message: What was wrong and what is expected.
+        headers: Extra response headers (e.g. `Retry-After`).
+    """
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+        """Builds the error."""
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+    def response(self) -> Response:
+        """The answer in the one error shape."""
+        return json_response(self.status, error_body(self.status, self.message), self.headers)
+
+
+def _too_large(limits: Limits, size: int | None) -> HttpError:
+    limit = limits.max_body_bytes
+    what = f"has more than {limit}" if size is None else f"is {size}"
+    return HttpError(413, f"request body {what} bytes; the limit is {limit} bytes")
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    """Read a request body within the limits.
+
+    A body declared too large is refused before it is read; the server then discards what
+    the client still sends (up to `drain_max_bytes`), so the client reads the 413 instead of
+    a reset.
+
+    Raises:
+        HttpError: 411 without a length, 413 over `max_body_bytes`, 408 when the body takes
+            longer than `body_timeout_s`, 400 when the client goes away.
+    """
+    declared = request.headers.get("content-length")
+    if declared is None and "transfer-encoding" not in request.headers:
+        raise HttpError(411, "a Content-Length header with the body size is required")
+    # The HTTP parser has already refused a Content-Length that is not 1-20 ASCII digits.
+    if declared is not None and int(declared) > limits.max_body_bytes:
+        raise _too_large(limits, int(declared))
+    body = bytearray()
+    try:
+        async with asyncio.timeout(limits.body_timeout_s):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limits.max_body_bytes:
+                    raise _too_large(limits, None)
+    except TimeoutError:
+        raise HttpError(
+            408,
+            f"the request body did not arrive within {limits.body_timeout_s:g} s "
+            f"({len(body)} bytes came)",
+            {"Connection": "close"},
+        ) from None
+    except ClientDisconnect:
+        raise HttpError(400, "the client closed the connection before the body ended") from None
+    return bytes(body)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+Hook = Callable[[], Awaitable[None]]
+
+
+class GuardedApp:
+    """An ASGI application around one handler: admission cap, one error shape, no escapes.
+
+    Args:
+        handler: Answers one request; raises `HttpError` for errors it names.
+        limits: The server's limits (`max_concurrent_requests` is applied here).
+        exempt: Requests that skip the admission cap (cheap ones such as health checks).
+        on_startup: Run once in the server's event loop before the first request.
+        on_shutdown: Run once after the last request.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        limits: Limits,
+        *,
+        exempt: Callable[[Scope], bool] | None = None,
+        on_startup: Hook | None = None,
+        on_shutdown: Hook | None = None,
+    ) -> None:
+        self._handler = handler
+        self._limits = limits
+        self._exempt = exempt or (lambda scope: False)
+        self._hooks = {"startup": on_startup, "shutdown": on_shutdown}
+        # Only the event loop thread touches it: no lock.
+        self._in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            response = await self._answer(scope, receive)
+            await response(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive) -> Response:
+        if self._exempt(scope):
+            return await self._safely(Request(scope, receive))
+        if self._in_flight >= self._limits.max_concurrent_requests:
+            return HttpError(
+                503,
+                f"the server is busy: {self._limits.max_concurrent_requests} requests are "
+                "in flight, the most it takes at once; retry shortly",
+                {"Retry-After": "1"},
+            ).response()
+        self._in_flight += 1
+        try:
+            return await self._safely(Request(scope, receive))
+        finally:
+            self._in_flight -= 1
+
+    async def _safely(self, request: Request) -> Response:
+        try:
+            return await self._handler(request)
+        except HttpError as error:
+            return error.response()
+        except Exception as error:  # a bug must cost one request, never the server
+            log.exception("request %s %s failed", request.method, request.url.path)
+            return HttpError(
+                500, f"internal error ({type(error).__name__}); see the server log"
+            ).response()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message: dict[str, Any] = dict(await receive())
+            phase = str(message["type"]).removeprefix("lifespan.")
+            hook = self._hooks.get(phase)
+            try:
+                if hook is not None:
+                    await hook()
+            except Exception as error:
+                log.exception("server %s failed", phase)
+                await send({"type": f"lifespan.{phase}.failed", "message": str(error)})
+                return
+            await send({"type": f"lifespan.{phase}.complete"})
+            if phase == "shutdown":
+                return

@@ -1,0 +1,66 @@
+"""The outputs of a Vertex PipelineJob's tasks, read from its task details."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from vertex_retrain.backends.base import TaskOutputs
+
+PipelineJobGetter = Callable[[str], Any]
+"""Fetches a PipelineJob (with ``task_details``) by its resource name."""
+
+
+def default_pipeline_job_getter(project: str, location: str) -> PipelineJobGetter:
+    """The real getter: ``aiplatform.PipelineJob.get`` in that project and region."""
+
+    def get(name: str) -> Any:
+        from google.cloud import aiplatform
+
+        return aiplatform.PipelineJob.get(name, project=project, location=location)
+
+    return get
+
+
+def read_vertex_task_outputs(
+    *, project: str, location: str, run_name: str, job_getter: PipelineJobGetter | None = None
+) -> dict[str, TaskOutputs]:
+    """Task name -> output parameters and artifacts, for every task that wrote any.
+
+    Args:
+        project: Google Cloud project id.
+        location: Vertex AI region.
+        run_name: The PipelineJob's id (its run name).
+        job_getter: Fetches the PipelineJob; the real one when omitted.
+    """
+    getter = job_getter or default_pipeline_job_getter(project, location)
+    job = getter(f"projects/{project}/locations/{location}/pipelineJobs/{run_name}")
+    outputs: dict[str, TaskOutputs] = {}
+    for detail in job.task_details:
+        task = TaskOutputs()
+        metadata = plain(getattr(detail.execution, "metadata", None) or {})
+        for key, value in metadata.items():
+            if key.startswith("output:"):
+                task.parameters[key.removeprefix("output:")] = value
+        for name, listing in dict(detail.outputs).items():
+            if listing.artifacts:
+                artifact = listing.artifacts[0]
+                task.artifacts[name] = {
+                    "uri": artifact.uri,
+                    "metadata": plain(artifact.metadata or {}),
+                }
+        if task.parameters or task.artifacts:
+            outputs[detail.task_name] = task
+    return outputs
+
+
+def plain(value: Any) -> Any:
+    """Converts proto-plus Struct values (MapComposite, RepeatedComposite) to dicts and lists.
+
+    ``dict()`` converts only the top level, and json cannot write what is left below it.
+    """
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [plain(item) for item in value]
+    return value

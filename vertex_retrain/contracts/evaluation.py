@@ -1,0 +1,175 @@
+"""The evaluation contract: how ``evaluate_model`` runs a training package's scoring code.
+
+``evaluate_model`` runs the package's evaluation entry point (for the reference trainer
+``python -m trainer.evaluate``) as a CustomJob with these flags::
+
+    --candidate-model-dir=URI   the candidate's model folder (gs://, /gcs/ or local)
+    --champion-model-dir=URI    the champion's model folder; absent when there is none
+    --data=URI                  the prepared dataset folder (holds manifest.json)
+    --metrics-output=URI        where to write the metrics JSON file
+
+and reads back the file it wrote at ``--metrics-output``::
+
+    {
+      "format": "vertex-retrain-evaluation-metrics/v1",
+      "candidate": {"ndcg_at_10": 0.31, "recall_at_10": 0.52, ...},
+      "champion": {"ndcg_at_10": 0.30, ...} | null,    # null exactly when no champion flag
+      "baseline": {"ndcg_at_10": 0.21, ...}            # optional: a reference on the same rows
+    }
+
+Metric names are non-empty strings and values finite numbers (booleans are refused); a
+metric that has no finite value is left out. Other top-level keys are ignored. The entry
+point should write the file atomically (a temporary file, then a rename) and exit non-zero on
+failure. This module only builds the flags and validates the file: it is pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+__all__ = [
+    "CANDIDATE_FLAG",
+    "CHAMPION_FLAG",
+    "DATA_FLAG",
+    "METRICS_FORMAT",
+    "METRICS_OUTPUT_FLAG",
+    "EvaluationContractError",
+    "EvaluationMetrics",
+    "evaluation_args",
+    "parse_metrics",
+]
+
+CANDIDATE_FLAG = "--candidate-model-dir"
+CHAMPION_FLAG = "--champion-model-dir"
+DATA_FLAG = "--data"
+METRICS_OUTPUT_FLAG = "--metrics-output"
+
+METRICS_FORMAT = "vertex-retrain-evaluation-metrics/v1"
+"""The ``format`` value the metrics file must carry."""
+
+
+class EvaluationContractError(ValueError):
+    """The metrics file breaks the contract; the message names the field and what it needs."""
+
+
+@dataclass(frozen=True)
+class EvaluationMetrics:
+    """A validated metrics file.
+
+    Attributes:
+        candidate: The candidate's metrics.
+        champion: The champion's metrics, or None when no champion was scored.
+        baseline: Reference metrics on the same rows (empty when the file has none).
+    """
+
+    candidate: dict[str, float]
+    champion: dict[str, float] | None
+    baseline: dict[str, float] = field(default_factory=dict)
+
+
+def evaluation_args(
+    *, candidate_model_dir: str, champion_model_dir: str | None, data: str, metrics_output: str
+) -> list[str]:
+    """The entry point's contract flags, as ``--flag=value`` (a value may start with ``-``).
+
+    Args:
+        candidate_model_dir: The candidate's model folder.
+        champion_model_dir: The champion's model folder, or None (the flag is then omitted).
+        data: The prepared dataset folder.
+        metrics_output: Where the metrics JSON goes.
+    """
+    args = [
+        f"{CANDIDATE_FLAG}={candidate_model_dir}",
+        f"{DATA_FLAG}={data}",
+        f"{METRICS_OUTPUT_FLAG}={metrics_output}",
+    ]
+    if champion_model_dir:
+        args.append(f"{CHAMPION_FLAG}={champion_model_dir}")
+    return args
+
+
+def parse_metrics(payload: Any, *, expect_champion: bool, source: str) -> EvaluationMetrics:
+    """Validates a decoded metrics file.
+
+    Args:
+        payload: The decoded JSON.
+        expect_champion: Whether a champion was passed (``champion`` must then be an
+            object, else null or absent).
+        source: Where the file was read, for messages.
+
+    Returns:
+        The metrics, as floats.
+
+    Raises:
+        EvaluationContractError: A key is missing or of the wrong type, a value is not a
+            finite number, or ``champion`` disagrees with ``expect_champion``.
+    """
+    if not isinstance(payload, Mapping):
+        _fail(source, "the file", payload, f"a JSON object with {_SHAPE}")
+    if payload.get("format") != METRICS_FORMAT:
+        _fail(source, "format", payload.get("format"), repr(METRICS_FORMAT))
+    if "candidate" not in payload:
+        _fail(source, "candidate", None, "an object of metric name -> number (key missing)")
+    candidate = _metrics(payload["candidate"], "candidate", source, allow_empty=False)
+    champion_value = payload.get("champion")
+    if expect_champion and champion_value is None:
+        _fail(
+            source,
+            "champion",
+            champion_value,
+            f"the champion's metrics: {CHAMPION_FLAG} was given, so the champion must be scored",
+        )
+    if not expect_champion and champion_value is not None:
+        _fail(
+            source,
+            "champion",
+            "{...}",
+            f"null: no {CHAMPION_FLAG} was given, so these metrics cannot be the champion's "
+            "(a stale file?)",
+        )
+    champion = (
+        _metrics(champion_value, "champion", source, allow_empty=False)
+        if champion_value is not None
+        else None
+    )
+    baseline_value = payload.get("baseline")
+    baseline = (
+        _metrics(baseline_value, "baseline", source, allow_empty=True)
+        if baseline_value is not None
+        else {}
+    )
+    return EvaluationMetrics(candidate=candidate, champion=champion, baseline=baseline)
+
+
+_SHAPE = '"format", "candidate", "champion" and optionally "baseline"'
+
+
+def _metrics(value: Any, name: str, source: str, *, allow_empty: bool) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        _fail(source, name, value, "an object of metric name -> number")
+    if not value and not allow_empty:
+        _fail(source, name, value, "at least one metric")
+    out: dict[str, float] = {}
+    for key, number in value.items():
+        if not isinstance(key, str) or not key:
+            _fail(source, f"{name}.{key!r}", key, "a non-empty metric name")
+        # bool is an int subclass; True as a metric is a bug in the writer, not a 1.0.
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            _fail(source, f"{name}.{key}", number, "a number")
+        if not math.isfinite(number):
+            _fail(source, f"{name}.{key}", number, "a finite number (leave the metric out)")
+        out[key] = float(number)
+    return out
+
+
+def _fail(source: str, field_name: str, value: Any, expected: str) -> NoReturn:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    raise EvaluationContractError(
+        f"{source}: field {field_name} is {shown}; expected {expected} "
+        "(evaluation contract, docs/components.md#evaluation-contract)"
+    )

@@ -1,0 +1,14 @@
+"""The rules both backends follow, written once.
+
+Each module holds one rule, and both ``backends/local`` and ``backends/vertex`` call it, so
+the two cannot drift apart:
+
+- :mod:`.flags`: how a value is written on a training program's command line.
+- :mod:`.idempotency`: the request key that makes a re-run find what the first run made.
+- :mod:`.aliases`: which aliases a registered version takes after the evaluation gate.
+- :mod:`.retention`: ``keep_last_n`` and which deployed models are pruned.
+- :mod:`.trials`: which trial of a tuning study wins.
+- :mod:`.traffic`: traffic split arithmetic (proportional scaling, exact rounding).
+
+Everything here is pure: no I/O, no client, no environment.
+"""

@@ -1,0 +1,107 @@
+"""The one definition of every default a training, tuning or evaluation job gets.
+
+Read by the request types (:class:`vertex_retrain.steps.job_request.TrainingRequest`,
+:class:`vertex_retrain.steps.tune.TuningRequest`), the pipelines' signatures
+(``pipelines/defaults.py``) and the cost estimate's fallbacks, so a run and its estimate
+start from the same job shape.
+
+Component signatures (``components/*.py``) cannot read this module: KFP embeds a lightweight
+component's source and runs it on its own, so a default such as ``= TRAINING.machine_type``
+would raise ``NameError`` in the executor. They repeat the values as literals, and
+``tests/test_specs_defaults.py`` fails when a literal differs from the value here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "EVALUATION",
+    "TRAINING",
+    "TUNING",
+    "EvaluationDefaults",
+    "TrainingDefaults",
+    "TuningDefaults",
+]
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """Defaults of one training job (``train_custom_job`` and each ``hp_tune`` trial).
+
+    The shape is the recommendation for the reference model, a custom PyTorch recommender
+    with a custom loss: a GPU (not a TPU: custom ops and branching), one T4 as the
+    cost-efficient start, and Spot, because the trainer checkpoints on SIGTERM and resumes
+    exactly.
+
+    Attributes:
+        machine_type: Machine type of every pool.
+        accelerator_type: Accelerator enum name (``""``: CPU only).
+        accelerator_count: Accelerators per replica.
+        worker_count: Replicas in the workers pool (0: single node).
+        distribution: Declared distributed setup, written as the ``distribution`` label.
+        scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``.
+        timeout_seconds: Maximum run time of one job (or trial): twice the expected time.
+        executor_image_uri: Prebuilt training image of a Python-package job.
+        dataset_flag: The flag that carries the dataset URI to the training code.
+        expected_training_hours: Expected run time of one training job on the default
+            machine, for cost estimates: a budget figure, not a measurement.
+    """
+
+    machine_type: str = "n1-standard-8"
+    accelerator_type: str = "NVIDIA_TESLA_T4"
+    accelerator_count: int = 1
+    worker_count: int = 0
+    distribution: str = "ddp"
+    scheduling_strategy: str = "SPOT"
+    timeout_seconds: int = 4 * 3600
+    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    dataset_flag: str = "--data"
+    expected_training_hours: float = 2.0
+
+
+@dataclass(frozen=True)
+class TuningDefaults:
+    """Defaults of a hyperparameter tuning study (``hp_tune``).
+
+    Attributes:
+        goal: ``MAXIMIZE`` or ``MINIMIZE``.
+        max_trial_count: Trials in total.
+        parallel_trial_count: Trials at once.
+        max_failed_trial_count: Failed trials tolerated before the study fails.
+        measurement_selection: ``BEST_MEASUREMENT`` or ``LAST_MEASUREMENT``.
+    """
+
+    goal: str = "MAXIMIZE"
+    max_trial_count: int = 8
+    parallel_trial_count: int = 2
+    max_failed_trial_count: int = 2
+    measurement_selection: str = "BEST_MEASUREMENT"
+
+
+@dataclass(frozen=True)
+class EvaluationDefaults:
+    """Defaults of the evaluation job ``evaluate_model`` runs (one CPU replica, on demand).
+
+    Attributes:
+        python_module: The evaluation entry point of the training package.
+        executor_image_uri: Prebuilt image that runs the package (the training one: the
+            package's framework is already there).
+        machine_type: Machine of the job: scoring one held-out week needs CPUs, not a GPU.
+        timeout_seconds: Maximum run time of the job.
+    """
+
+    python_module: str = "trainer.evaluate"
+    executor_image_uri: str = TrainingDefaults.executor_image_uri
+    machine_type: str = "n1-standard-8"
+    timeout_seconds: int = 2 * 3600
+
+
+TRAINING = TrainingDefaults()
+"""The training defaults."""
+
+TUNING = TuningDefaults()
+"""The tuning defaults."""
+
+EVALUATION = EvaluationDefaults()
+"""The evaluation job's defaults."""

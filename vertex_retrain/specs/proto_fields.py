@@ -1,0 +1,142 @@
+"""The field names of the ``aiplatform_v1`` job messages, read from their proto descriptors.
+
+The descriptors of ``CustomJob`` and ``HyperparameterTuningJob`` (and every message under
+them) are the truth for which fields a payload may hold, in both spellings the proto JSON
+parser accepts: the JSON name (camelCase) and the proto name (snake_case). Walking them
+gives a plain table (:class:`MessageFields` per message) that the field rule
+(:mod:`vertex_retrain.specs.field_rules`) checks payloads against.
+
+``google.cloud.aiplatform_v1`` is heavy, so it is imported only when :func:`job_field_table`
+first runs (validation), never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+FieldKind = Literal["message", "map", "opaque", "scalar"]
+
+CUSTOM_JOB = "google.cloud.aiplatform.v1.CustomJob"
+CUSTOM_JOB_SPEC = "google.cloud.aiplatform.v1.CustomJobSpec"
+TUNING_JOB = "google.cloud.aiplatform.v1.HyperparameterTuningJob"
+
+# Messages whose JSON form is not an object of named fields (Struct, Value, Duration "3600s",
+# Timestamp, wrappers, Any): their content is the user's, never checked for field names.
+_OPAQUE_PACKAGES = ("google.protobuf.",)
+
+
+@dataclass(frozen=True)
+class ProtoField:
+    """One field of a message.
+
+    Attributes:
+        name: Proto (snake_case) name, e.g. ``accelerator_type``.
+        json_name: JSON (camelCase) name, e.g. ``acceleratorType``.
+        kind: ``message`` (named fields below), ``map`` (user keys; values are ``message``
+            when it is set), ``opaque`` (free-form JSON) or ``scalar``.
+        message: Full name of the message below (``message`` kind, or a map of messages).
+        repeated: True for a list.
+    """
+
+    name: str
+    json_name: str
+    kind: FieldKind
+    message: str = ""
+    repeated: bool = False
+
+
+@dataclass(frozen=True)
+class MessageFields:
+    """The fields of one message, found by either spelling.
+
+    Attributes:
+        name: Short message name, e.g. ``MachineSpec``.
+        fields: Proto name and JSON name -> field.
+    """
+
+    name: str
+    fields: Mapping[str, ProtoField]
+
+    def lookup(self, key: str) -> ProtoField | None:
+        """Returns the field spelt ``key`` (exactly, in either spelling), or None."""
+        return self.fields.get(key)
+
+    def spellings(self, *, snake: bool) -> list[str]:
+        """Every field name in one spelling, in declaration order."""
+        unique = dict.fromkeys(self.fields.values())
+        return [f.name if snake else f.json_name for f in unique]
+
+
+FieldTable = Mapping[str, MessageFields]
+"""Full message name -> its fields."""
+
+
+def _field(descriptor: Any) -> ProtoField:
+    # protobuf >= 6 has ``is_repeated`` (``label`` is deprecated); older ones only ``label``.
+    repeated = bool(
+        descriptor.is_repeated
+        if hasattr(descriptor, "is_repeated")
+        else descriptor.label == descriptor.LABEL_REPEATED
+    )
+    target = descriptor.message_type
+    if target is None:
+        return ProtoField(descriptor.name, descriptor.json_name, "scalar", "", repeated)
+    if target.GetOptions().map_entry:
+        value = target.fields_by_name["value"].message_type
+        below = "" if value is None or _opaque(value.full_name) else value.full_name
+        return ProtoField(descriptor.name, descriptor.json_name, "map", below)
+    if _opaque(target.full_name):
+        return ProtoField(descriptor.name, descriptor.json_name, "opaque", "", repeated)
+    return ProtoField(descriptor.name, descriptor.json_name, "message", target.full_name, repeated)
+
+
+def _opaque(full_name: str) -> bool:
+    return full_name.startswith(_OPAQUE_PACKAGES)
+
+
+def table_from_descriptors(roots: Iterable[Any]) -> FieldTable:
+    """Walks message descriptors (and every message below them) into a field table.
+
+    Args:
+        roots: Protobuf ``Descriptor`` objects, e.g. ``CustomJob.pb().DESCRIPTOR``.
+
+    Returns:
+        The table of every message reached, recursive messages included once.
+    """
+    table: dict[str, MessageFields] = {}
+    pending = list(roots)
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name in table:
+            continue
+        fields = {}
+        for field_descriptor in descriptor.fields:
+            field = _field(field_descriptor)
+            fields[field.name] = fields[field.json_name] = field
+            if field.message:
+                below = field_descriptor.message_type
+                if field.kind == "map":
+                    below = below.fields_by_name["value"].message_type
+                pending.append(below)
+        table[descriptor.full_name] = MessageFields(descriptor.name, MappingProxyType(fields))
+    return MappingProxyType(table)
+
+
+@functools.cache
+def job_field_table() -> FieldTable:
+    """The field table of ``aiplatform_v1.CustomJob`` and ``HyperparameterTuningJob``.
+
+    Imports ``google.cloud.aiplatform_v1`` (about a second) on the first call only.
+    """
+    from google.cloud import aiplatform_v1  # heavy: imported only for validation
+
+    return table_from_descriptors(
+        [
+            aiplatform_v1.CustomJob.pb().DESCRIPTOR,
+            aiplatform_v1.HyperparameterTuningJob.pb().DESCRIPTOR,
+        ]
+    )

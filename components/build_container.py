@@ -18,6 +18,7 @@ def build_container(
     package_name: str = "",
     package_version: str = "",
     staging_uri: str = "",
+    source_digest: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -36,6 +37,9 @@ def build_container(
         package_name: Distribution name when the source is a bare package folder.
         package_version: Distribution version when the source is a bare package folder.
         staging_uri: ``gs://`` folder for the Cloud Build context (Vertex containers).
+        source_digest: The cache key only: the source's digest read by a ``source_digest``
+            task this run (caching off), so Vertex reuses a cached build only for the same
+            source content. Not used by the build itself.
         project: Google Cloud project (Vertex backend).
         location: Google Cloud region (Vertex backend).
 

@@ -42,6 +42,8 @@ def train_custom_job(
     labels: dict = {},  # noqa: B006
     reservation_name: str = "",
     local_preemption_after_seconds: float = 0.0,
+    spot_fallback: bool = False,
+    spot_fallback_deadline_seconds: int = 0,
     pipeline_run: str = "",
     pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
@@ -90,6 +92,11 @@ def train_custom_job(
         reservation_name: Compute Engine reservation to consume, if any.
         local_preemption_after_seconds: Local backend, SPOT only: rehearse a preemption
             this many seconds into each attempt (0 disables).
+        spot_fallback: When a SPOT job loses its capacity (preempted past Vertex's six
+            restarts, or STOCKOUT), run it again on demand (STANDARD) in the same output
+            directory, resuming from the Spot attempts' checkpoints.
+        spot_fallback_deadline_seconds: Seconds from the start of this step by which the
+            on-demand job must end (its timeout is cut to fit); 0: only ``timeout_seconds``.
         pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
             ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
         pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
@@ -106,6 +113,7 @@ def train_custom_job(
         format_flag_value,
         scoped_output_directory,
     )
+    from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.train import train
 
     result = train(
@@ -142,6 +150,7 @@ def train_custom_job(
         ),
         gcp_resources_path=gcp_resources,
         request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+        fallback=FallbackPolicy(spot_fallback, spot_fallback_deadline_seconds),
     )
     model.uri = result.model_uri
     model.metadata.update(result.model_metadata)

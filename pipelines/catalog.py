@@ -12,7 +12,11 @@ PIPELINES: dict[str, str] = {
 """Pipeline name -> ``module:attribute`` of its ``@dsl.pipeline`` function."""
 
 COMPONENTS: dict[str, str] = {
+    "data_window": "vertex_retrain.components.data_window:data_window",
+    "source_digest": "vertex_retrain.components.source_digest:source_digest",
     "build_container": "vertex_retrain.components.build_container:build_container",
+    "check_data": "vertex_retrain.components.check_data:check_data",
+    "stop_run": "vertex_retrain.components.stop_run:stop_run",
     "prepare_dataset": "vertex_retrain.components.prepare_dataset:prepare_dataset",
     "train_custom_job": "vertex_retrain.components.train_custom_job:train_custom_job",
     "hp_tune": "vertex_retrain.components.hp_tune:hp_tune",

@@ -9,10 +9,13 @@ called alone run the same job. Only what belongs to this worked example is defin
 
 from __future__ import annotations
 
+from vertex_retrain.contracts.data_gate import GateThresholds
 from vertex_retrain.specs.defaults import TRAINING, TUNING
 
 __all__ = [
     "BUCKET",
+    "DATA_GATE_THRESHOLDS",
+    "DATA_TIME_ZONE",
     "ENDPOINT_DISPLAY_NAME",
     "MODEL_DISPLAY_NAME",
     "OUTPUT_ROOT",
@@ -40,3 +43,11 @@ SERVING_IMAGE_URI = "us-docker.pkg.dev/drink-shops-ml/serving/guess-your-order:l
 SERVING_COMMAND = ["python", "-m", "trainer.serve"]
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
 """What a new deployment must answer before it gets traffic."""
+
+DATA_TIME_ZONE = "Asia/Taipei"
+"""Where the shops are: transaction timestamps are local times there, and a run's schedule time
+is cut to its date there (the weekly schedule fires Monday 03:00 Taipei time, so ``as_of`` is
+that Monday and the window ends with Sunday's sales)."""
+
+DATA_GATE_THRESHOLDS: dict[str, float | int] = GateThresholds().as_dict()
+"""The data gate's thresholds (the library's defaults), shown as the pipelines' parameter."""

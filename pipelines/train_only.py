@@ -1,14 +1,18 @@
 """train_only: a smaller pipeline for experiments: train, evaluate, register as a challenger.
 
 Nothing is deployed and the champion never moves, so experiments (on Spot, by default) can
-run next to production without touching what serves.
+run next to production without touching what serves. Like the weekly pipeline, a run has a
+data window (``as_of``) and a data gate before training.
 """
 
 from kfp import dsl
 
+from vertex_retrain.components.check_data import check_data
+from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
+from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 
 from . import defaults
@@ -30,6 +34,11 @@ def train_only(
     model_display_name: str = defaults.MODEL_DISPLAY_NAME,
     executor_image_uri: str = defaults.TRAINING.executor_image_uri,
     serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    as_of: str = "",
+    data_time_zone: str = defaults.DATA_TIME_ZONE,
+    data_gate_thresholds: dict = defaults.DATA_GATE_THRESHOLDS,
+    data_gate_accept: str = "",
+    validation_weeks: int = 1,
     epochs: int = 4,
     learning_rate: float = 0.005,
     embedding_dim: int = 32,
@@ -42,60 +51,86 @@ def train_only(
     service_account: str = "",
     local_preemption_after_seconds: float = 0.0,
 ) -> None:
-    """Trains one candidate and registers it as a challenger; traffic is never touched."""
-    data = prepare_dataset(backend=backend, transactions_uri=transactions_uri).set_display_name(
-        "prepare-dataset"
-    )
-    trained = train_custom_job(
+    """Trains one candidate and registers it as a challenger; traffic is never touched.
+
+    ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
+    creation time) in ``data_time_zone`` gives the week.
+    """
+    window = data_window(
+        as_of=as_of,
+        scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+        created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+        time_zone=data_time_zone,
+    ).set_display_name("data-window")
+    window.set_caching_options(False)  # the run's week: the cache key of what follows
+    week = window.outputs["as_of"]
+    gate = check_data(
         backend=backend,
-        display_name="guess-your-order-experiment",
-        base_output_directory=output_root,
-        python_module="trainer.task",
-        package_uris=[package_uri],
-        executor_image_uri=executor_image_uri,
-        dataset=data.outputs["dataset"],
-        hyperparameters={
-            "epochs": epochs,
-            "learning_rate": learning_rate,
-            "embedding_dim": embedding_dim,
-            "batch_size": batch_size,
-        },
-        machine_type=machine_type,
-        accelerator_type=accelerator_type,
-        accelerator_count=accelerator_count,
-        scheduling_strategy=scheduling_strategy,
-        timeout_seconds=timeout_seconds,
-        service_account=service_account,
-        local_preemption_after_seconds=local_preemption_after_seconds,
-        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-        pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-        project=project,
-        location=location,
-    ).set_display_name("train")
-    evaluation = evaluate_model(
-        backend=backend,
-        candidate=trained.outputs["model"],
-        dataset=data.outputs["dataset"],
-        model_display_name=model_display_name,
-        base_output_directory=output_root,
-        package_uris=[package_uri],
-        executor_image_uri=executor_image_uri,
-        service_account=service_account,
-        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-        pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-        project=project,
-        location=location,
-    ).set_display_name("evaluate")
-    register_model(
-        backend=backend,
-        model=trained.outputs["model"],
-        display_name=model_display_name,
-        serving_image_uri=serving_image_uri,
-        serving_command=defaults.SERVING_COMMAND,
-        sample_instances=defaults.SAMPLE_INSTANCES,
-        make_champion=False,
-        evaluation=evaluation.outputs["metrics"],
-        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-        project=project,
-        location=location,
-    ).set_display_name("register-challenger")
+        transactions_uri=transactions_uri,
+        as_of=week,
+        thresholds=data_gate_thresholds,
+        accept=data_gate_accept,
+    ).set_display_name("data-gate")
+    with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
+        data = prepare_dataset(
+            backend=backend,
+            transactions_uri=transactions_uri,
+            validation_weeks=validation_weeks,
+            as_of=week,
+        ).set_display_name("prepare-dataset")
+        trained = train_custom_job(
+            backend=backend,
+            display_name="guess-your-order-experiment",
+            base_output_directory=output_root,
+            python_module="trainer.task",
+            package_uris=[package_uri],
+            executor_image_uri=executor_image_uri,
+            dataset=data.outputs["dataset"],
+            hyperparameters={
+                "epochs": epochs,
+                "learning_rate": learning_rate,
+                "embedding_dim": embedding_dim,
+                "batch_size": batch_size,
+            },
+            machine_type=machine_type,
+            accelerator_type=accelerator_type,
+            accelerator_count=accelerator_count,
+            scheduling_strategy=scheduling_strategy,
+            timeout_seconds=timeout_seconds,
+            service_account=service_account,
+            local_preemption_after_seconds=local_preemption_after_seconds,
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        ).set_display_name("train")
+        evaluation = evaluate_model(
+            backend=backend,
+            candidate=trained.outputs["model"],
+            dataset=data.outputs["dataset"],
+            model_display_name=model_display_name,
+            base_output_directory=output_root,
+            package_uris=[package_uri],
+            executor_image_uri=executor_image_uri,
+            service_account=service_account,
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        ).set_display_name("evaluate")
+        register_model(
+            backend=backend,
+            model=trained.outputs["model"],
+            display_name=model_display_name,
+            serving_image_uri=serving_image_uri,
+            serving_command=defaults.SERVING_COMMAND,
+            sample_instances=defaults.SAMPLE_INSTANCES,
+            make_champion=False,
+            evaluation=evaluation.outputs["metrics"],
+            labels=data.outputs["window_labels"],
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        ).set_display_name("register-challenger")
+    with dsl.Else(name="data-breach"):
+        stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")

@@ -1,13 +1,23 @@
 """weekly_retraining: the drink shops' weekly flow, from source to a served champion.
 
-build -> prepare dataset -> (optional) tune -> train (Spot, checkpointed) -> evaluate against
-the champion -> if better: register as champion and deploy; else: register as a challenger
-with traffic untouched. An exit handler writes a run summary either way.
+data window (the run's week) -> data gate -> prepare dataset (transactions before as_of) ->
+(optional) tune -> train (Spot, checkpointed) -> evaluate against the champion -> if better:
+register as champion and deploy; else: register as a challenger with traffic untouched. The
+training code is hashed (source digest) and built in parallel. A gate breach stops the run
+before training, with the gate's report as the error. An exit handler writes a run summary
+either way.
+
+Cache keys: every cached task takes the week (``data_window``'s ``as_of``), the source digest
+or an output of a task that does, so Vertex reuses an output only for the same week and the
+same code; the tasks that read the clock or the source run with caching off
+(``compile.py compile`` checks this, :mod:`vertex_retrain.cli.cache_keys`).
 """
 
 from kfp import dsl
 
 from vertex_retrain.components.build_container import build_container
+from vertex_retrain.components.check_data import check_data
+from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
@@ -15,6 +25,8 @@ from vertex_retrain.components.hp_tune import hp_tune
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
+from vertex_retrain.components.source_digest import source_digest
+from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 
 from . import defaults
@@ -50,6 +62,10 @@ def weekly_retraining(
     endpoint_display_name: str = defaults.ENDPOINT_DISPLAY_NAME,
     executor_image_uri: str = defaults.TRAINING.executor_image_uri,
     serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    as_of: str = "",
+    data_time_zone: str = defaults.DATA_TIME_ZONE,
+    data_gate_thresholds: dict = defaults.DATA_GATE_THRESHOLDS,
+    data_gate_accept: str = "",
     validation_weeks: int = 1,
     tune: bool = False,
     max_trial_count: int = defaults.TUNING.max_trial_count,
@@ -73,7 +89,13 @@ def weekly_retraining(
     keep_last_n: int = 2,
     local_preemption_after_seconds: float = 0.0,
 ) -> None:
-    """The weekly retraining flow; every tunable is a parameter with a sensible default."""
+    """The weekly retraining flow; every tunable is a parameter with a sensible default.
+
+    ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
+    creation time) in ``data_time_zone`` gives the week. ``data_gate_thresholds`` overrides
+    the gate's thresholds by name; ``data_gate_accept`` lists checks a person accepts for
+    this run (``rows,stores_vanished``).
+    """
     summary = run_summary(
         backend=backend,
         pipeline_root=dsl.PIPELINE_ROOT_PLACEHOLDER,
@@ -87,109 +109,141 @@ def weekly_retraining(
         project=project,
         location=location,
     ).set_display_name("run-summary")
+    # It reports this run's outcome: an earlier run's summary is never the answer.
+    summary.set_caching_options(False)
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
+        # Never cached: the run's week, read from its schedule or creation time.
+        window = data_window(
+            as_of=as_of,
+            scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
+            created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
+            time_zone=data_time_zone,
+        ).set_display_name("data-window")
+        window.set_caching_options(False)
+        week = window.outputs["as_of"]
+        # Never cached: the code's digest, read afresh; the build below is keyed on it.
+        code = source_digest(
+            backend=backend, source_uri=source_uri, kind="python_package"
+        ).set_display_name("source-digest")
+        code.set_caching_options(False)
         package = build_container(
             backend=backend,
             source_uri=source_uri,
             destination=package_destination,
             kind="python_package",
+            source_digest=code.output,
             project=project,
             location=location,
         ).set_display_name("build")
-        data = prepare_dataset(
+        gate = check_data(
             backend=backend,
             transactions_uri=transactions_uri,
-            validation_weeks=validation_weeks,
-        ).set_display_name("prepare-dataset")
-        common = dict(
-            backend=backend,
-            python_module="trainer.task",
-            executor_image_uri=executor_image_uri,
-            machine_type=machine_type,
-            accelerator_type=accelerator_type,
-            accelerator_count=accelerator_count,
-            scheduling_strategy=scheduling_strategy,
-            timeout_seconds=timeout_seconds,
-            service_account=service_account,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-            project=project,
-            location=location,
-        )
-        with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
-            study = hp_tune(
-                display_name="guess-your-order-tuning",
-                base_output_directory=output_root,
-                parameter_specs=TUNING_PARAMETERS,
-                metric_id="ndcg_at_10",
-                max_trial_count=max_trial_count,
-                parallel_trial_count=parallel_trial_count,
-                package_uris=[package.outputs["reference"]],
-                dataset=data.outputs["dataset"],
-                hyperparameters={"epochs": epochs, "batch_size": batch_size},
-                **common,
-            ).set_display_name("tune")
-            tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
-        with dsl.Else(name="no-tune"):
-            untuned = fixed_hyperparameters(
-                values={"learning_rate": learning_rate, "embedding_dim": embedding_dim}
-            )
-        trained = train_custom_job(
-            display_name="guess-your-order-training",
-            base_output_directory=output_root,
-            package_uris=[package.outputs["reference"]],
-            dataset=data.outputs["dataset"],
-            args=["--epochs", epochs, "--batch_size", batch_size],
-            hyperparameters=dsl.OneOf(tuned.output, untuned.output),
-            worker_count=worker_count,
-            local_preemption_after_seconds=local_preemption_after_seconds,
-            **common,
-        ).set_display_name("train")
-        candidate = trained.outputs["model"]
-        # The package's own scoring code (python -m trainer.evaluate) runs as a CPU job.
-        evaluation = evaluate_model(
-            backend=backend,
-            candidate=candidate,
-            dataset=data.outputs["dataset"],
-            model_display_name=model_display_name,
-            base_output_directory=output_root,
-            package_uris=[package.outputs["reference"]],
-            executor_image_uri=executor_image_uri,
-            min_improvement=min_improvement,
-            force_decision=force_decision,
-            service_account=service_account,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
-            project=project,
-            location=location,
-        ).set_display_name("evaluate")
-        registration = dict(
-            backend=backend,
-            model=candidate,
-            display_name=model_display_name,
-            serving_image_uri=serving_image_uri,
-            serving_command=defaults.SERVING_COMMAND,
-            sample_instances=defaults.SAMPLE_INSTANCES,
-            evaluation=evaluation.outputs["metrics"],
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            project=project,
-            location=location,
-        )
-        with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
-            champion = register_model(make_champion=True, **registration).set_display_name(
-                "register-champion"
-            )
-            deploy_model(
+            as_of=week,
+            thresholds=data_gate_thresholds,
+            accept=data_gate_accept,
+        ).set_display_name("data-gate")
+        with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
+            data = prepare_dataset(
                 backend=backend,
-                vertex_model=champion.outputs["vertex_model"],
-                endpoint_display_name=endpoint_display_name,
-                traffic_percentage=traffic_percentage,
-                keep_last_n=keep_last_n,
+                transactions_uri=transactions_uri,
+                validation_weeks=validation_weeks,
+                as_of=week,
+            ).set_display_name("prepare-dataset")
+            common = dict(
+                backend=backend,
+                python_module="trainer.task",
+                executor_image_uri=executor_image_uri,
+                machine_type=machine_type,
+                accelerator_type=accelerator_type,
+                accelerator_count=accelerator_count,
+                scheduling_strategy=scheduling_strategy,
+                timeout_seconds=timeout_seconds,
                 service_account=service_account,
+                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+                pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
                 project=project,
                 location=location,
-            ).set_display_name("deploy")
-        with dsl.Else(name="not-better"):
-            register_model(make_champion=False, **registration).set_display_name(
-                "register-challenger"
             )
+            with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
+                study = hp_tune(
+                    display_name="guess-your-order-tuning",
+                    base_output_directory=output_root,
+                    parameter_specs=TUNING_PARAMETERS,
+                    metric_id="ndcg_at_10",
+                    max_trial_count=max_trial_count,
+                    parallel_trial_count=parallel_trial_count,
+                    package_uris=[package.outputs["reference"]],
+                    dataset=data.outputs["dataset"],
+                    hyperparameters={"epochs": epochs, "batch_size": batch_size},
+                    **common,
+                ).set_display_name("tune")
+                tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
+                tuned.set_caching_options(False)  # a pass-through: nothing to save
+            with dsl.Else(name="no-tune"):
+                untuned = fixed_hyperparameters(
+                    values={"learning_rate": learning_rate, "embedding_dim": embedding_dim}
+                )
+                untuned.set_caching_options(False)
+            trained = train_custom_job(
+                display_name="guess-your-order-training",
+                base_output_directory=output_root,
+                package_uris=[package.outputs["reference"]],
+                dataset=data.outputs["dataset"],
+                args=["--epochs", epochs, "--batch_size", batch_size],
+                hyperparameters=dsl.OneOf(tuned.output, untuned.output),
+                worker_count=worker_count,
+                local_preemption_after_seconds=local_preemption_after_seconds,
+                **common,
+            ).set_display_name("train")
+            candidate = trained.outputs["model"]
+            # The package's own scoring code (python -m trainer.evaluate) runs as a CPU job.
+            evaluation = evaluate_model(
+                backend=backend,
+                candidate=candidate,
+                dataset=data.outputs["dataset"],
+                model_display_name=model_display_name,
+                base_output_directory=output_root,
+                package_uris=[package.outputs["reference"]],
+                executor_image_uri=executor_image_uri,
+                min_improvement=min_improvement,
+                force_decision=force_decision,
+                service_account=service_account,
+                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+                pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+                project=project,
+                location=location,
+            ).set_display_name("evaluate")
+            registration = dict(
+                backend=backend,
+                model=candidate,
+                display_name=model_display_name,
+                serving_image_uri=serving_image_uri,
+                serving_command=defaults.SERVING_COMMAND,
+                sample_instances=defaults.SAMPLE_INSTANCES,
+                evaluation=evaluation.outputs["metrics"],
+                # The version carries its data window (data_as_of, data_from) as labels.
+                labels=data.outputs["window_labels"],
+                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+                project=project,
+                location=location,
+            )
+            with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
+                champion = register_model(make_champion=True, **registration).set_display_name(
+                    "register-champion"
+                )
+                deploy_model(
+                    backend=backend,
+                    vertex_model=champion.outputs["vertex_model"],
+                    endpoint_display_name=endpoint_display_name,
+                    traffic_percentage=traffic_percentage,
+                    keep_last_n=keep_last_n,
+                    service_account=service_account,
+                    project=project,
+                    location=location,
+                ).set_display_name("deploy")
+            with dsl.Else(name="not-better"):
+                register_model(make_champion=False, **registration).set_display_name(
+                    "register-challenger"
+                )
+        with dsl.Else(name="data-breach"):
+            stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.leftover_processes import kill, leftovers, live_processes
 from vertex_retrain.backends.local.storage import local_root
 
 
@@ -14,3 +17,21 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh local storage root (``VERTEX_LOCAL_ROOT``) for one test."""
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
     return local_root()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_leftover_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fails a module whose tests leave a process running once its fixtures are torn down.
+
+    A leaked replica or model server holds ports and files, and outlives the test that
+    started it (under ``pytest -n 2`` it meets the other worker's tests). The leftovers are
+    killed, so that one leak fails one module only.
+    """
+    temp_root = tmp_path_factory.getbasetemp()
+    before = live_processes(os.getpid(), temp_root)
+    yield
+    left = leftovers(before, os.getpid(), temp_root)
+    if left:
+        kill(left)
+        listing = "\n".join(f"  pid {pid}: {command}" for pid, command in sorted(left.items()))
+        pytest.fail(f"processes still running after the module's tests ended:\n{listing}")

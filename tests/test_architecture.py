@@ -11,6 +11,7 @@ and the rule it breaks.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,20 @@ NEVER_IMPORTED = {
     "installed name",
 }
 """Top-level names the library must never import, with the rule's reason."""
+
+PURE_PACKAGES: dict[str, frozenset[str]] = {
+    "vertex_retrain.specs": frozenset({"yaml"}),
+    "vertex_retrain.contracts": frozenset(),
+    "vertex_retrain.rules": frozenset(),
+    "vertex_retrain.build": frozenset(),
+    "vertex_retrain.schedules": frozenset(),
+}
+"""Packages that load only the standard library (plus the names given) and vertex_retrain
+when imported; a third-party import goes inside the function that needs it."""
+
+BACKEND_IMPLEMENTATIONS = ("vertex_retrain.backends.local", "vertex_retrain.backends.vertex")
+BACKEND_FACTORY = "vertex_retrain.backends"
+"""``backend_for`` lives here: the one place that picks an implementation by name."""
 
 TRAINER_NEVER_IMPORTS = ("vertex_retrain", "components", "pipelines", "tests", "bench", "compile")
 """The trainer is its own distribution, installed alone on the training image."""
@@ -184,6 +199,17 @@ def rule_broken(edge: Import) -> str | None:
         return None
     if top in NEVER_IMPORTED:
         return f"nothing in the library imports `{top}`: {NEVER_IMPORTED[top]}"
+    for package, extras in PURE_PACKAGES.items():
+        if (
+            _within(importer, package)
+            and edge.module_level
+            and top not in sys.stdlib_module_names | extras | {"vertex_retrain", "__future__"}
+        ):
+            return (
+                f"{package} is pure: importing it loads only the standard library"
+                f"{''.join(f', {name}' for name in sorted(extras))} and vertex_retrain; import "
+                f"`{top}` inside the function that needs it"
+            )
     if top != "vertex_retrain" or imported == "vertex_retrain":
         return None
     for one, other in (("local", "vertex"), ("vertex", "local")):
@@ -194,6 +220,27 @@ def rule_broken(edge: Import) -> str | None:
                 f"backends.{one} never imports backends.{other}; shared pure logic goes in a "
                 "neutral module both may import"
             )
+    into_backend = any(_within(imported, b) for b in BACKEND_IMPLEMENTATIONS)
+    if (
+        into_backend
+        and _within(importer, "vertex_retrain.backends")
+        and importer != BACKEND_FACTORY
+        and not any(_within(importer, b) for b in BACKEND_IMPLEMENTATIONS)
+    ):
+        return (
+            "the Backend interface and modules shared by the backends import neither "
+            f"implementation; only {BACKEND_FACTORY}.backend_for picks one"
+        )
+    if into_backend and layer_of(importer)[0] in {
+        "vertex_retrain.steps",
+        "vertex_retrain.components",
+        "vertex_retrain.pipelines",
+    }:
+        return (
+            f"{layer_of(importer)[0]} reach a backend only through the Backend interface "
+            f"({BACKEND_FACTORY}.backend_for, vertex_retrain.backends.base), never an "
+            "implementation's module"
+        )
     if _within(importer, "vertex_retrain.specs") and not _within(imported, "vertex_retrain.specs"):
         return "specs is the pure core and imports no other vertex_retrain layer"
     (importer_layer, importer_rank), (imported_layer, imported_rank) = (
@@ -380,6 +427,42 @@ def test_architecture_checker_flags_bare_component_names_and_backend_crossings()
         in rules["vertex_retrain.backends.vertex.bad"]
     )
     assert "specs is the pure core" in rules["vertex_retrain.specs.bad"]
+
+
+def test_architecture_checker_keeps_steps_on_the_backend_interface() -> None:
+    found = _check(
+        {
+            "vertex_retrain.steps.bad": "def f():\n"
+            "    from vertex_retrain.backends.local.storage import atomic_write_json\n",
+            "vertex_retrain.backends.local.storage": "",
+            "vertex_retrain.steps.good": "from vertex_retrain.backends import backend_for\n"
+            "from vertex_retrain.backends.base import Backend\n",
+            "vertex_retrain.backends.base": "import vertex_retrain.backends.vertex.client\n",
+            "vertex_retrain.backends.vertex.client": "",
+            "vertex_retrain.backends": "def backend_for(name):\n"
+            "    from vertex_retrain.backends.local.storage import x\n",
+        }
+    )
+    rules = {v.importer: v.rule for v in found}
+    assert set(rules) == {"vertex_retrain.steps.bad", "vertex_retrain.backends.base"}
+    assert "only through the Backend interface" in rules["vertex_retrain.steps.bad"]
+    assert "import neither implementation" in rules["vertex_retrain.backends.base"]
+
+
+def test_architecture_checker_keeps_pure_packages_free_of_third_party_imports() -> None:
+    found = _check(
+        {
+            "vertex_retrain.rules.bad": "import numpy\n",
+            "vertex_retrain.specs.ok": "import json\nimport yaml\n"
+            "def check():\n    from google.cloud import aiplatform_v1\n",
+            "vertex_retrain.contracts.bad": "from kfp import dsl\n",
+        }
+    )
+    assert [(v.importer, v.imported) for v in found] == [
+        ("vertex_retrain.contracts.bad", "kfp"),
+        ("vertex_retrain.rules.bad", "numpy"),
+    ]
+    assert "import `numpy` inside the function that needs it" in found[1].rule
 
 
 def test_architecture_checker_allows_downward_and_relative_sibling_imports() -> None:

@@ -277,20 +277,20 @@ def test_parity_deploy_prune_and_rollback_the_same_on_both(serving: Serving) -> 
     ids[2] = second.deployed_model_id
     assert second.traffic == {ids[1]: 70, ids[2]: 30}
     assert second.previous_traffic == {ids[1]: 100}
+    rerun = _deploy(serving, 2, 50)  # a re-run of the same deployment, with another share
+    assert (rerun.deployed_model_id, rerun.traffic) == (ids[2], {ids[1]: 50, ids[2]: 50})
+    assert rerun.previous_traffic == {ids[1]: 100}  # still the split before its first attempt
     third = _deploy(serving, 3, 100)
     ids[3] = third.deployed_model_id
     # v1 is beyond keep_last_n=2 with no traffic, but the rollback split needs it.
     assert serving.deployed_ids() == set(ids.values())
-    assert {k: v for k, v in third.traffic.items() if v} == {ids[3]: 100}
+    assert third.traffic == {ids[3]: 100}
     fourth = _deploy(serving, 4, 100)
     ids[4] = fourth.deployed_model_id
     assert serving.deployed_ids() == {ids[3], ids[4]}
     assert _deploy(serving, 4, 100).previous_traffic == {ids[3]: 100}  # a re-run
     back = serving.backend.rollback("ep")
-    assert ({k: v for k, v in back.traffic.items() if v}, back.deployed_model_id) == (
-        {ids[3]: 100},
-        ids[3],
-    )
+    assert (back.traffic, back.deployed_model_id) == ({ids[3]: 100}, ids[3])
     assert serving.backend.rollback("ep").traffic == back.traffic  # the same split again
 
 

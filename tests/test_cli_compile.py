@@ -14,6 +14,7 @@ import yaml
 from kfp import dsl
 
 from vertex_retrain.cli.compile_commands import cli_compile, cli_estimate
+from vertex_retrain.cli.main import build_parser
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.pipelines import catalog
 from vertex_retrain.specs.defaults import TRAINING
@@ -87,7 +88,76 @@ def test_estimate_prints_breakdown_with_assumptions(capsys: pytest.CaptureFixtur
     text = out.getvalue()
     assert "tune (all trials)" in text and "train:" in text
     assert "3 h on one GPU" in text
-    assert "Spot priced at 60% of on-demand" in text
+    assert "prices: us-central1 (the default: the pipeline names no region)" in text
+    # Spot comes from Compute Engine Spot x 1.15, which is shown as an assumption.
+    assert "Spot priced at" not in text and "derived, assumed: S9 x 1.15" in text
+    assert "assumed: No Vertex Spot training price is published" in text
+
+
+@pytest.mark.parametrize(
+    ("location", "t4_on_demand"),
+    [
+        ("us-central1", "0.4025  quoted: S7, 2024-09-02"),
+        ("europe-west4", "0.4226  derived: S10 x 1.15, undated"),
+        ("asia-east1", "0.4025  derived: S10 x 1.15, undated"),
+    ],
+)
+def test_estimate_prices_each_line_in_the_given_location(location: str, t4_on_demand: str) -> None:
+    args = argparse.Namespace(name="train-only", param=[], training_hours=None, location=location)
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    text = out.getvalue()
+    assert f"prices: {location} (--location)" in text
+    assert f"unit prices in {location}, USD per hour:" in text
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("    ")}
+    assert t4_on_demand in rows["NVIDIA_TESLA_T4"]
+    assert "derived: S9 x 1.15, 2026-07-30" in rows["n1-standard-8"]
+    assert "S9: Cyclenerd" in text  # every cited source is listed once, with its date
+
+
+def test_estimate_help_says_which_location_is_the_default() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["estimate", "train-only", "--location", "europe-west4"])
+    assert args.location == "europe-west4"
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    estimate = subparsers.choices["estimate"]
+    [location] = [a for a in estimate._actions if a.dest == "location"]
+    assert location.metavar == "REGION" and location.default is None
+    assert "the pipeline's location parameter when it names a region, else us-central1" in str(
+        location.help
+    )
+
+
+def test_estimate_takes_the_pipeline_location_when_it_names_a_region() -> None:
+    args = argparse.Namespace(
+        name="train-only", param=["location=europe-west4"], training_hours=None, location=None
+    )
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    assert "prices: europe-west4 (the pipeline's location parameter)" in out.getvalue()
+
+
+def test_estimate_shows_an_unknown_price_as_unknown() -> None:
+    params = ["machine_type=a4-highgpu-8g", "accelerator_type=NVIDIA_B200", "accelerator_count=8"]
+    args = argparse.Namespace(name="train-only", param=params, training_hours=None, location=None)
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    text = out.getvalue()
+    row = next(line for line in text.splitlines() if line.strip().startswith("a4-highgpu-8g +"))
+    assert row.split()[-4:] == ["unknown"] * 4
+    assert "on-demand: unknown" in text and "Spot: unknown" in text
+    assert "unknown prices: a4-highgpu-8g on-demand, a4-highgpu-8g Spot" in text
+
+
+def test_estimate_refuses_a_location_without_prices_in_one_line(tmp_path: Path) -> None:
+    result = _compile_cli("estimate", "train-only", "--location", "mars-north1", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert (
+        "'mars-north1'" in result.stderr
+        and "asia-east1, europe-west4, us-central1" in result.stderr
+    )
 
 
 @pytest.mark.parametrize(

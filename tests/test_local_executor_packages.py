@@ -60,7 +60,7 @@ def test_run_custom_job_python_package_pool_runs_wheel_in_cached_env(root: Path)
 
 
 def test_run_custom_job_missing_package_refused_with_fix(root: Path) -> None:
-    with pytest.raises(PackageEnvError, match="build_python_package"):
+    with pytest.raises(PackageEnvError, match="pip wheel --no-deps -w"):
         run_custom_job(package_job("gs://bkt/packages/absent-0.1-py3-none-any.whl"))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from vertex_retrain.backends.local.endpoint_servers import stop_servers
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
 from vertex_retrain.backends.local.router import start_router
@@ -73,8 +74,10 @@ def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
         try:
             yield root
-        finally:
-            LocalEndpoints().undeploy_all(defaults.ENDPOINT_DISPLAY_NAME)
+        finally:  # no model server outlives the module, whichever tests ran or failed
+            if (root / "registry.db").is_file():
+                for endpoint in LocalEndpoints().list_endpoints():
+                    stop_servers(endpoint.display_name)
 
 
 @pytest.fixture(scope="module")

@@ -104,6 +104,17 @@ def test_servers_disconnect_clients_that_stall_or_trickle_their_headers(port: in
     assert _trickle_until_closed(port) is not None
 
 
+def test_servers_answer_a_client_that_half_closes_after_its_request(port: int) -> None:
+    head = b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(GOOD_BODY)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head + GOOD_BODY)
+        sock.shutdown(socket.SHUT_WR)  # nothing more to send; the answer must still come
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 200 and json.loads(response.read())["predictions"]
+        response.close()
+
+
 def test_servers_answer_a_burst_past_the_cap_with_503_and_stay_healthy(port: int) -> None:
     held = [expect_continue(port, "/predict", len(GOOD_BODY)) for _ in range(CAP)]
     try:

@@ -12,7 +12,7 @@ from vertex_retrain.specs import (
     estimate_job_cost,
     estimate_pipeline_cost,
     estimate_scaling_cost,
-    load_catalog,
+    load_prices,
 )
 
 
@@ -52,37 +52,53 @@ def _t4_job(count: int) -> dict[str, object]:
     return CustomJobSpec("drinks", pool, distribution="ddp").unvalidated_payload()
 
 
-def test_estimate_job_cost_uses_catalog_prices_and_overrides() -> None:
-    teaching = load_catalog().with_prices(
-        {"n1-standard-16": {"on_demand": 0.0, "spot": 0.0}, "NVIDIA_TESLA_T4": {"on_demand": 100.0}}
+def test_estimate_job_cost_reproduces_worked_example_with_given_prices() -> None:
+    teaching = load_prices().with_overrides(
+        {
+            "n1-standard-16": {"on_demand": 0.0, "spot": 0.0},
+            "NVIDIA_TESLA_T4": {"on_demand": 100.0, "spot": 60.0},
+        }
     )
-    estimate = estimate_job_cost(
-        _t4_job(4), 10, efficiency=0.85, catalog=teaching, spot_price_fraction=0.6
-    )
+    estimate = estimate_job_cost(_t4_job(4), 10, efficiency=0.85, prices=teaching)
     assert estimate.gpus == 4
     assert round(estimate.on_demand_cost or 0) == 1176
     assert round(estimate.spot_cost or 0) == 706
+    assert {line.on_demand.label for line in estimate.lines} == {"given"}
+
+
+def test_estimate_job_cost_prices_each_line_from_the_book() -> None:
+    book = load_prices()
     real = estimate_job_cost(_t4_job(1), 2)
-    price = load_catalog()
-    expected = 2 * (
-        (price.machine_price("n1-standard-16").on_demand or 0)
-        + (price.accelerator_price("NVIDIA_TESLA_T4").on_demand or 0)
+    machine = book.machine("us-central1", "n1-standard-16")
+    gpu = book.accelerator("us-central1", "NVIDIA_TESLA_T4")
+    assert [(line.item, line.units) for line in real.lines] == [
+        ("n1-standard-16", 1),
+        ("NVIDIA_TESLA_T4", 1),
+    ]
+    assert real.on_demand_cost == pytest.approx(
+        2 * ((machine.on_demand.amount or 0) + (gpu.on_demand.amount or 0))
     )
-    assert real.on_demand_cost == pytest.approx(expected)
-    assert real.spot_cost is None and any("Spot" in n for n in real.notes)
+    assert real.spot_cost == pytest.approx(
+        2 * ((machine.spot.amount or 0) + (gpu.spot.amount or 0))
+    )
+    assert real.location == "us-central1" and real.currency == "USD"
 
 
 def test_estimate_job_cost_reports_unknown_prices() -> None:
     payload = CustomJobSpec(
         "a3",
         WorkerPool(
-            Machine("a3-highgpu-8g", "NVIDIA_H100_80GB", 8), ContainerCode("nvidia/cuda:12")
+            Machine("a3-megagpu-8g", "NVIDIA_H100_MEGA_80GB", 8), ContainerCode("nvidia/cuda:12")
         ),
         distribution="ddp",
     ).unvalidated_payload()
     estimate = estimate_job_cost(payload, 80)
-    assert estimate.on_demand_cost is None
-    assert "a3-highgpu-8g on-demand" in estimate.describe()
+    assert estimate.on_demand_cost is None and estimate.spot_cost is None
+    text = estimate.describe()
+    assert "a3-megagpu-8g on-demand" in text
+    row = next(t for t in text.splitlines() if t.strip().startswith("a3-megagpu-8g +"))
+    assert row.split()[-4:] == ["unknown", "unknown", "unknown", "unknown"]
+    assert "on-demand: unknown" in text and "Spot: unknown" in text
 
 
 def test_estimate_pipeline_cost_sums_steps() -> None:
@@ -98,10 +114,14 @@ def test_estimate_pipeline_cost_sums_steps() -> None:
     assert estimate_pipeline_cost([steps[0], estimate_scaling_cost(1, 1, 100)]).spot_cost is None
 
 
-def test_catalog_with_prices_refuses_unknown_names_and_negative_prices() -> None:
-    catalog = load_catalog()
+def test_price_book_with_overrides_refuses_unknown_names_and_negative_prices() -> None:
+    book = load_prices()
     with pytest.raises(ValueError, match="not a machine type or accelerator"):
-        catalog.with_prices({"n9-huge": {"on_demand": 1.0}})
+        book.with_overrides({"n9-huge": {"on_demand": 1.0}})
     with pytest.raises(ValueError, match=">= 0"):
-        catalog.with_prices({"NVIDIA_TESLA_T4": {"on_demand": -1.0}})
-    assert catalog.accelerator_price("NVIDIA_TESLA_T4").on_demand != 100.0  # unchanged
+        book.with_overrides({"NVIDIA_TESLA_T4": {"on_demand": -1.0}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        book.with_overrides({"NVIDIA_TESLA_T4": {"preemptible": 1.0}})
+    with pytest.raises(ValueError, match="known: asia-east1"):
+        book.with_overrides({"NVIDIA_TESLA_T4": {"on_demand": 1.0}}, location="mars-north1")
+    assert book.accelerator("us-central1", "NVIDIA_TESLA_T4").on_demand.amount != 100.0

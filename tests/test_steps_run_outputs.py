@@ -79,3 +79,31 @@ def test_build_summary_survives_an_impossible_job_shape(tmp_path: Path) -> None:
     )
     assert summary["state"] == "FAILED" and summary["error"] == "train failed"
     assert "acceleratorCount" in summary["cost_on_vertex"]["unavailable"]
+
+
+def test_read_task_outputs_local_reads_kfp_local_executor_output_files(tmp_path: Path) -> None:
+    task = tmp_path / "weekly-2" / "register-model"
+    task.mkdir(parents=True)
+    (task / "executor_output.json").write_text(
+        json.dumps(
+            {
+                "parameterValues": {"version_id": "2"},
+                "artifacts": {
+                    "vertex_model": {
+                        "artifacts": [{"uri": "gs://b/m", "metadata": {"resourceName": "m@2"}}]
+                    }
+                },
+            }
+        )
+    )
+    (tmp_path / "weekly-2" / "broken").mkdir()
+    (tmp_path / "weekly-2" / "broken" / "executor_output.json").write_text("{not json")
+    outputs = read_task_outputs(
+        backend=LocalBackend(tmp_path / "root"), pipeline_root=str(tmp_path), run_name="weekly-2"
+    )
+    assert list(outputs) == ["register-model"]
+    assert outputs["register-model"].parameters == {"version_id": "2"}
+    assert outputs["register-model"].artifacts["vertex_model"] == {
+        "uri": "gs://b/m",
+        "metadata": {"resourceName": "m@2"},
+    }

@@ -42,6 +42,7 @@ class _GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._drained = 0
+        self._half_closed = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -82,7 +83,17 @@ class _GuardedH11Protocol(H11Protocol):
             self._disarm()
             self._drained = 0
 
+    # asyncio.Protocol allows a bool (True keeps the transport open); uvicorn narrowed it.
+    def eof_received(self) -> bool | None:  # type: ignore[override]
+        # A client may half-close once its request is sent: keep the connection open to write
+        # the answer (uvicorn would close it at once), then close (see on_response_complete).
+        self._half_closed = not self._idle() and self.conn.their_state is h11.DONE
+        return self._half_closed or None
+
     def on_response_complete(self) -> None:
+        if self._half_closed:
+            self.transport.close()
+            return
         # Answered before the body ended (a 413): h11 discards the rest, within a deadline.
         draining = self.conn.their_state is h11.SEND_BODY
         self._arm(self.limits.body_timeout_s if draining else self.limits.head_timeout_s)

@@ -125,13 +125,14 @@ def parse_faults(text: str) -> Faults:
         "pause_s": (int, float),
         "pause_in": (str,),
     }
+    values: dict[str, Any] = {}
     for key, value in raw.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds[key])):
             wanted = " or ".join(kind.__name__ for kind in kinds[key])
             raise ValueError(f"{FAULTS_ENV}: {key} must be {wanted}, got {value!r}")
-        if kinds[key] == (int, float) and value is not None:
-            raw[key] = float(value)
-    return Faults(**raw)
+        # JSON has one number type: seconds given as 1 become 1.0, as the fields declare.
+        values[key] = float(value) if isinstance(value, int) and float in kinds[key] else value
+    return Faults(**values)
 
 
 def faults_from_env(environ: Mapping[str, str] | None = None) -> Faults:

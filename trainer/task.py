@@ -4,6 +4,9 @@ Honours the Vertex training contract: outputs go to AIP_MODEL_DIR, AIP_CHECKPOIN
 AIP_TENSORBOARD_LOG_DIR (gs:// and /gcs/ map through GCS_FUSE_ROOT; unset means folders under
 --output_dir); the cluster comes from CLUSTER_SPEC / MASTER_ADDR / MASTER_PORT / WORLD_SIZE /
 RANK; the tuning metric goes to cloudml-hypertune. SIGTERM checkpoints and exits with 143.
+
+The rows are read through the pre-encoded cache beside the dataset (`trainer.encoded`): the
+first run encodes the Parquet files once, every later run and restart maps the result.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import os
 import random
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped early with a durable checkpoint; rerun resumes
 METRIC_CHOICES = ("ndcg_at_10", "recall_at_10", "ndcg_at_10_margin", "recall_at_10_margin")
 log = logging.getLogger("trainer.task")
+_IMPORTED = time.monotonic()
 
 
 def integer(text: str) -> int:
@@ -66,16 +71,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=integer, default=0)
     p.add_argument("--max_steps", type=integer, default=None, help="cap on total steps")
     p.add_argument(
+        "--checkpoint_every_seconds",
+        type=float,
+        default=300.0,
+        help="checkpoint period in seconds of training (0: none by time)",
+    )
+    p.add_argument(
         "--checkpoint_every_steps",
         type=integer,
-        default=500,
-        help="0: only on SIGTERM and at the end",
+        default=0,
+        help="checkpoint period in steps (0: none by steps); SIGTERM and the end always save",
     )
     p.add_argument("--log_every_steps", type=integer, default=50)
     p.add_argument("--hypertune_metric", default="ndcg_at_10", choices=METRIC_CHOICES)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument(
         "--num_threads", type=integer, default=0, help="torch CPU threads (0: torch default)"
+    )
+    p.add_argument(
+        "--amp", action="store_true", help="bfloat16 autocast for the forward pass and loss"
+    )
+    p.add_argument(
+        "--cache_dir",
+        default="",
+        help="folder for the pre-encoded dataset (default: _encoded beside the data)",
     )
     return p
 
@@ -93,7 +112,12 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
     for name in positive:
         if getattr(args, name) <= 0:
             parser.error(f"--{name} must be > 0, got {getattr(args, name)}")
-    for name in ("weight_decay", "checkpoint_every_steps", "num_threads"):
+    for name in (
+        "weight_decay",
+        "checkpoint_every_steps",
+        "checkpoint_every_seconds",
+        "num_threads",
+    ):
         if getattr(args, name) < 0:
             parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
     if args.max_steps is not None and args.max_steps <= 0:
@@ -120,19 +144,15 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
+    from trainer import encoded
     from trainer.checkpoint import CheckpointManager
     from trainer.distributed import cluster_from_env, init_process_group, scaled_learning_rate
     from trainer.export import export_model
     from trainer.faults import faults_from_env
-    from trainer.features import (
-        encode_rows,
-        member_counts,
-        read_catalogue,
-        read_columns,
-        store_popularity,
-    )
+    from trainer.features import read_catalogue
     from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
+    from trainer.optim import TrainingOptimizer, wrap_ddp
     from trainer.scalars import ScalarWriter
     from trainer.split import load_manifest
     from trainer.train import LoopConfig, StopFlag, rows_to_tensors, train_loop
@@ -160,12 +180,14 @@ def run(args: argparse.Namespace) -> int:
 
     manifest = load_manifest(args.data)
     catalogue = read_catalogue(manifest)
-    train_cols = read_columns(manifest, "train")
-    member_vocab = np.unique(train_cols["member_id"])
-    train_rows = encode_rows(train_cols, member_vocab, catalogue)
-    val_rows = encode_rows(read_columns(manifest, "validation"), member_vocab, catalogue)
-    popularity = store_popularity(train_rows, catalogue, train_cols["week"], args.baseline_weeks)
-    log_q = purchase_log_share(train_rows.drink, catalogue.drink_ids.size)
+    data = _encoded_data(manifest, catalogue, args.cache_dir, info.rank, info.world_size)
+    member_vocab, n_stores, n_drinks = (
+        data.member_vocab,
+        catalogue.store_ids.size,
+        catalogue.drink_ids.size,
+    )
+    popularity = encoded.store_popularity(data.train, n_stores, n_drinks, args.baseline_weeks)
+    log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
     cat = CatalogueTensors.build(catalogue, log_q, device)
 
     config = ModelConfig(
@@ -177,27 +199,27 @@ def run(args: argparse.Namespace) -> int:
         hidden_dim=args.hidden_dim,
     )
     raw_model = DrinkRecommender(config).to(device)
-    model: torch.nn.Module = raw_model
-    if info.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(
-            raw_model, device_ids=[device.index] if use_cuda else None
-        )
     lr = scaled_learning_rate(args.learning_rate, info.world_size)
-    optimizer = torch.optim.AdamW(raw_model.parameters(), lr=lr, weight_decay=args.weight_decay)
+    optimizer = TrainingOptimizer(raw_model, lr=lr, weight_decay=args.weight_decay)
+    model = wrap_ddp(raw_model, device) if info.world_size > 1 else raw_model
     loop_cfg = LoopConfig(
         batch_size=args.batch_size,
         epochs=args.epochs,
         seed=args.seed,
         checkpoint_every_steps=args.checkpoint_every_steps,
+        checkpoint_every_seconds=args.checkpoint_every_seconds,
         log_every_steps=args.log_every_steps,
         max_steps=args.max_steps,
+        amp=args.amp,
     )
+    startup = seconds_since_start()
+    log.info("training starts %.1f s after the process started", startup)
     writer = ScalarWriter(dirs["AIP_TENSORBOARD_LOG_DIR"]) if info.is_primary else None
     result = train_loop(
         model,
         raw_model,
         optimizer,
-        rows_to_tensors(train_rows, device),
+        data.train,
         cat,
         loop_cfg,
         info,
@@ -219,9 +241,9 @@ def run(args: argparse.Namespace) -> int:
     if info.is_primary:
         pop_tensor = torch.as_tensor(popularity, device=device)
         usual = torch.as_tensor(
-            member_counts(train_rows, config.n_members, config.n_drinks), device=device
+            encoded.member_counts(data.train, config.n_members, config.n_drinks), device=device
         )
-        val_tensors = rows_to_tensors(val_rows, device)
+        val_tensors = rows_to_tensors(data.validation.rows(), device)
         faults.pause("evaluate", result.step)
         metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
         metrics["training"] = {
@@ -231,8 +253,12 @@ def run(args: argparse.Namespace) -> int:
             "world_size": info.world_size,
             "global_batch": args.batch_size * info.world_size,
             "learning_rate": lr,
-            "train_rows": len(train_rows),
+            "train_rows": len(data.train),
             "samples_per_second": result.samples * info.world_size / max(result.seconds, 1e-9),
+            "startup_seconds": startup,
+            "encoded_cache": {"built": data.built, "seconds": data.seconds},
+            "checkpoints": result.checkpoint_summary(),
+            "amp": args.amp,
             "loss_history": result.history,
             "dataset_content_hash": manifest["content_hash"],
             "args": vars(args),
@@ -258,6 +284,37 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"metrics": summary, "model_dir": str(dirs["AIP_MODEL_DIR"])}), flush=True)
     _leave_group(info.world_size, barrier=True)
     return 0
+
+
+def _encoded_data(
+    manifest: dict[str, Any], catalogue: Any, cache_dir: str, rank: int, world_size: int
+) -> Any:
+    """The encoded rows; with several replicas rank 0 builds a missing cache first."""
+    from trainer import encoded
+    from trainer.paths import resolve
+
+    root = resolve(cache_dir) if cache_dir else None
+    if world_size > 1 and rank != 0:
+        import torch.distributed as dist
+
+        dist.barrier()  # wait for rank 0's build, then map its files
+        return encoded.load_or_build(manifest, catalogue, root)
+    data = encoded.load_or_build(manifest, catalogue, root)
+    if world_size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+    return data
+
+
+def seconds_since_start() -> float:
+    """Seconds since this process started (from /proc where there is one), imports included."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED
 
 
 def _leave_group(world_size: int, barrier: bool = False) -> None:

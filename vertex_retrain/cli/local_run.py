@@ -1,7 +1,8 @@
 """Running a pipeline on this machine: kfp.local's SubprocessRunner plus the local backend.
 
-The console shows one line per step (and the training replicas' own progress); everything
-kfp.local prints goes to a log file under the local root, whose tail is shown on failure.
+The console shows the progress (:mod:`vertex_retrain.cli.run_progress`: the current step, its
+elapsed time, training's epoch, loss and ETA); everything kfp.local prints goes to a log file
+under the local root, without ANSI codes, and its tail is shown on failure.
 
 Only one local run at a time may work on a model (a lock under `<root>/locks/`): two runs at
 once would both be judged against the same champion and both be promoted, which no sequence
@@ -22,14 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from vertex_retrain.cli.console import strip_ansi
+from vertex_retrain.cli.run_progress import RunProgress
+
 LOCAL_PROJECT = "local-project"
 LOCAL_LOCATION = "local"
-
-_PROGRESS = re.compile(
-    r"Executing task|finished with status|Skipping|Pipeline .* finished|"
-    r"^\s*\[(workerpool0-0|trial \d+|executor|progress)\]|ERROR"
-)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -86,38 +84,43 @@ def exclusive_model_run(root: Path, model: str) -> Iterator[None]:
 
 
 class _ProgressFilter(io.TextIOBase):
-    """Writes everything to the log and the progress lines to the console."""
+    """Writes everything to the log (without ANSI codes) and feeds each line to the progress."""
 
-    def __init__(self, log: TextIO, console: TextIO, verbose: bool) -> None:
-        self._log, self._console, self._verbose = log, console, verbose
+    def __init__(self, log: TextIO, progress: RunProgress) -> None:
+        self._log, self._progress = log, progress
         self._pending = ""
 
     def write(self, text: str) -> int:
-        self._log.write(text)
         self._pending += text
         *lines, self._pending = self._pending.split("\n")
         for line in lines:
-            if self._verbose or _PROGRESS.search(_ANSI.sub("", line)):
-                self._console.write(line + "\n")
+            self._log.write(strip_ansi(line) + "\n")
+            self._progress.feed(line)
         return len(text)
 
     def flush(self) -> None:
         self._log.flush()
-        self._console.flush()
+
+    def end_line(self) -> None:
+        """Passes on a last line that had no newline."""
+        if self._pending:
+            self.write("\n")
 
 
 @contextlib.contextmanager
-def _captured(log_path: Path, console: TextIO, verbose: bool) -> Iterator[None]:
+def _captured(log_path: Path, progress: RunProgress) -> Iterator[None]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a", encoding="utf-8") as log:
-        stream = _ProgressFilter(log, console, verbose)
+        stream = _ProgressFilter(log, progress)
         previous = sys.stdout
         sys.stdout = stream
         try:
             yield
         finally:
             sys.stdout = previous
+            stream.end_line()
             stream.flush()
+            progress.close()
 
 
 def local_arguments(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -138,6 +141,7 @@ def run_pipeline_locally(
     *,
     console: TextIO = sys.stdout,
     verbose: bool = False,
+    cache: bool = True,
 ) -> LocalRunOutcome:
     """Runs ``pipeline`` with kfp.local; returns how it ended and its run summary.
 
@@ -146,6 +150,8 @@ def run_pipeline_locally(
         arguments: Every parameter it needs (see :func:`local_arguments`).
         console: Where progress goes.
         verbose: Show every line of every task.
+        cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
+            does (:mod:`vertex_retrain.backends.local.kfp_tasks`); False runs every task.
 
     Returns:
         The outcome; ``summary`` is the exit handler's summary when the pipeline has one;
@@ -159,7 +165,7 @@ def run_pipeline_locally(
     log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
         with exclusive_model_run(root, model):
-            return _run_locked(pipeline, arguments, root, log_path, console, verbose)
+            return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
     except RunConflictError as conflict:
         console.write(f"ERROR: {conflict}\n")
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,8 +180,12 @@ def _run_locked(
     log_path: Path,
     console: TextIO,
     verbose: bool,
+    cache: bool = True,
 ) -> LocalRunOutcome:
     from kfp import local
+
+    from vertex_retrain.backends.local.kfp_tasks import local_task_policy
+    from vertex_retrain.backends.local.task_cache import TaskCache
 
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
@@ -187,12 +197,14 @@ def _run_locked(
     )
     started = time.monotonic()
     succeeded = True
-    with _captured(log_path, console, verbose), warnings.catch_warnings():
+    progress = RunProgress(console, verbose=verbose)
+    with _captured(log_path, progress), warnings.catch_warnings():
         # kfp.local warns that our image is not a Python image and that display names are
         # ignored; both are expected here, and would bury the progress lines.
         warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
         try:
-            pipeline(**arguments)
+            with local_task_policy(TaskCache(root), reuse=cache):
+                pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False
             print(f"ERROR: {error}")
@@ -218,7 +230,7 @@ def task_errors(log_lines: list[str]) -> list[str]:
     """The exceptions the failed tasks raised, as ``Type: message`` lines, each once."""
     found: list[str] = []
     for line in log_lines:
-        match = _EXCEPTION_LINE.match(_ANSI.sub("", line))
+        match = _EXCEPTION_LINE.match(strip_ansi(line))
         if match and f"{match[1]}: {match[2]}" not in found:
             found.append(f"{match[1]}: {match[2]}")
     return found

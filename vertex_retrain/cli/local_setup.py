@@ -49,9 +49,7 @@ def _in_local_root(uri: str) -> bool:
     return uri.startswith(("gs://", "/gcs/"))
 
 
-def ensure_sample_data(
-    uri: str, out: TextIO, *, scale: Mapping[str, int] | None = None
-) -> Path:
+def ensure_sample_data(uri: str, out: TextIO, *, scale: Mapping[str, int] | None = None) -> Path:
     """Generates the sample transactions at ``uri`` unless a dataset is there already.
 
     Args:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
 # the process exit code.
@@ -26,6 +28,23 @@ _HANDLERS: dict[str, str] = {
     "upload": "vertex_retrain.cli.template_upload:cli_upload",
     "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
 }
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit 2, naming the command's --help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool) -> None:
+    # Given before or after the subcommand alike (see _add_compile_options).
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS if subcommand else False,
+        help="show tracebacks of unexpected errors (and, for run --local, every task's output)",
+    )
 
 
 def _add_compile(subparsers: argparse._SubParsersAction) -> None:
@@ -84,7 +103,15 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-wait", action="store_true", help="submit and return (Vertex)")
     parser.add_argument(
-        "--verbose", action="store_true", help="show every task's full output (--local)"
+        "--no-cache",
+        action="store_true",
+        help=(
+            "run every task, reusing no earlier outputs (--local caches as Vertex does: the "
+            "same component with the same inputs reuses its outputs)"
+        ),
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the final summary as JSON (progress on stderr)"
     )
 
 
@@ -124,27 +151,71 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
+def _add_listing_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
+    # A nested action's copies have no default, so they never overwrite the parent's value.
+    default = argparse.SUPPRESS if nested else False
+    parser.add_argument(
+        "--json", action="store_true", default=default, help="print the records as JSON"
+    )
+    parser.add_argument(
+        "--wide", action="store_true", default=default, help="show every column whole"
+    )
+
+
+def _add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
+    )
+
+
 def _add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
     models = subparsers.add_parser(
         "models", help="list the local model registry (or one model's versions and aliases)"
     )
     models.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
+    _add_listing_options(models)
     endpoints = subparsers.add_parser(
-        "endpoints", help="list the local endpoints, their deployed models and traffic"
+        "endpoints",
+        help="list the local endpoints; stop their servers, undeploy, show traffic history",
+        description=(
+            "Without an action, list the local endpoints, their deployed models, traffic and "
+            "server state. `stop` stops model servers (deployments stay; `serve` starts them "
+            "again), `undeploy` removes a deployed model, `history` shows traffic changes."
+        ),
     )
+    _add_listing_options(endpoints)
+    actions = endpoints.add_subparsers(dest="action", metavar="ACTION")
+    stop = actions.add_parser("stop", help="stop the model servers of NAME, or of every endpoint")
+    stop.add_argument("endpoint", nargs="?", metavar="NAME", help="endpoint display name")
+    stop.add_argument("--all", action="store_true", help="every local endpoint")
+    undeploy = actions.add_parser("undeploy", help="remove a deployed model from endpoint NAME")
+    undeploy.add_argument("endpoint", metavar="NAME", help="endpoint display name")
+    undeploy.add_argument(
+        "--model",
+        required=True,
+        metavar="ID_OR_MODEL@VERSION",
+        help="the deployed model: its id (see `endpoints`) or MODEL@VERSION",
+    )
+    history = actions.add_parser("history", help="traffic changes of endpoint NAME")
+    history.add_argument("endpoint", metavar="NAME", help="endpoint display name")
+    _add_listing_options(history, nested=True)
     serve = subparsers.add_parser(
-        "serve", help="serve a local endpoint on 127.0.0.1 (its traffic split applies)"
+        "serve",
+        help="serve a local endpoint on 127.0.0.1 until Ctrl-C (its traffic split applies)",
+        description=(
+            "Start the endpoint's model servers and a router; Ctrl-C or SIGTERM stops all of "
+            "them (deployments and traffic stay)."
+        ),
     )
     serve.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
     serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
-    for parser in (models, endpoints, serve):
-        parser.add_argument(
-            "--db",
-            metavar="PATH",
-            help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
-        )
+    for parser in (models, endpoints, stop, undeploy, history, serve):
+        _add_db_option(parser)
 
 
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
@@ -207,21 +278,19 @@ def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
             "pipelines/schedules.py, matched by display name, pinned to an uploaded template "
-            "version. --dry-run prints the diff and the next five run times and changes nothing."
+            "version. --dry-run changes nothing and needs no flag nor credentials: it prints "
+            "the declared schedules, their next five run times and the template each pins, "
+            "and, given every flag and credentials, the diff against Vertex."
         ),
     )
-    parser.add_argument("--project", required=True, help="Google Cloud project")
-    parser.add_argument("--location", required=True, help="Vertex AI region, e.g. asia-east1")
-    parser.add_argument(
-        "--service-account", required=True, help="runtime service account of the scheduled runs"
-    )
-    parser.add_argument(
-        "--pipeline-root", required=True, metavar="GS_URI", help="gs:// root for run artifacts"
-    )
+    parser.add_argument("--project", help="Google Cloud project")
+    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1")
+    parser.add_argument("--service-account", help="runtime service account of the scheduled runs")
+    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
     parser.add_argument(
         "--template-version",
         action="append",
-        required=True,
+        default=[],
         metavar="URI_OR_DIGEST",
         help=(
             "pinned template version: the URI printed by `upload` "
@@ -231,13 +300,13 @@ def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--repository", help="Artifact Registry repository of a bare digest")
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the diff and next runs; change nothing"
+        "--dry-run", action="store_true", help="print the plan and next runs; change nothing"
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser for every subcommand (no heavy imports)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="compile.py",
         description=(
             "Compile, validate, run, upload and schedule the vertex-retrain pipelines. "
@@ -245,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _add_compile_options(parser, subcommand=False)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_common_options(parser, subcommand=False)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_compile(subparsers)
     _add_run(subparsers)
     _add_estimate(subparsers)
@@ -254,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schedule(subparsers)
     _add_local_inspection(subparsers)
     _add_demo(subparsers)
+    for subparser in subparsers.choices.values():
+        _add_common_options(subparser, subcommand=True)
     return parser
 
 
@@ -266,7 +338,11 @@ def _resolve(target: str) -> Callable[[argparse.Namespace], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the command line and returns its exit code."""
+    """Runs the command line and returns its exit code.
+
+    Exit codes: 0 success, 1 a failure (one line on stderr), 2 bad input (one line), 130
+    interrupted. A traceback is shown only with ``--verbose``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -277,7 +353,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Modules validate what is declared in code (schedules, catalogs) when imported.
         print(f"{args.command}: {error}", file=sys.stderr)
         return 2
-    return handler(args)
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print(f"{args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # the last line of defence: one line, not a traceback
+        if args.verbose:
+            traceback.print_exc()
+        summary = " ".join(str(error).split()) or "(no message)"
+        print(
+            f"{args.command}: error: {type(error).__name__}: {summary}"
+            + ("" if args.verbose else " (--verbose shows the traceback)"),
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""Command-line handlers for `models`, `endpoints` and `serve ENDPOINT` (wired in compile.py).
+"""Command-line handlers for `models`, `endpoints [stop|undeploy|history]` and `serve ENDPOINT`.
 
-Each handler takes the parsed arguments and returns the exit code; registry errors are
-printed as one clear line on stderr with exit code 1 instead of a traceback.
+Each handler takes the parsed arguments and returns the exit code. Listings print a table
+(`--wide` shows every cell whole) or, with `--json`, the same records as JSON. Registry errors
+are one line on stderr with exit code 1; bad input is one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any, TextIO
 
 from vertex_retrain.backends.local.model_server import ServerStartError
 from vertex_retrain.backends.local.registry_db import (
@@ -16,6 +18,7 @@ from vertex_retrain.backends.local.registry_db import (
     RegistryInputError,
     RegistryNotFoundError,
 )
+from vertex_retrain.cli.console import Column, print_json, render_table
 from vertex_retrain.rules.traffic import TrafficSplitError
 
 _EXPECTED_ERRORS = (
@@ -26,54 +29,205 @@ _EXPECTED_ERRORS = (
     TrafficSplitError,
 )
 
+MODEL_COLUMNS = (
+    Column("model", "MODEL", 40),
+    Column("versions", "VERSIONS"),
+    Column("default_version", "DEFAULT"),
+    Column("latest_version", "LATEST"),
+    Column("aliases", "ALIASES", 30),
+    Column("created", "CREATED"),
+)
+VERSION_COLUMNS = (
+    Column("version", "VERSION"),
+    Column("aliases", "ALIASES", 24),
+    Column("artifact_uri", "ARTIFACT", 40),
+    Column("metrics", "METRICS", 40),
+    Column("pipeline_run", "RUN", 30),
+    Column("created", "CREATED"),
+)
+ENDPOINT_COLUMNS = (
+    Column("endpoint", "ENDPOINT", 30),
+    Column("deployed_model", "DEPLOYED"),
+    Column("model", "MODEL", 30),
+    Column("version", "VERSION"),
+    Column("traffic_percentage", "TRAFFIC %"),
+    Column("server", "SERVER"),
+    Column("state", "STATE"),
+)
+HISTORY_COLUMNS = (
+    Column("seq", "#"),
+    Column("action", "ACTION", 30),
+    Column("split", "TRAFFIC (deployed model=%)", 40),
+    Column("rolled_back", "ROLLED BACK"),
+    Column("created", "WHEN"),
+)
+
+
+class _InputError(ValueError):
+    """Bad input found by a handler (exit 2)."""
+
 
 def _guarded(action: Callable[[], None]) -> int:
     try:
         action()
+    except _InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except _EXPECTED_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
 
 
-def cli_models(args: argparse.Namespace) -> int:
-    """`models [MODEL]`: the model table, or one model's versions.
+def _show(
+    args: argparse.Namespace,
+    columns: tuple[Column, ...],
+    records: list[dict[str, Any]],
+    out: TextIO,
+) -> None:
+    if getattr(args, "json", False):
+        print_json(out, records)
+    else:
+        render_table(out, columns, records, wide=getattr(args, "wide", False))
+
+
+def cli_models(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """`models [MODEL] [--json] [--wide]`: the model table, or one model's versions.
 
     Args:
-        args: `model` (optional display name) and `db` (optional database path).
+        args: `model` (optional display name), `db` (optional database path), `json`, `wide`.
+        out: Where the table or JSON goes.
     """
-    from vertex_retrain.backends.local.registry_tables import models_table, versions_table
+    from vertex_retrain.backends.local.registry_tables import model_records, version_records
 
     model = getattr(args, "model", None)
     db = getattr(args, "db", None)
-    return _guarded(lambda: print(versions_table(model, db) if model else models_table(db)))
+
+    def show() -> None:
+        if model:
+            _show(args, VERSION_COLUMNS, version_records(model, db), out)
+        else:
+            _show(args, MODEL_COLUMNS, model_records(db), out)
+
+    return _guarded(show)
 
 
-def cli_endpoints(args: argparse.Namespace) -> int:
-    """`endpoints`: one line per deployed model with traffic and server state.
+def cli_endpoints(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    """`endpoints [stop NAME|--all | undeploy NAME --model M | history NAME]`.
 
     Args:
-        args: `db` (optional database path).
+        args: `action` (None lists), `endpoint`, `all`, `model`, `db`, `json`, `wide`.
+        out: Where the table, JSON or report goes.
     """
-    from vertex_retrain.backends.local.registry_tables import endpoints_table
+    action = getattr(args, "action", None)
+    db = getattr(args, "db", None)
+    if action == "stop":
+        return _guarded(lambda: _stop(args, db, out))
+    if action == "undeploy":
+        return _guarded(lambda: _undeploy(args.endpoint, args.model, db, out))
+    if action == "history":
+        return _guarded(lambda: _history(args, db, out))
+    from vertex_retrain.backends.local.registry_tables import endpoint_records
 
-    return _guarded(lambda: print(endpoints_table(getattr(args, "db", None))))
+    return _guarded(lambda: _show(args, ENDPOINT_COLUMNS, endpoint_records(db), out))
+
+
+def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
+    from vertex_retrain.backends.local.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+
+    if bool(args.endpoint) == bool(args.all):
+        raise _InputError("endpoints stop: name one endpoint, or pass --all (not both)")
+    names = (
+        [endpoint.display_name for endpoint in LocalEndpoints(db).list_endpoints()]
+        if args.all
+        else [args.endpoint]
+    )
+    for name in names:
+        stopped = stop_servers(name, db_path=db)
+        print(
+            f"endpoint {name}: {stopped} model server(s) stopped; deployments and traffic stay "
+            f"(`python compile.py serve {name}` serves it again)",
+            file=out,
+        )
+    if not names:
+        print("no local endpoints", file=out)
+
+
+def _undeploy(endpoint: str, model: str, db: str | None, out: TextIO) -> None:
+    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+
+    endpoints = LocalEndpoints(db)
+    deployed = endpoints.get(endpoint).deployed_models
+    if "@" in model:
+        name, _, version = model.rpartition("@")
+        matches = [
+            d for d in deployed if d.model_display_name == name and d.model_version_id == version
+        ]
+    else:
+        matches = [d for d in deployed if d.deployed_model_id == model]
+    if not matches:
+        known = ", ".join(
+            f"{d.deployed_model_id} ({d.model_display_name}@{d.model_version_id})" for d in deployed
+        )
+        raise _InputError(
+            f"endpoints undeploy: --model {model!r} is not deployed on {endpoint!r}; "
+            f"deployed: {known or 'nothing'}"
+        )
+    after = endpoints.undeploy(endpoint, matches[0].deployed_model_id)
+    split = ", ".join(f"{key}: {value}%" for key, value in after.traffic_split.items())
+    print(
+        f"endpoint {endpoint}: undeployed {model} (deployed model "
+        f"{matches[0].deployed_model_id}); traffic now {split or 'none'}",
+        file=out,
+    )
+
+
+def _history(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
+    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+
+    records = [
+        {
+            "seq": change.seq,
+            "action": change.action,
+            "split": change.split,
+            "rolled_back": change.rolled_back,
+            "created": change.created_at,
+        }
+        for change in LocalEndpoints(db).traffic_history(args.endpoint)
+    ]
+    _show(args, HISTORY_COLUMNS, records, out)
 
 
 def cli_serve(args: argparse.Namespace) -> int:
-    """`serve ENDPOINT [--host H] [--port P] [--seed S]`: run the router until Ctrl-C.
+    """`serve ENDPOINT [--host H] [--port P] [--seed S]`: serve until Ctrl-C or SIGTERM.
+
+    The router starts the endpoint's model servers; when it stops, they stop too, so nothing
+    of `serve` outlives it (deployments and traffic stay).
 
     Args:
         args: `endpoint`, and optional `host`, `port`, `seed`, `db`.
     """
+    from vertex_retrain.backends.local.endpoint_servers import stop_servers
     from vertex_retrain.backends.local.router import serve_endpoint
 
-    return _guarded(
-        lambda: serve_endpoint(
-            args.endpoint,
-            getattr(args, "host", None) or "127.0.0.1",
-            getattr(args, "port", None) or 0,
-            db_path=getattr(args, "db", None),
-            seed=getattr(args, "seed", None),
-        )
-    )
+    db = getattr(args, "db", None)
+
+    def serve() -> None:
+        try:
+            serve_endpoint(
+                args.endpoint,
+                getattr(args, "host", None) or "127.0.0.1",
+                getattr(args, "port", None) or 0,
+                db_path=db,
+                seed=getattr(args, "seed", None),
+            )
+        finally:
+            try:
+                stopped = stop_servers(args.endpoint, db_path=db)
+            except RegistryNotFoundError:
+                stopped = 0
+            if stopped:
+                print(f"stopped {stopped} model server(s) of {args.endpoint}", flush=True)
+
+    return _guarded(serve)

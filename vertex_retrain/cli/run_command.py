@@ -35,7 +35,7 @@ def cli_run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         )
         return 2
     if args.local:
-        return _run_local(pipeline, default_arguments(spec), overrides, args.verbose, out)
+        return _run_local(pipeline, args, default_arguments(spec), overrides, out)
     missing = [
         flag
         for flag, value in [
@@ -56,23 +56,53 @@ def cli_run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
 
 
 def _run_local(
-    pipeline: object, defaults: dict, overrides: dict, verbose: bool, out: TextIO
+    pipeline: object, args: argparse.Namespace, defaults: dict, overrides: dict, out: TextIO
 ) -> int:
-    from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
-    from vertex_retrain.steps.summary import render_markdown
-
+    """Runs here; afterwards nothing it started keeps running, whatever ended it."""
+    from vertex_retrain.cli.console import print_json
+    from vertex_retrain.cli.local_run import (
+        local_arguments,
+        run_pipeline_locally,
+        stop_endpoint_servers,
+    )
     from vertex_retrain.cli.local_setup import LocalSetupError, prepare_local_run
+    from vertex_retrain.cli.processes import descendants, sigterm_as_interrupt, stop_descendants
+    from vertex_retrain.cli.run_report import build_report
 
-    try:
-        arguments = prepare_local_run(local_arguments(defaults, overrides), out)
-    except LocalSetupError as error:
-        print(f"error: {error}", file=sys.stderr)
+    # With --json, stdout carries only the JSON summary; progress goes to stderr.
+    as_json = getattr(args, "json", False)
+    progress = sys.stderr if as_json else out
+    arguments = local_arguments(defaults, overrides)
+    endpoint = arguments.get("endpoint_display_name")
+    with sigterm_as_interrupt():
+        spare = frozenset(descendants())
+        try:
+            arguments = prepare_local_run(arguments, progress)
+            outcome = run_pipeline_locally(
+                pipeline, arguments, console=progress, verbose=getattr(args, "verbose", False)
+            )
+        except LocalSetupError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        finally:
+            stop_descendants(spare=spare)
+            if endpoint:
+                stop_endpoint_servers(str(endpoint))
+    if outcome.refused:
         return 1
-    outcome = run_pipeline_locally(pipeline, arguments, console=out, verbose=verbose)
-    if outcome.summary is not None:
-        print(render_markdown(outcome.summary), file=out)
-    state = "succeeded" if outcome.succeeded else "FAILED"
-    print(f"run {state} in {outcome.wall_seconds:.0f} s; full log: {outcome.log_path}", file=out)
+    report = build_report(
+        args.name,
+        succeeded=outcome.succeeded,
+        wall_seconds=outcome.wall_seconds,
+        log_path=outcome.log_path,
+        run_dir=outcome.run_dir,
+        arguments=arguments,
+        summary=outcome.summary,
+    )
+    if as_json:
+        print_json(out, report.to_json())
+    else:
+        report.render(out)
     return 0 if outcome.succeeded else 1
 
 
@@ -91,14 +121,24 @@ def _submit(args: argparse.Namespace, spec: dict, overrides: dict, out: TextIO) 
             parameter_values={"backend": "vertex", **overrides},
         )
         resource_name = submit(job, service_account=args.service_account)
-    print(f"submitted {resource_name}", file=out)
+    progress = sys.stderr if getattr(args, "json", False) else out
+    print(f"submitted {resource_name}", file=progress)
+    state = "PIPELINE_STATE_PENDING"
+    failure = ""
+    if not args.no_wait:
+        try:
+            job.wait()
+        except RuntimeError as error:  # aiplatform raises when the run fails
+            failure = " ".join(str(error).split())
+        state = getattr(job.state, "name", str(job.state))
+    if getattr(args, "json", False):
+        from vertex_retrain.cli.console import print_json
+
+        print_json(out, {"pipeline_job": resource_name, "state": state, "error": failure or None})
+    elif failure:
+        print(f"failed: {failure}", file=sys.stderr)
+    elif not args.no_wait:
+        print(f"finished: {state}", file=out)
     if args.no_wait:
         return 0
-    try:
-        job.wait()
-    except RuntimeError as error:  # aiplatform raises when the run fails
-        print(f"failed: {error}", file=sys.stderr)
-        return 1
-    state = getattr(job.state, "name", str(job.state))
-    print(f"finished: {state}", file=out)
-    return 0 if state == "PIPELINE_STATE_SUCCEEDED" else 1
+    return 0 if state == "PIPELINE_STATE_SUCCEEDED" and not failure else 1

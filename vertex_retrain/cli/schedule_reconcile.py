@@ -287,6 +287,10 @@ def format_plans(plans: Sequence[SchedulePlan], *, dry_run: bool) -> str:
 def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = None) -> int:
     """``compile.py schedule``: reconciles :data:`DECLARED_SCHEDULES` and prints the diff.
 
+    ``--dry-run`` needs no flag and no credentials: it prints the declared schedules, their
+    next runs and pinned templates (:mod:`vertex_retrain.cli.schedule_offline`), and the diff
+    against Vertex when every flag is given and Vertex answers.
+
     Args:
         args: Parsed arguments (project, location, service_account, pipeline_root,
             template_version, repository, dry_run).
@@ -295,23 +299,55 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
             (tests pass a fake).
 
     Returns:
-        0 on success, 2 on invalid input (message on stderr, nothing changed).
+        0 on success, 1 when Vertex cannot be reached to apply, 2 on invalid input (message
+        on stderr, nothing changed).
     """
+    from vertex_retrain.cli.schedule_offline import format_declared, missing_vertex_flags
+
     declarations = DECLARED_SCHEDULES
+    versions = list(getattr(args, "template_version", None) or [])
+    missing = missing_vertex_flags(
+        args.project, args.location, args.service_account, args.pipeline_root, versions
+    )
+    if missing and not args.dry_run:
+        print(
+            f"schedule: reconciling with Vertex needs {', '.join(missing)}; "
+            "`python compile.py schedule --dry-run` shows the declared schedules without them",
+            file=sys.stderr,
+        )
+        return 2
     try:
+        template_uris = _pinned_versions(args, declarations) if versions else {}
+        if missing:
+            sys.stdout.write(format_declared(declarations, template_uris))
+            print(f"diff against Vertex: not shown; it needs {', '.join(missing)} and credentials")
+            return 0
         if not args.pipeline_root.startswith("gs://"):
             raise ScheduleError(
                 f"--pipeline-root {args.pipeline_root!r}: expected gs://BUCKET/PATH"
             )
-        template_uris = _pinned_versions(args, declarations)
         target = DeploymentTarget(
             args.project, args.location, args.service_account, args.pipeline_root
         )
-        if client is None:
-            from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
+        try:
+            if client is None:
+                from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
 
-            client = VertexScheduleClient(project=args.project, location=args.location)
-        plans = reconcile(declarations, target, template_uris, client, dry_run=args.dry_run)
+                client = VertexScheduleClient(project=args.project, location=args.location)
+            plans = reconcile(declarations, target, template_uris, client, dry_run=args.dry_run)
+        except Exception as error:  # credentials, network, permissions: Vertex is unreachable
+            if isinstance(error, ScheduleError):
+                raise
+            reason = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+            if not args.dry_run:
+                print(f"schedule: Vertex could not be reached ({reason})", file=sys.stderr)
+                return 1
+            sys.stdout.write(format_declared(declarations, template_uris))
+            print(
+                f"diff against Vertex: not shown; Vertex could not be reached ({reason}); "
+                "`gcloud auth application-default login` sets up credentials"
+            )
+            return 0
     except (ScheduleError, TemplateRefError) as error:
         print(f"schedule: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,8 @@ no library import to read it. ``<dataset folder>/manifest.json`` holds::
       "drinks": "drinks.parquet",                     # relative to data_uri
       "stores": "stores.parquet",
       "sha256": {"transactions/week-0000.parquet": "<hex>", ...},   # every file above
-      "content_hash": "<hex>"                         # see content_hash()
+      "content_hash": "<hex>",                        # see content_hash()
+      "window": {"as_of": "2026-11-23", ...}          # optional: the run's data window
     }
 
 File paths are relative to ``data_uri``, which keeps the URI as given (``gs://`` stays
@@ -87,6 +88,7 @@ def plan_time_split(
     files: Sequence[WeekFile],
     catalogue_sha256: Mapping[str, str],
     validation_weeks: int = 1,
+    window: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Builds the manifest: the last ``validation_weeks`` weeks validate, the rest train.
 
@@ -98,6 +100,8 @@ def plan_time_split(
         files: Every transactions file with its week, rows and digest.
         catalogue_sha256: Digest of :data:`DRINKS_FILE` and :data:`STORES_FILE`, by path.
         validation_weeks: Final weeks held out.
+        window: The run's data window (``as_of``, first and last transaction, what was left
+            out), recorded under ``"window"``; the files given are already the window's.
 
     Returns:
         The manifest (see the module docstring).
@@ -118,7 +122,7 @@ def plan_time_split(
         }
 
     sha256 = {f.path: f.sha256 for f in ordered} | dict(catalogue_sha256)
-    return {
+    manifest = {
         "format": MANIFEST_FORMAT,
         "data_uri": data_uri,
         "schema": TRANSACTIONS.schema(),
@@ -129,3 +133,6 @@ def plan_time_split(
         "sha256": sha256,
         "content_hash": content_hash(sha256),
     }
+    if window is not None:
+        manifest["window"] = dict(window)
+    return manifest

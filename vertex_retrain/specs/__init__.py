@@ -1,7 +1,7 @@
 """Job-specs core: typed builders, machine catalog, validation and cost estimates.
 
 Pure and cheap to import (stdlib + PyYAML); ``google.cloud.aiplatform_v1`` is imported only
-inside :func:`check_payload_parses`.
+inside :func:`check_payload_parses` and when validation first checks field names.
 """
 
 from vertex_retrain.specs.catalog import Catalog, load_catalog
@@ -15,6 +15,8 @@ from vertex_retrain.specs.cost import (
 )
 from vertex_retrain.specs.custom_job import CustomJobSpec
 from vertex_retrain.specs.payload_io import normalize_job
+from vertex_retrain.specs.price_lines import PriceLine
+from vertex_retrain.specs.prices import PriceBook, PriceFigure, load_prices
 from vertex_retrain.specs.problems import JobSpecError, JobSpecWarning, Problem
 from vertex_retrain.specs.proto_check import (
     PayloadProtoError,
@@ -59,6 +61,9 @@ __all__ = [
     "Metric",
     "PayloadProtoError",
     "PipelineCostEstimate",
+    "PriceBook",
+    "PriceFigure",
+    "PriceLine",
     "Problem",
     "PythonPackageCode",
     "ReservationAffinity",
@@ -72,6 +77,7 @@ __all__ = [
     "estimate_pipeline_cost",
     "estimate_scaling_cost",
     "load_catalog",
+    "load_prices",
     "normalize_job",
     "reduction_server_pool",
     "validate_custom_job",

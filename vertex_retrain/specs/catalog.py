@@ -1,9 +1,9 @@
-"""The machine catalog: machine types, GPU pairings, TPU shapes, retirements and prices.
+"""The machine catalog: machine types, GPU pairings, TPU shapes and retirements.
 
 The facts live in ``catalog.yaml`` next to this module (versioned, with its sources and the
 date they were read). This module only loads them into immutable lookups; it has no rules of
-its own. Loading is cached per path, and price overrides build a new catalog instead of
-mutating the shared one.
+its own. Loading is cached per path. Prices are kept apart, per region, in ``prices.yaml``
+(:mod:`vertex_retrain.specs.prices`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -64,14 +64,6 @@ class TpuMachine:
 
 
 @dataclass(frozen=True)
-class Price:
-    """Hourly list price of one machine type or one accelerator (None: unknown)."""
-
-    on_demand: float | None
-    spot: float | None
-
-
-@dataclass(frozen=True)
 class Retirement:
     """When an accelerator stopped (or stops) being supported, and where that is stated."""
 
@@ -95,9 +87,6 @@ class Catalog:
     tpu_requirements: Mapping[str, Mapping[str, str]]
     min_vcpus_per_gpu_machine: int
     min_vcpus_per_gpu: float
-    machine_prices: Mapping[str, Price]
-    accelerator_prices: Mapping[str, Price]
-    price_meta: Mapping[str, str] = field(default_factory=dict)
 
     def machine(self, name: str) -> MachineType | None:
         """Returns the machine type, or None when the catalog does not know it."""
@@ -114,67 +103,6 @@ class Catalog:
             names |= set(tpu.accelerator_types)
         return names
 
-    def machine_price(self, name: str) -> Price:
-        """Returns the hourly price of a machine type (fields None when unknown)."""
-        return self.machine_prices.get(name, Price(None, None))
-
-    def accelerator_price(self, name: str) -> Price:
-        """Returns the hourly price of one accelerator (fields None when unknown)."""
-        return self.accelerator_prices.get(name, Price(None, None))
-
-    def with_prices(self, overrides: Mapping[str, Mapping[str, float | None]]) -> Catalog:
-        """Returns a copy whose prices are overridden.
-
-        Args:
-            overrides: Machine type or accelerator enum name -> ``{"on_demand": x, "spot":
-                y}``; a missing key keeps the catalog's value. Names that are neither a known
-                machine type nor an accelerator enum are refused.
-
-        Returns:
-            A new catalog; this one is unchanged.
-
-        Raises:
-            ValueError: On an unknown name, an unknown price key or a negative price.
-        """
-        machines = dict(self.machine_prices)
-        accelerators = dict(self.accelerator_prices)
-        known_acc = self.known_accelerators() | set(self.retired) | set(accelerators)
-        for name, values in overrides.items():
-            bad_keys = set(values) - {"on_demand", "spot"}
-            if bad_keys:
-                raise ValueError(
-                    f"price override for {name!r}: unknown keys {sorted(bad_keys)}; "
-                    "expected 'on_demand' and/or 'spot'"
-                )
-            for key, amount in values.items():
-                if amount is not None and (not isinstance(amount, int | float) or amount < 0):
-                    raise ValueError(
-                        f"price override {name}.{key} = {amount!r}: expected a number >= 0 or None"
-                    )
-            if name in self.machines:
-                target = machines
-            elif name in known_acc:
-                target = accelerators
-            else:
-                raise ValueError(
-                    f"price override for {name!r}: not a machine type or accelerator in the catalog"
-                )
-            old = target.get(name, Price(None, None))
-            target[name] = Price(
-                on_demand=_as_price(values.get("on_demand", old.on_demand)),
-                spot=_as_price(values.get("spot", old.spot)),
-            )
-        return replace(
-            self,
-            machine_prices=MappingProxyType(machines),
-            accelerator_prices=MappingProxyType(accelerators),
-            price_meta=MappingProxyType({**self.price_meta, "status": "overridden"}),
-        )
-
-
-def _as_price(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
 
 def _machine(name: str, vcpus: Any, memory: Any) -> MachineType:
     series = name.rsplit("-", 1)[0] if name != "cloud-tpu" else name
@@ -184,15 +112,6 @@ def _machine(name: str, vcpus: Any, memory: Any) -> MachineType:
         series=series,
         vcpus=None if vcpus is None else int(vcpus),
         memory_gb=None if memory is None else float(memory),
-    )
-
-
-def _prices(raw: Mapping[str, Any] | None) -> Mapping[str, Price]:
-    return MappingProxyType(
-        {
-            name: Price(_as_price(p.get("on_demand")), _as_price(p.get("spot")))
-            for name, p in (raw or {}).items()
-        }
     )
 
 
@@ -209,7 +128,6 @@ def _parse(raw: Mapping[str, Any]) -> Catalog:
         )
         for name, t in raw["tpu"].items()
     }
-    prices = raw.get("prices", {})
     feeding = raw["gpu_feeding"]
     return Catalog(
         version=int(raw["version"]),
@@ -240,11 +158,6 @@ def _parse(raw: Mapping[str, Any]) -> Catalog:
         ),
         min_vcpus_per_gpu_machine=int(feeding["min_vcpus"]),
         min_vcpus_per_gpu=float(feeding["min_vcpus_per_gpu"]),
-        machine_prices=_prices(prices.get("machines")),
-        accelerator_prices=_prices(prices.get("accelerators")),
-        price_meta=MappingProxyType(
-            {k: str(prices[k]) for k in ("as_of", "currency", "region", "status") if k in prices}
-        ),
     )
 
 
@@ -263,16 +176,11 @@ def _load_cached(path: Path) -> Catalog:
         ) from exc
 
 
-def load_catalog(
-    path: str | Path | None = None,
-    *,
-    price_overrides: Mapping[str, Mapping[str, float | None]] | None = None,
-) -> Catalog:
+def load_catalog(path: str | Path | None = None) -> Catalog:
     """Loads the machine catalog (cached per path).
 
     Args:
         path: A catalog YAML file; defaults to the ``catalog.yaml`` shipped with the package.
-        price_overrides: Optional price overrides, see :meth:`Catalog.with_prices`.
 
     Returns:
         The immutable catalog.
@@ -280,5 +188,4 @@ def load_catalog(
     Raises:
         ValueError: When the file cannot be read or does not have the expected structure.
     """
-    catalog = _load_cached(Path(path or DEFAULT_CATALOG_PATH).resolve())
-    return catalog.with_prices(price_overrides) if price_overrides else catalog
+    return _load_cached(Path(path or DEFAULT_CATALOG_PATH).resolve())

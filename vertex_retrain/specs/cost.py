@@ -19,7 +19,6 @@ unknown.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,22 +28,16 @@ from vertex_retrain.specs.payload_io import as_int, mapping, normalize_job
 from vertex_retrain.specs.pool_rules import gpu_count, replica_count
 from vertex_retrain.specs.price_lines import (
     PriceLine,
-    figure_notes,
+    cited_sources,
     format_lines,
     hourly_total,
     merge_lines,
     pool_lines,
+    price_legend,
     unknown_items,
     with_spot_fallback,
 )
-from vertex_retrain.specs.prices import TIERS, PriceBook, load_prices
-
-LABELS = (
-    "labels: quoted = a Vertex price a source states; derived = computed from Vertex unit "
-    "prices, or from a Compute Engine list price times the Vertex fee rule (x 1.15 in its "
-    "source); assumed = the derivation rests on an unchecked assumption; unknown = no price "
-    "found, never guessed"
-)
+from vertex_retrain.specs.prices import PriceBook, load_prices
 
 
 def default_efficiency(gpus: int) -> float:
@@ -140,7 +133,7 @@ class CostEstimate:
         lines.append(f"  Spot: {format_money(self.spot_cost, self.currency)}")
         lines += [f"  note: {n}" for n in self.notes]
         if legend:
-            lines += price_legend([self])
+            lines += price_legend(self.lines, self.sources)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,18 +156,6 @@ class CostEstimate:
             "notes": list(self.notes),
             "sources": dict(self.sources),
         }
-
-
-def price_legend(estimates: Sequence[CostEstimate]) -> list[str]:
-    """What the labels mean, the figures' assumptions and notes, and the sources cited."""
-    lines = [line for estimate in estimates for line in estimate.lines]
-    if not lines:
-        return []
-    sources = dict(pair for estimate in estimates for pair in estimate.sources)
-    out = [f"  {LABELS}"]
-    out += [f"  {text}" for text in figure_notes(lines)]
-    out += [f"  {key}: {what}" for key, what in sources.items()]
-    return out
 
 
 def _resolve_efficiency(gpus: int, efficiency: float | None) -> tuple[float, str]:
@@ -234,19 +215,6 @@ def estimate_scaling_cost(
         currency=currency,
         notes=notes,
     )
-
-
-def _cited_sources(lines: Sequence[PriceLine], book: PriceBook) -> tuple[tuple[str, str], ...]:
-    cited = {
-        key
-        for line in lines
-        for tier in TIERS
-        for key in re.findall(r"\bS\d+\b", line.figure(tier).source)
-    }
-    pairs = [(key, what) for key, what in book.sources.items() if key in cited]
-    if any(" x " in line.figure(tier).source for line in lines for tier in TIERS):
-        pairs.append((f"x {book.multiplier:g}", book.rule))
-    return tuple(pairs)
 
 
 def estimate_job_cost(
@@ -330,7 +298,7 @@ def estimate_job_cost(
         notes=tuple(notes),
         location=where,
         lines=lines,
-        sources=_cited_sources(lines, book),
+        sources=cited_sources(lines, book),
     )
 
 
@@ -372,7 +340,10 @@ class PipelineCostEstimate:
             f"on-demand {format_money(self.on_demand_cost, currency)}, "
             f"Spot {format_money(self.spot_cost, currency)}"
         )
-        legend = price_legend(self.steps)
+        legend = price_legend(
+            [line for step in self.steps for line in step.lines],
+            [pair for step in self.steps for pair in step.sources],
+        )
         if legend:
             parts.append("prices:")
             parts += legend

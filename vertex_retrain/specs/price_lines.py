@@ -9,6 +9,7 @@ with, so an estimate can say, line by line, whether a price is quoted, derived o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,6 +19,13 @@ from vertex_retrain.specs.payload_io import as_int, mapping
 from vertex_retrain.specs.pool_rules import replica_count
 from vertex_retrain.specs.prices import TIERS, PriceBook, PriceFigure, Tier
 from vertex_retrain.specs.tpu_rules import tpu_hosts
+
+LABELS = (
+    "labels: quoted = a Vertex price a source states; derived = computed from Vertex unit "
+    "prices, or from a Compute Engine list price times the Vertex fee rule (x 1.15 in its "
+    "source); assumed = the derivation rests on an unchecked assumption; unknown = no price "
+    "found, never guessed"
+)
 
 
 @dataclass(frozen=True)
@@ -59,14 +67,25 @@ class PriceLine:
 
 
 def _accelerator_lines(
-    spec: Mapping[str, Any], replicas: int, location: str, book: PriceBook
+    spec: Mapping[str, Any], replicas: int, location: str, book: PriceBook, includes: str = ""
 ) -> list[PriceLine]:
     accelerator = spec.get("acceleratorType")
     count = as_int(spec.get("acceleratorCount")) or 0
     if not isinstance(accelerator, str) or not accelerator or count <= 0:
         return []
     price = book.accelerator(location, accelerator)
-    return [PriceLine(accelerator, replicas * count, price.on_demand, price.spot)]
+    return [PriceLine(accelerator, replicas * count, price.on_demand, price.spot, includes)]
+
+
+def _carried(machine: str, catalog: Catalog) -> str:
+    """What one machine carries, per the catalog: ``1 NVIDIA_TESLA_A100``, ``4 TPU chips``."""
+    if machine in catalog.bundled_gpus:
+        accelerator, count = catalog.bundled_gpus[machine]
+        return f"{count} {accelerator}"
+    tpu = catalog.tpu_machines.get(machine)
+    if tpu is not None and tpu.chips_per_host:
+        return f"{tpu.chips_per_host} TPU {tpu.generation} chips"
+    return "its accelerators"
 
 
 def pool_lines(pool: Any, *, location: str, book: PriceBook, catalog: Catalog) -> list[PriceLine]:
@@ -87,16 +106,13 @@ def pool_lines(pool: Any, *, location: str, book: PriceBook, catalog: Catalog) -
     if not replicas or not machine:
         return []
     if book.covered_by_accelerators(machine):
-        return [replace(line, includes=f"its {machine} host") for line in
-                _accelerator_lines(spec, replicas, location, book)]  # fmt: skip
+        return _accelerator_lines(spec, replicas, location, book, includes=f"its {machine} host")
     price = book.machine(location, machine)
     if book.covers_accelerators(machine):
         # A multi-host TPU slice is one replica of several hosts, each priced as a machine.
         hosts = tpu_hosts(spec, catalog) or 1
-        accelerator = spec.get("acceleratorType")
-        count = as_int(spec.get("acceleratorCount")) or 0
-        includes = f"{count} {accelerator}" if accelerator and count else "its accelerators"
-        return [PriceLine(machine, replicas * hosts, price.on_demand, price.spot, includes)]
+        units = replicas * hosts
+        return [PriceLine(machine, units, price.on_demand, price.spot, _carried(machine, catalog))]
     lines = [PriceLine(machine, replicas, price.on_demand, price.spot)]
     return lines + _accelerator_lines(spec, replicas, location, book)
 
@@ -200,3 +216,27 @@ def figure_notes(lines: Sequence[PriceLine]) -> list[str]:
                 if text:
                     texts.setdefault(f"{prefix}: {text}", []).append(f"{line.item} {words[tier]}")
     return [f"{text} ({', '.join(dict.fromkeys(names))})" for text, names in texts.items()]
+
+
+def cited_sources(lines: Sequence[PriceLine], book: PriceBook) -> tuple[tuple[str, str], ...]:
+    """``(id, description)`` of every source the lines cite, and the derivation rule if used."""
+    cited = {
+        key
+        for line in lines
+        for tier in TIERS
+        for key in re.findall(r"\bS\d+\b", line.figure(tier).source)
+    }
+    pairs = [(key, what) for key, what in book.sources.items() if key in cited]
+    if any(" x " in line.figure(tier).source for line in lines for tier in TIERS):
+        pairs.append((f"x {book.multiplier:g}", book.rule))
+    return tuple(pairs)
+
+
+def price_legend(lines: Sequence[PriceLine], sources: Iterable[tuple[str, str]]) -> list[str]:
+    """What the labels mean, the figures' assumptions and notes, then each source once."""
+    if not lines:
+        return []
+    out = [f"  {LABELS}"]
+    out += [f"  {text}" for text in figure_notes(lines)]
+    out += [f"  {key}: {what}" for key, what in dict(sources).items()]
+    return out

@@ -1,18 +1,31 @@
-"""prepare_dataset's logic: check a dataset against its contract, split it by time.
+"""prepare_dataset's logic: the run's window of a dataset, checked and split by time.
 
 The dataset's shape is a declared contract (:mod:`vertex_retrain.contracts.transactions`),
 not an import of model code, and the result is the manifest of
-:mod:`vertex_retrain.contracts.dataset_manifest`. Only Parquet metadata and the week column
-are read to plan the split; every file is hashed so the manifest names exact bytes.
+:mod:`vertex_retrain.contracts.dataset_manifest`. Only transactions strictly before ``as_of``
+are in it (:mod:`vertex_retrain.contracts.data_window`): the weeks after, and the week in
+progress, are left out whole, so nothing from after the cut reaches training or evaluation.
+Only Parquet metadata and the week and timestamp columns are read to plan the split; every
+file in the window is hashed so the manifest names exact bytes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vertex_retrain.contracts.data_window import (
+    DataWindowError,
+    Selection,
+    check_after_start,
+    cut_of,
+    describe,
+    select_before,
+    window_labels,
+)
 from vertex_retrain.contracts.dataset_manifest import (
     MANIFEST_NAME,
     WeekFile,
@@ -21,21 +34,20 @@ from vertex_retrain.contracts.dataset_manifest import (
 )
 from vertex_retrain.contracts.transactions import (
     DRINKS,
-    DRINKS_FILE,
     STORES,
-    STORES_FILE,
     TIME_COLUMN,
     TRANSACTIONS,
-    TRANSACTIONS_DIR,
     SchemaMismatchError,
     TableContract,
 )
 from vertex_retrain.steps.backend import readable_path
+from vertex_retrain.steps.transactions_files import ScannedFile, open_dataset, scan_file
+from vertex_retrain.steps.window import window_end
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-__all__ = ["PreparedDataset", "SchemaMismatchError", "prepare"]
+__all__ = ["DataWindowError", "PreparedDataset", "SchemaMismatchError", "prepare", "select_window"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +66,19 @@ class PreparedDataset:
         """Rows in the validation weeks."""
         return int(self.manifest["validation"]["rows"])
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """The window as labels for the registered version."""
+        return dict(self.manifest["window"]["labels"])
+
     def summary(self) -> dict[str, Any]:
         """Metadata for the KFP ``Dataset`` artifact (shown in the pipeline UI)."""
+        window = self.manifest["window"]
         return {
             "data_uri": self.manifest["data_uri"],
+            "as_of": window["as_of"],
+            "first_transaction": window["first_transaction"],
+            "last_transaction": window["last_transaction"],
             "train_weeks": [
                 min(self.manifest["train"]["weeks"]),
                 max(self.manifest["train"]["weeks"]),
@@ -70,9 +91,15 @@ class PreparedDataset:
 
 
 def prepare(
-    *, backend: str, transactions_uri: str, output_dir: str, validation_weeks: int = 1
+    *,
+    backend: str,
+    transactions_uri: str,
+    output_dir: str,
+    validation_weeks: int = 1,
+    as_of: str = "",
+    now: dt.datetime | None = None,
 ) -> PreparedDataset:
-    """Checks the dataset at ``transactions_uri`` and writes its split to ``output_dir``.
+    """Checks the window of the dataset at ``transactions_uri``, writes its split to ``output_dir``.
 
     The manifest keeps ``transactions_uri`` as given (e.g. ``gs://``), so the training job
     resolves the same files wherever it runs.
@@ -81,7 +108,9 @@ def prepare(
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
         transactions_uri: A dataset folder laid out as the transactions contract says.
         output_dir: Folder that receives ``manifest.json``.
-        validation_weeks: Final weeks held out for validation.
+        validation_weeks: Final weeks of the window held out for validation.
+        as_of: The window end, ``YYYY-MM-DD`` (or a time); empty: today, by ``now``.
+        now: The clock (a test's); the system's by default.
 
     Returns:
         The split.
@@ -90,44 +119,32 @@ def prepare(
         FileNotFoundError: The folder, its transactions or a catalogue file is missing.
         SchemaMismatchError: A table's columns or types differ from the contract (the
             message names the file, the column, the type found and the type expected).
-        ValueError: A file holds no rows, several weeks or nulls in a key column, or
+        DataWindowError: ``as_of`` is malformed, in the future, or leaves no week.
+        ValueError: A file holds several weeks or nulls in a key column, or
             ``validation_weeks`` leaves no training week.
     """
     import pyarrow.parquet as pq
 
-    root = readable_path(backend, transactions_uri)
-    shown = transactions_uri.rstrip("/")
-    if not root.is_dir():
-        raise FileNotFoundError(
-            f"no dataset folder at {transactions_uri!r} ({root}); expected a folder with "
-            f"{TRANSACTIONS_DIR}/*.parquet, {DRINKS_FILE} and {STORES_FILE}"
-        )
-    paths = sorted((root / TRANSACTIONS_DIR).glob("*.parquet"))
-    if not paths:
-        raise FileNotFoundError(
-            f"{shown}/{TRANSACTIONS_DIR}/ holds no .parquet files; the transactions contract "
-            "puts the purchases there (one or more files per week)"
-        )
-    catalogue = {name: root / name for name in (DRINKS_FILE, STORES_FILE)}
-    for name, path in catalogue.items():
-        if not path.is_file():
-            raise FileNotFoundError(f"{shown}/{name} is missing; the dataset contract needs it")
+    end = window_end(as_of, now=now)
+    folder = open_dataset(backend, transactions_uri)
+    shown = folder.shown
+    scanned = [scan_file(pq.ParquetFile(p), p, folder.rel(p)) for p in folder.transactions]
+    selection, chosen = select_window(scanned, end, shown)
     # Everything cheap is checked before any file is hashed.
-    scanned = [
-        _scan_transactions(pq.ParquetFile(path), f"{shown}/{_rel(root, path)}") for path in paths
-    ]
-    for (name, path), contract in zip(catalogue.items(), (DRINKS, STORES), strict=True):
+    for item in chosen:
+        _check_table(pq.ParquetFile(item.path), TRANSACTIONS, f"{shown}/{item.rel}")
+        _one_week(item, shown)
+    for (name, path), contract in zip(folder.catalogue.items(), (DRINKS, STORES), strict=True):
         _check_table(pq.ParquetFile(path), contract, f"{shown}/{name}")
-    check_validation_weeks(validation_weeks, len({week for week, _ in scanned}))
-    files = [
-        WeekFile(path=_rel(root, path), week=week, rows=rows, sha256=_sha256(path))
-        for path, (week, rows) in zip(paths, scanned, strict=True)
-    ]
+    check_validation_weeks(validation_weeks, len({item.week for item in chosen}))
+    files = [WeekFile(item.rel, int(item.week or 0), item.rows, _sha256(item.path)) for item in chosen]
+    weeks = sorted({f.week for f in files})
     manifest = plan_time_split(
         transactions_uri,
         files,
-        {name: _sha256(path) for name, path in catalogue.items()},
+        {name: _sha256(path) for name, path in folder.catalogue.items()},
         validation_weeks,
+        window=_window_record(end, selection, weeks),
     )
     from vertex_retrain.backends.local.storage import atomic_write_json
 
@@ -135,8 +152,56 @@ def prepare(
     return PreparedDataset(manifest)
 
 
-def _rel(root: Path, path: Path) -> str:
-    return path.relative_to(root).as_posix()
+def select_window(
+    scanned: list[ScannedFile], as_of: dt.date, shown: str
+) -> tuple[Selection, list[ScannedFile]]:
+    """The files of the window ending at ``as_of``, after refusing what cannot be placed.
+
+    Raises:
+        SchemaMismatchError: A file with rows whose week or timestamp column is unreadable
+            (it cannot be placed in time).
+        DataWindowError: ``as_of`` leaves no complete week.
+    """
+    for item in scanned:
+        if item.rows and (item.span.first is None or item.weeks is None):
+            TRANSACTIONS.check(item.schema, where=f"{shown}/{item.rel}")
+    selection = select_before((item.span for item in scanned), cut_of(as_of))
+    if not selection.included:
+        starts = [s.first for s in selection.partial + selection.after if s.first is not None]
+        if starts:
+            check_after_start(as_of, min(starts))
+        raise DataWindowError(
+            f"as_of {as_of.isoformat()} leaves no complete week in {shown}: the first week "
+            "is still in progress at that date; give a later date"
+        )
+    included = {span.path for span in selection.included}
+    return selection, [item for item in scanned if item.rel in included]
+
+
+def _window_record(as_of: dt.date, selection: Selection, weeks: list[int]) -> dict[str, Any]:
+    first, last = selection.first, selection.last
+    return {
+        "as_of": as_of.isoformat(),
+        "first_transaction": first.isoformat() if first else None,
+        "last_transaction": last.isoformat() if last else None,
+        "weeks": [min(weeks), max(weeks)] if weeks else [],
+        "left_out": {
+            "in_progress": [s.path for s in selection.partial],
+            "after_as_of": [s.path for s in selection.after],
+            "empty": [s.path for s in selection.empty],
+        },
+        "labels": window_labels(as_of, first),
+        "description": describe(as_of, selection, weeks),
+    }
+
+
+def _one_week(item: ScannedFile, shown: str) -> None:
+    if item.weeks is not None and item.weeks[0] != item.weeks[1]:
+        low, high = item.weeks
+        raise ValueError(
+            f"{shown}/{item.rel} holds weeks {low}..{high}; the transactions contract needs one "
+            f"week per file (column {TIME_COLUMN!r}), because the split moves whole files"
+        )
 
 
 def _check_table(parquet: pq.ParquetFile, contract: TableContract, where: str) -> None:
@@ -150,25 +215,6 @@ def _check_table(parquet: pq.ParquetFile, contract: TableContract, where: str) -
                 f"{where}: key column {column!r} holds {nulls} null(s); the {contract.name} "
                 "contract allows none"
             )
-
-
-def _scan_transactions(parquet: pq.ParquetFile, where: str) -> tuple[int, int]:
-    """Returns ``(week, rows)`` of one transactions file after checking it."""
-    import pyarrow.compute as pc
-
-    _check_table(parquet, TRANSACTIONS, where)
-    rows = parquet.metadata.num_rows
-    if rows == 0:
-        raise ValueError(f"{where} holds no rows; remove it or write the week's purchases")
-    # Only the week column is read; the split moves whole files, so one file is one week.
-    bounds = pc.min_max(parquet.read(columns=[TIME_COLUMN]).column(TIME_COLUMN))
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    if low != high:
-        raise ValueError(
-            f"{where} holds weeks {low}..{high}; the transactions contract needs one week per "
-            f"file (column {TIME_COLUMN!r}), because the split moves whole files"
-        )
-    return int(low), int(rows)
 
 
 def _null_count(parquet: pq.ParquetFile, column: str) -> int:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import time
+
 from vertex_retrain.backends.base import Backend, JobFailedError
+from vertex_retrain.rules.spot_fallback import FallbackPolicy
 from vertex_retrain.steps.backend import resolve_backend
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
+from vertex_retrain.steps.spot_fallback import FallbackFailedError, fall_back_to_on_demand
 
 __all__ = ["TrainingJobFailedError", "TrainingRequest", "TrainingResult", "train"]
 
@@ -34,6 +38,7 @@ def train(
     gcp_resources_path: str,
     request_key: str = "",
     backend: Backend | None = None,
+    fallback: FallbackPolicy | None = None,
 ) -> TrainingResult:
     """Runs the CustomJob described by ``request`` and waits for it.
 
@@ -44,9 +49,13 @@ def train(
             before instead of starting another (``rules.idempotency.task_key``).
         backend: The backend to run on (a test's, with fakes); by default the one
             ``request.backend`` names.
+        fallback: Whether a Spot job that lost its capacity runs again on demand, resuming
+            from its checkpoints (:mod:`vertex_retrain.steps.spot_fallback`); off by default.
 
     Returns:
-        The final state, model directory, goodput and restarts.
+        The final state, model directory, goodput and restarts (after a fallback: the
+        on-demand job's, with ``spot_fallback``, ``spot_seconds`` and ``on_demand_seconds``
+        in the metrics).
 
     Raises:
         ValueError: An unknown backend; nothing was submitted.
@@ -57,6 +66,8 @@ def train(
         request.backend, project=request.project, location=request.location, backend=backend
     )
     payload = custom_job_payload(request)
+    started = time.monotonic()
+    extra: dict[str, float] = {}
     try:
         run = chosen.run_custom_job(
             payload,
@@ -65,12 +76,26 @@ def train(
             preemption_after_s=request.local_preemption_after_seconds,
         )
     except JobFailedError as failure:
-        raise TrainingJobFailedError(str(failure)) from failure
+        try:
+            rescued = fall_back_to_on_demand(
+                chosen,
+                request,
+                failure,
+                policy=fallback or FallbackPolicy(),
+                spot_seconds=time.monotonic() - started,
+                gcp_resources_path=gcp_resources_path,
+                request_key=request_key,
+            )
+        except FallbackFailedError as both:
+            raise TrainingJobFailedError(str(both)) from both
+        if rescued is None:
+            raise TrainingJobFailedError(str(failure)) from failure
+        run, extra = rescued.run, rescued.metrics
     return TrainingResult(
         state=run.state,
         model_uri=run.model_uri,
         goodput=run.goodput,
         restarts=run.restarts,
-        metrics=dict(run.metrics),
+        metrics={**run.metrics, **extra},
         model_metadata={"job": run.job_name, "backend": chosen.name},
     )

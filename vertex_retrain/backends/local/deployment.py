@@ -26,7 +26,7 @@ def _outcome(endpoint: Endpoint, deployed_id: str, previous: dict[str, int]) -> 
         endpoint_uri=f"local://endpoints/{endpoint.endpoint_id}",
         endpoint_resource_name=f"endpoints/{endpoint.display_name}",
         deployed_model_id=deployed_id,
-        traffic=dict(endpoint.traffic_split),
+        traffic=serving_shares(endpoint.traffic_split),
         previous_traffic=previous,
     )
 
@@ -36,13 +36,18 @@ def split_before_latest_deployment(
 ) -> tuple[str, dict[str, int]] | None:
     """The latest deployment's model id and the serving split before it, or None.
 
-    Rolled-back changes and rollbacks themselves do not count as deployments.
+    Re-runs of one deployment (its consecutive rows) count as that deployment, so the split
+    before it is the one from before its first attempt, as the Vertex backend keeps it in the
+    endpoint's labels. Rolled-back changes and rollbacks are not deployments.
     """
     live = [c for c in endpoints.traffic_history(endpoint_display_name) if not c.rolled_back]
     for index in range(len(live) - 1, -1, -1):
-        if live[index].action.startswith(DEPLOY_ACTION):
+        action = live[index].action
+        if action.startswith(DEPLOY_ACTION):
+            while index and live[index - 1].action == action:
+                index -= 1
             before = serving_shares(live[index - 1].split) if index else {}
-            return live[index].action.removeprefix(DEPLOY_ACTION), before
+            return action.removeprefix(DEPLOY_ACTION), before
     return None
 
 

@@ -107,7 +107,8 @@ def read_endpoint(connection: sqlite3.Connection, display_name: str) -> Endpoint
     ).fetchone()
     if row is None:
         raise RegistryNotFoundError(
-            f"no endpoint named {display_name!r}; create it with get_or_create({display_name!r})"
+            f"no endpoint named {display_name!r}; `python compile.py endpoints` lists the local "
+            "endpoints, and a run that deploys (deploy_model) creates it"
         )
     deployed = tuple(
         DeployedModel(

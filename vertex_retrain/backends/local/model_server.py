@@ -73,8 +73,17 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
+def _reap_others(pid: int) -> None:
+    # A server killed from outside (SIGKILL, OOM) is otherwise never waited for: it stays a
+    # zombie, and its Popen warns "still running" when this process exits.
+    for other, child in list(_CHILDREN.items()):
+        if other != pid and child.poll() is not None:
+            _CHILDREN.pop(other, None)
+
+
 def process_start_time(pid: int) -> str | None:
     """Return the kernel start time of a live (non-zombie) process, or None if it is gone."""
+    _reap_others(pid)
     child = _CHILDREN.get(pid)
     if child is not None and child.poll() is not None:
         _CHILDREN.pop(pid, None)
@@ -93,7 +102,13 @@ def process_start_time(pid: int) -> str | None:
             return "unknown"
         return "unknown"
     fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] in {"Z", "X"} else fields[19]
+    if fields[0] not in {"Z", "X"}:
+        return fields[19]
+    if child is not None and child.poll() is not None:
+        # It exited between the poll above and the read: reap it now, or it stays a zombie
+        # (and a "still running" ResourceWarning) until this process exits.
+        _CHILDREN.pop(pid, None)
+    return None
 
 
 def is_running(pid: int | None, start_time: str | None) -> bool:

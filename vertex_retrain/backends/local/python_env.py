@@ -148,12 +148,13 @@ def _package_files(package_uris: list[str], root: Path) -> list[Path]:
         if not path.name.endswith(_PACKAGE_SUFFIXES):
             raise PackageEnvError(
                 f"package {uri!r} is not a wheel or sdist (.whl, .tar.gz, .zip); build one with "
-                "vertex_retrain.backends.local.builder.build_python_package"
+                "`pip wheel --no-deps -w DIR PROJECT_DIR` and pass its URI in package_uris"
             )
         if not path.is_file():
             raise PackageEnvError(
-                f"package {uri!r} not found at {path}; build it into the storage root with "
-                "vertex_retrain.backends.local.builder.build_python_package(destination_uri=...)"
+                f"package {uri!r} not found at {path}; build it there with "
+                f"`pip wheel --no-deps -w {path.parent} PROJECT_DIR` (`python compile.py run "
+                "NAME --local` builds the reference trainer's wheel by itself)"
             )
         files.append(path)
     return files

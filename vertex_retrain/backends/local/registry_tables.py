@@ -1,10 +1,11 @@
-"""Printable tables of the local registry: models, versions and endpoints (for the CLI)."""
+"""The local registry as records (for ``--json`` and the CLI's tables) and as plain tables."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import DEFAULT_ALIAS, ModelRegistry
@@ -21,18 +22,72 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(line.rstrip() for line in lines)
 
 
+def model_records(db_path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """One record per model: versions, default and latest version, other aliases."""
+    return [
+        {
+            "model": model.display_name,
+            "versions": model.version_count,
+            "default_version": model.default_version_id,
+            "latest_version": model.latest_version_id,
+            "aliases": {a: v for a, v in model.aliases.items() if a != DEFAULT_ALIAS},
+            "created": model.created_at,
+        }
+        for model in ModelRegistry(db_path).list_models()
+    ]
+
+
+def version_records(
+    display_name: str, db_path: str | os.PathLike[str] | None = None
+) -> list[dict[str, Any]]:
+    """One record per version of a model: aliases, artifact, metrics, lineage."""
+    return [
+        {
+            "version": version.version_id,
+            "aliases": list(version.aliases),
+            "artifact_uri": version.artifact_uri,
+            "metrics": dict(version.metrics or {}),
+            "pipeline_run": version.lineage.pipeline_run,
+            "created": version.created_at,
+        }
+        for version in ModelRegistry(db_path).list_versions(display_name)
+    ]
+
+
+def endpoint_records(db_path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """One record per deployed model (or per empty endpoint): model, traffic, server state."""
+    records: list[dict[str, Any]] = []
+    for endpoint in LocalEndpoints(db_path).list_endpoints():
+        if not endpoint.deployed_models:
+            records.append({"endpoint": endpoint.display_name, "deployed_model": None})
+        for deployed in endpoint.deployed_models:
+            records.append(
+                {
+                    "endpoint": endpoint.display_name,
+                    "deployed_model": deployed.deployed_model_id,
+                    "model": deployed.model_display_name,
+                    "version": deployed.model_version_id,
+                    "traffic_percentage": deployed.traffic_percentage,
+                    "server": f"127.0.0.1:{deployed.port}" if deployed.port else None,
+                    "pid": deployed.pid if deployed.running else None,
+                    "state": "running" if deployed.running else "stopped",
+                }
+            )
+    return records
+
+
 def models_table(db_path: str | os.PathLike[str] | None = None) -> str:
     """One line per model: versions, default version, other aliases."""
     rows = [
         (
-            model.display_name,
-            model.version_count,
-            model.default_version_id or "-",
-            model.latest_version_id or "-",
-            ", ".join(f"{a}={v}" for a, v in model.aliases.items() if a != DEFAULT_ALIAS) or "-",
-            model.created_at,
+            record["model"],
+            record["versions"],
+            record["default_version"] or "-",
+            record["latest_version"] or "-",
+            ", ".join(f"{a}={v}" for a, v in record["aliases"].items()) or "-",
+            record["created"],
         )
-        for model in ModelRegistry(db_path).list_models()
+        for record in model_records(db_path)
     ]
     return format_table(("MODEL", "VERSIONS", "DEFAULT", "LATEST", "ALIASES", "CREATED"), rows)
 
@@ -41,34 +96,31 @@ def versions_table(display_name: str, db_path: str | os.PathLike[str] | None = N
     """One line per version of a model: aliases, artifact, metrics, lineage."""
     rows = [
         (
-            version.version_id,
-            ",".join(version.aliases) or "-",
-            version.artifact_uri,
-            json.dumps(version.metrics, sort_keys=True) if version.metrics else "-",
-            version.lineage.pipeline_run or "-",
-            version.created_at,
+            record["version"],
+            ",".join(record["aliases"]) or "-",
+            record["artifact_uri"],
+            json.dumps(record["metrics"], sort_keys=True) if record["metrics"] else "-",
+            record["pipeline_run"] or "-",
+            record["created"],
         )
-        for version in ModelRegistry(db_path).list_versions(display_name)
+        for record in version_records(display_name, db_path)
     ]
     return format_table(("VERSION", "ALIASES", "ARTIFACT", "METRICS", "RUN", "CREATED"), rows)
 
 
 def endpoints_table(db_path: str | os.PathLike[str] | None = None) -> str:
     """One line per deployed model (or per empty endpoint): model, traffic, server state."""
-    rows: list[tuple[object, ...]] = []
-    for endpoint in LocalEndpoints(db_path).list_endpoints():
-        if not endpoint.deployed_models:
-            rows.append((endpoint.display_name, "-", "-", "-", "-", "-"))
-        for deployed in endpoint.deployed_models:
-            state = f"running pid {deployed.pid}" if deployed.running else "stopped"
-            rows.append(
-                (
-                    endpoint.display_name,
-                    deployed.deployed_model_id,
-                    f"{deployed.model_display_name}@{deployed.model_version_id}",
-                    f"{deployed.traffic_percentage}%",
-                    f"127.0.0.1:{deployed.port}" if deployed.port else "-",
-                    state,
-                )
-            )
+    rows = [
+        (
+            record["endpoint"],
+            record["deployed_model"] or "-",
+            f"{record['model']}@{record['version']}" if record["deployed_model"] else "-",
+            f"{record['traffic_percentage']}%" if record["deployed_model"] else "-",
+            record.get("server") or "-",
+            (f"running pid {record['pid']}" if record["pid"] else "stopped")
+            if record["deployed_model"]
+            else "-",
+        )
+        for record in endpoint_records(db_path)
+    ]
     return format_table(("ENDPOINT", "DEPLOYED", "MODEL", "TRAFFIC", "SERVER", "STATE"), rows)

@@ -1,0 +1,56 @@
+"""check_data: the data gate, before any training is paid for."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Markdown, Metrics, Output
+
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def check_data(
+    backend: str,
+    transactions_uri: str,
+    as_of: str,
+    statistics: Output[Metrics],
+    report: Output[Markdown],
+    thresholds: dict = {},  # noqa: B006 - KFP reads defaults from the signature
+    accept: str = "",
+) -> NamedTuple("Outputs", [("passed", bool), ("verdict", str), ("breaches", list)]):
+    """Checks the newest week before ``as_of`` against the contract and the week before.
+
+    Measures (pyarrow compute) rows, members, stores, drinks, nulls, time range, duplicated
+    rows, unknown store and drink ids, and each shop's drink-category mix, and compares them
+    with the week before (docs/components.md#data-gate). The task itself succeeds either way
+    and records its statistics; the pipeline stops before training when ``passed`` is false.
+
+    Args:
+        backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
+        transactions_uri: The dataset folder (transactions contract).
+        as_of: The window end (from ``data_window``); only transactions before it are read.
+        statistics: Output: the week's numbers (and the week before's) as metrics.
+        report: Output: the verdict, each breach and the statistics, as Markdown.
+        thresholds: Overrides of the gate's thresholds by name; empty: the defaults.
+        accept: Comma-separated checks a person accepts for this run (a known change).
+
+    Returns:
+        passed: False when a breach was not accepted.
+        verdict: One line: passed, or every breach with its value and threshold.
+        breaches: One line per breach (accepted ones marked).
+    """
+    from vertex_retrain.steps.data_gate import check_data as run_gate
+
+    gate = run_gate(
+        backend=backend,
+        transactions_uri=transactions_uri,
+        as_of=as_of,
+        thresholds=dict(thresholds),
+        accept=accept,
+    )
+    for name, value in gate.statistics.items():
+        statistics.log_metric(name, value)
+    with open(report.path, "w", encoding="utf-8") as handle:
+        handle.write(gate.markdown())
+    print(gate.markdown())
+    return (gate.passed, gate.verdict(), [b.line() for b in gate.breaches])

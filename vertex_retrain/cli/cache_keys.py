@@ -1,0 +1,170 @@
+"""Cache keys that mean something: a check over a compiled pipeline (the IR).
+
+Vertex AI Pipelines reuses a task's earlier output when the task's component and inputs are
+the same. A task whose output depends on data, code or time, but whose inputs are the same
+every week, is then served last week's output: stale data, a stale package, a tie at the
+champion gate. So every task with caching on must take, directly or through the tasks it
+consumes, an input that changes when its week or content does:
+
+- an output of a task with caching off (such a task runs every time: ``data_window``'s
+  ``as_of`` and ``source_digest``'s digest are the pipelines' cache keys), or
+- a per-run value (the run's name, id, creation or schedule time placeholders), which no
+  other run shares.
+
+A pipeline parameter alone is not a key: its default is the same every week. A task may opt
+out with ``.set_caching_options(False)``. The check follows inputs through condition and exit
+handler groups and through ``dsl.OneOf``. It is pure: it reads the compiled spec as a dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PER_RUN_PLACEHOLDERS", "CacheKeyError", "cache_key_problems", "check_cache_keys"]
+
+PER_RUN_PLACEHOLDERS = (
+    "{{$.pipeline_job_name}}",
+    "{{$.pipeline_job_resource_name}}",
+    "{{$.pipeline_job_uuid}}",
+    "{{$.pipeline_job_create_time_utc}}",
+    "{{$.pipeline_job_schedule_time_utc}}",
+)
+"""Placeholders whose value no other run shares."""
+
+
+class CacheKeyError(ValueError):
+    """A compiled pipeline has tasks that could be served another week's cached output."""
+
+
+@dataclass(frozen=True)
+class _Dag:
+    """One DAG of the spec (the root, or a group's), and where it sits."""
+
+    dag: Mapping[str, Any]
+    parent: _Dag | None
+    task_in_parent: str
+
+
+def check_cache_keys(spec: Mapping[str, Any]) -> None:
+    """Raises :class:`CacheKeyError` naming every task whose cache key ignores the week.
+
+    Args:
+        spec: A compiled pipeline (the dict of its YAML).
+    """
+    problems = cache_key_problems(spec)
+    if problems:
+        name = spec.get("pipelineInfo", {}).get("name", "pipeline")
+        raise CacheKeyError(
+            f"pipeline {name!r} could serve a task another week's cached output:\n  "
+            + "\n  ".join(problems)
+        )
+
+
+def cache_key_problems(spec: Mapping[str, Any]) -> list[str]:
+    """One sentence per cached task with no input from the week, a digest or the run."""
+    checker = _Checker(spec.get("components", {}))
+    root = _Dag(spec.get("root", {}).get("dag", {}), None, "")
+    return checker.problems(root, "")
+
+
+class _Checker:
+    def __init__(self, components: Mapping[str, Any]) -> None:
+        self._components = components
+        self._memo: dict[tuple[int, str], bool] = {}
+
+    def _component(self, task: Mapping[str, Any]) -> Mapping[str, Any]:
+        name = task.get("componentRef", {}).get("name", "")
+        found: Mapping[str, Any] = self._components.get(name, {})
+        return found
+
+    def problems(self, where: _Dag, path: str) -> list[str]:
+        found: list[str] = []
+        for name, task in where.dag.get("tasks", {}).items():
+            nested = self._component(task).get("dag")
+            shown = task.get("taskInfo", {}).get("name", name)
+            if nested is not None:
+                found += self.problems(_Dag(nested, where, name), f"{path}{shown}/")
+            elif _caching_on(task) and not self._task_keyed(where, name):
+                component = task.get("componentRef", {}).get("name", "?").removeprefix("comp-")
+                found.append(
+                    f"task {path}{shown!r} ({component}) has caching on, but none of its "
+                    "inputs comes from the run's week, a content digest or the run itself, so "
+                    "Vertex could serve it another week's output: pass it the week "
+                    "(data_window's as_of) or a digest (source_digest), or an output of a "
+                    "task that takes one; or turn its caching off with "
+                    ".set_caching_options(False)"
+                )
+        return found
+
+    def _task_keyed(self, where: _Dag, name: str) -> bool:
+        """A leaf task's outputs change with the week: it is uncached or has a keyed input."""
+        memo = (id(where.dag), name)
+        if memo not in self._memo:
+            self._memo[memo] = False  # a cycle (none in KFP's output) proves nothing
+            task = where.dag["tasks"][name]
+            nested = self._component(task).get("dag")
+            if nested is not None:
+                keyed = False  # a group's outputs are resolved per key by _output_keyed
+            else:
+                inputs = task.get("inputs", {})
+                specs = [*inputs.get("parameters", {}).values(), *inputs.get("artifacts", {}).values()]
+                keyed = not _caching_on(task) or any(self._input_keyed(where, s) for s in specs)
+            self._memo[memo] = keyed
+        return self._memo[memo]
+
+    def _input_keyed(self, where: _Dag, spec: Mapping[str, Any]) -> bool:
+        constant = spec.get("runtimeValue", {}).get("constant")
+        if isinstance(constant, str):
+            return any(p in constant for p in PER_RUN_PLACEHOLDERS)
+        for kind, key_name in (
+            ("taskOutputParameter", "outputParameterKey"),
+            ("taskOutputArtifact", "outputArtifactKey"),
+        ):
+            if kind in spec:
+                ref = spec[kind]
+                return self._output_keyed(where, ref.get("producerTask", ""), ref.get(key_name, ""))
+        for kind, section in (
+            ("componentInputParameter", "parameters"),
+            ("componentInputArtifact", "artifacts"),
+        ):
+            if kind in spec:
+                if where.parent is None:
+                    return False  # a pipeline parameter: the same every week by default
+                parent_task = where.parent.dag["tasks"][where.task_in_parent]
+                outer = parent_task.get("inputs", {}).get(section, {}).get(spec[kind])
+                return outer is not None and self._input_keyed(where.parent, outer)
+        return False
+
+    def _output_keyed(self, where: _Dag, producer: str, key: str) -> bool:
+        task = where.dag.get("tasks", {}).get(producer)
+        if task is None:
+            return False
+        nested = self._component(task).get("dag")
+        if nested is None:
+            return self._task_keyed(where, producer)
+        inner = _Dag(nested, where, producer)
+        outputs = nested.get("outputs", {})
+        spec = outputs.get("parameters", {}).get(key) or outputs.get("artifacts", {}).get(key)
+        return any(
+            self._output_keyed(inner, subtask, subkey) for subtask, subkey in _selected(spec or {})
+        )
+
+
+def _caching_on(task: Mapping[str, Any]) -> bool:
+    return bool(task.get("cachingOptions", {}).get("enableCache", False))
+
+
+def _selected(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The (subtask, output) pairs a group's output may come from (one, or a OneOf's)."""
+    pairs: list[tuple[str, str]] = []
+    single = spec.get("valueFromParameter")
+    if single:
+        pairs.append((single.get("producerSubtask", ""), single.get("outputParameterKey", "")))
+    oneof = spec.get("valueFromOneof", {})
+    for selector in oneof.get("parameterSelectors", []):
+        pairs.append((selector.get("producerSubtask", ""), selector.get("outputParameterKey", "")))
+    for selector in [*spec.get("artifactSelectors", []), *oneof.get("artifactSelectors", [])]:
+        pairs.append((selector.get("producerSubtask", ""), selector.get("outputArtifactKey", "")))
+    return pairs

@@ -1,0 +1,138 @@
+"""Terminal output of the command line: rich tables, JSON, and no ANSI codes off a terminal.
+
+Every command writes through these helpers, so one rule holds everywhere: colour and live
+progress only when the output is a terminal; piped output and log files get plain text (no
+escape codes), and tables are cut to the terminal's width (80 columns off a terminal) unless
+``--wide`` asks for every cell whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""An ANSI escape sequence (colours, cursor moves), as kfp.local's log lines carry them."""
+
+WIDE_WIDTH = 10_000
+"""The console width under ``--wide``: wide enough that no cell is cut or wrapped."""
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences."""
+    return ANSI.sub("", text)
+
+
+def is_terminal(out: TextIO) -> bool:
+    """Whether ``out`` is an interactive terminal (colour and live progress allowed)."""
+    isatty = getattr(out, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def make_console(out: TextIO, *, wide: bool = False) -> Console:
+    """A rich console on ``out``: colour only on a terminal, never markup from data.
+
+    Args:
+        out: The stream (stdout, a file, a test's StringIO).
+        wide: Render as wide as the content needs (``--wide``).
+    """
+    terminal = is_terminal(out)
+    return Console(
+        file=out,
+        force_terminal=terminal,
+        color_system="auto" if terminal else None,
+        no_color=not terminal,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        width=WIDE_WIDTH if wide else None,
+        soft_wrap=False,
+    )
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table.
+
+    Attributes:
+        key: The record's key it shows.
+        header: Its heading.
+        max_width: Cut longer cells with an ellipsis (None: never cut); ``--wide`` lifts it.
+    """
+
+    key: str
+    header: str
+    max_width: int | None = None
+
+
+def cell_text(value: Any) -> str:
+    """A record's value as a table cell: no dict or list reprs, '-' for nothing."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key}={cell_text(item)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(cell_text(item) for item in value)
+    return str(value)
+
+
+def render_table(
+    out: TextIO,
+    columns: Sequence[Column],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    wide: bool = False,
+    empty: str = "(none)",
+) -> None:
+    """Prints ``records`` as a table: one row each, wide cells cut unless ``wide``.
+
+    Args:
+        out: Where to print.
+        columns: What to show, in order.
+        records: One mapping per row (the same records ``--json`` prints).
+        wide: Show every cell whole.
+        empty: The line printed under the headings when there are no records.
+    """
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in columns:
+        limit = None if wide else column.max_width
+        table.add_column(
+            column.header,
+            max_width=limit,
+            no_wrap=True,
+            overflow="ellipsis" if limit else "fold",
+        )
+    for record in records:
+        table.add_row(*(cell_text(record.get(column.key)) for column in columns))
+    print_renderable(out, table, wide=wide)
+    if not records:
+        out.write(empty + "\n")
+
+
+def print_renderable(out: TextIO, renderable: Any, *, wide: bool = False) -> None:
+    """Prints a rich renderable; off a terminal, as plain lines without trailing blanks."""
+    console = make_console(out, wide=wide)
+    if is_terminal(out):
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def print_json(out: TextIO, value: Any) -> None:
+    """Prints ``value`` as indented JSON (``--json``): stable keys, no colour."""
+    out.write(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,223 @@
+"""The end of a local run: where everything is, what was registered and deployed, how to serve.
+
+Read from the run's own record (kfp.local's ``<pipeline root>/<run>/<task>/executor_output.json``)
+so it works for every pipeline, with or without a summary step. The same facts print as a
+table (no dict reprs) or, with ``--json``, as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.table import Table
+
+from vertex_retrain.cli.console import cell_text, print_renderable
+from vertex_retrain.cli.run_progress import format_duration
+
+SERVE_PORT = 8080
+"""``compile.py serve``'s default port, for the URL the report gives."""
+
+TUNING_REPORT_NAME = "tuning-report.html"
+_SHOWN_METRICS = ("ndcg_at_10", "recall_at_10")
+
+
+@dataclass
+class LocalRunReport:
+    """What a local run did and where to look (see module doc)."""
+
+    pipeline: str
+    succeeded: bool
+    wall_seconds: float
+    log_path: Path
+    pipeline_root: Path | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    decision: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    tuning_report: Path | None = None
+    cost: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``run --json``)."""
+        return {
+            "pipeline": self.pipeline,
+            "state": "SUCCEEDED" if self.succeeded else "FAILED",
+            "wall_seconds": round(self.wall_seconds, 1),
+            "log": str(self.log_path),
+            "pipeline_root": str(self.pipeline_root) if self.pipeline_root else None,
+            "metrics": self.metrics,
+            "decision": self.decision,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "tuning_report": str(self.tuning_report) if self.tuning_report else None,
+            "cost_on_vertex": self.cost,
+            "errors": self.errors,
+        }
+
+    def render(self, out: TextIO) -> None:
+        """Prints the report as a two-column table."""
+        state = "succeeded" if self.succeeded else "FAILED"
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(overflow="fold")
+        table.add_row("pipeline root", str(self.pipeline_root or "-"))
+        table.add_row("log", str(self.log_path))
+        if self.metrics:
+            table.add_row("metrics", _metrics_line(self.metrics))
+        if self.decision:
+            verdict = (
+                "better than the champion"
+                if self.decision.get("is_better")
+                else "not better than the champion"
+            )
+            table.add_row("evaluation", f"{verdict}: {cell_text(self.decision.get('reason'))}")
+        if self.model:
+            table.add_row(
+                "model",
+                f"{self.model['display_name']} version {self.model['version']} (aliases "
+                f"{cell_text(self.model.get('aliases'))})",
+            )
+        if self.tuning_report:
+            table.add_row("tuning report", str(self.tuning_report))
+        if self.endpoint:
+            split = ", ".join(
+                f"deployed model {key}: {value}%"
+                for key, value in sorted(self.endpoint.get("traffic", {}).items())
+            )
+            table.add_row("endpoint", f"{self.endpoint['display_name']} ({split or 'no traffic'})")
+            table.add_row("endpoint URL", f"POST {self.endpoint['url']}")
+            table.add_row(
+                "serve again",
+                f"{self.endpoint['serve_command']} (its model servers stopped with this run)",
+            )
+        if self.cost:
+            table.add_row("cost on Vertex", _cost_line(self.cost))
+        for error in self.errors:
+            table.add_row("error", error)
+        out.write(f"run {self.pipeline} {state} in {format_duration(self.wall_seconds)}\n")
+        print_renderable(out, table)
+
+
+def _metrics_line(metrics: Mapping[str, float]) -> str:
+    """``ndcg_at_10 0.6179 (champion 0.6012, baseline 0.2504); recall_at_10 ...``."""
+    parts = []
+    for name in _SHOWN_METRICS:
+        value = metrics.get(f"candidate_{name}", metrics.get(name))
+        if not isinstance(value, int | float):
+            continue
+        others = [
+            f"{who} {metrics[f'{who}_{name}']:.4f}"
+            for who in ("champion", "baseline")
+            if isinstance(metrics.get(f"{who}_{name}"), int | float)
+        ]
+        parts.append(f"{name} {value:.4f}" + (f" ({', '.join(others)})" if others else ""))
+    return "; ".join(parts) or ", ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())[:4])
+
+
+def _cost_line(cost: Mapping[str, Any]) -> str:
+    from vertex_retrain.specs.cost import format_money
+
+    if "unavailable" in cost:
+        return f"unavailable: {cost['unavailable']}"
+    currency = cost.get("currency", "")
+    return (
+        f"on-demand {format_money(cost.get('on_demand'), currency)}, Spot "
+        f"{format_money(cost.get('spot'), currency)} "
+        f"({cost.get('assumed_training_hours', 0):g} h of training assumed)"
+    )
+
+
+def _task_outputs(run_dir: Path, prefix: str) -> dict[str, Any] | None:
+    """The executor output of task ``prefix`` (or ``prefix-N`` in a branch) that ran."""
+    for folder in sorted(run_dir.glob(f"{prefix}*")):
+        if folder.name != prefix and not folder.name[len(prefix) :].lstrip("-").isdigit():
+            continue
+        try:
+            loaded: dict[str, Any] = json.loads(
+                (folder / "executor_output.json").read_text(encoding="utf-8")
+            )
+        except (OSError, ValueError):
+            continue
+        return loaded
+    return None
+
+
+def _artifact_metadata(outputs: Mapping[str, Any], name: str) -> dict[str, Any]:
+    artifacts = outputs.get("artifacts", {}).get(name, {}).get("artifacts", [])
+    metadata = artifacts[0].get("metadata", {}) if artifacts else {}
+    return dict(metadata) if isinstance(metadata, Mapping) else {}
+
+
+def endpoint_url(endpoint: str, port: int = SERVE_PORT) -> str:
+    """The predict URL ``compile.py serve ENDPOINT`` answers on by default."""
+    return f"http://127.0.0.1:{port}/v1/endpoints/{urllib.parse.quote(endpoint)}:predict"
+
+
+def build_report(
+    pipeline: str,
+    *,
+    succeeded: bool,
+    wall_seconds: float,
+    log_path: Path,
+    run_dir: Path | None,
+    arguments: Mapping[str, Any],
+    summary: Mapping[str, Any] | None,
+    errors: list[str] | None = None,
+) -> LocalRunReport:
+    """Gathers the report from the run folder, the run's arguments and its summary, if any.
+
+    The tuning study's HTML report (a KFP ``HTML`` artifact, a file without an extension) is
+    copied next to the run as ``tuning-report.html`` so a browser opens it.
+    """
+    report = LocalRunReport(pipeline, succeeded, wall_seconds, log_path, run_dir)
+    report.errors = list(errors or [])
+    if summary:
+        report.cost = dict(summary.get("cost_on_vertex") or {})
+    if run_dir is None:
+        return report
+    evaluation = _task_outputs(run_dir, "evaluate-model")
+    if evaluation is not None:
+        report.metrics = {
+            key: value
+            for key, value in _artifact_metadata(evaluation, "metrics").items()
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
+        parameters = evaluation.get("parameterValues", {})
+        report.decision = {
+            key: parameters[key]
+            for key in ("is_better", "reason", "candidate_score", "champion_score")
+            if key in parameters
+        }
+    registered = _task_outputs(run_dir, "register-model")
+    if registered is not None:
+        parameters = registered.get("parameterValues", {})
+        resource = str(_artifact_metadata(registered, "vertex_model").get("resourceName", ""))
+        name = arguments.get("model_display_name") or resource.split("/")[-1].split("@")[0]
+        report.model = {
+            "display_name": name,
+            "version": parameters.get("version_id"),
+            "aliases": list(parameters.get("aliases") or []),
+        }
+    deployed = _task_outputs(run_dir, "deploy-model")
+    if deployed is not None and arguments.get("endpoint_display_name"):
+        endpoint = str(arguments["endpoint_display_name"])
+        parameters = deployed.get("parameterValues", {})
+        report.endpoint = {
+            "display_name": endpoint,
+            "deployed_model_id": parameters.get("deployed_model_id"),
+            "traffic": dict(parameters.get("traffic") or {}),
+            "url": endpoint_url(endpoint),
+            "serve_command": f"python compile.py serve {endpoint}",
+        }
+    html = sorted(run_dir.glob("hp-tune*/trials_report"))
+    if html:
+        report.tuning_report = run_dir / TUNING_REPORT_NAME
+        shutil.copyfile(html[0], report.tuning_report)
+    return report

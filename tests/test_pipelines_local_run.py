@@ -10,6 +10,7 @@ from vertex_retrain.cli.local_run import (
     local_arguments,
     task_errors,
 )
+from vertex_retrain.cli.run_progress import RunProgress
 
 
 def test_local_arguments_name_backend_project_and_location_then_overrides() -> None:
@@ -24,16 +25,16 @@ def test_local_arguments_name_backend_project_and_location_then_overrides() -> N
     }
 
 
-def test_progress_filter_keeps_step_lines_on_console_and_everything_in_log() -> None:
+def test_progress_filter_shows_steps_without_ansi_and_logs_everything_plain() -> None:
     log, console = io.StringIO(), io.StringIO()
-    stream = _ProgressFilter(log, console, verbose=False)
+    clock = iter([0.0, 0.0, 42.0]).__next__
+    stream = _ProgressFilter(log, RunProgress(console, clock=clock))
     stream.write("12:00 - INFO - Executing task \x1b[96m'train'\x1b[0m\n{\n  \"inputs\": {}\n")
     stream.write("    [workerpool0-0] epoch 1 loss 2.3\n    [KFP Executor] noise\n")
-    assert console.getvalue().splitlines() == [
-        "12:00 - INFO - Executing task \x1b[96m'train'\x1b[0m",
-        "    [workerpool0-0] epoch 1 loss 2.3",
-    ]
+    stream.write("12:01 - INFO - Task \x1b[96m'train'\x1b[0m finished with status SUCCESS\n")
+    assert console.getvalue().splitlines() == ["step train: running", "✓ step train: done in 42.0s"]
     assert "noise" in log.getvalue() and '"inputs"' in log.getvalue()
+    assert "\x1b" not in log.getvalue() and "Executing task 'train'" in log.getvalue()
 
 
 def test_task_errors_lists_each_exception_once_in_order() -> None:

@@ -73,7 +73,7 @@ def test_trainer_data_generate_to_gs_writes_under_the_local_root_only(tmp_path: 
     existed = Path("/gcs").exists()
     env = {k: v for k, v in os.environ.items() if k not in ("GCS_FUSE_ROOT", "VERTEX_LOCAL_ROOT")}
     result = subprocess.run(
-        [sys.executable, "-m", "trainer.data", "generate", "--members", "30", "--stores", "3",
+        [sys.executable, "-m", "trainer.data", "generate", "--members", "30", "--stores", "5",
          "--weeks", "2", "--out", "gs://drink-shops-ml/transactions"],
         cwd=tmp_path, env={**env, "PYTHONPATH": str(REPO)},
         capture_output=True, text=True, timeout=120, check=False,

@@ -6,14 +6,16 @@ every week, is then served last week's output: stale data, a stale package, a ti
 champion gate. So every task with caching on must take, directly or through the tasks it
 consumes, an input that changes when its week or content does:
 
-- an output of a task with caching off (such a task runs every time: ``data_window``'s
-  ``as_of`` and ``source_digest``'s digest are the pipelines' cache keys), or
+- an output of a key source: a task with caching off, of a component that reads what its
+  inputs do not show (:data:`KEY_SOURCES`: ``data_window`` reads the run's time,
+  ``source_digest`` the source's content), so it runs every time and its output changes
+  exactly when the week or the content does; or
 - a per-run value (the run's name, id, creation or schedule time placeholders), which no
   other run shares.
 
 A pipeline parameter alone is not a key: its default is the same every week. A task may opt
 out with ``.set_caching_options(False)``. The check follows inputs through condition and exit
-handler groups and through ``dsl.OneOf``. It is pure: it reads the compiled spec as a dict.
+handler groups and through ``dsl.OneOf`` (every branch must be keyed). It is pure: it reads the compiled spec as a dict.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PER_RUN_PLACEHOLDERS", "CacheKeyError", "cache_key_problems", "check_cache_keys"]
+__all__ = [
+    "KEY_SOURCES",
+    "PER_RUN_PLACEHOLDERS",
+    "CacheKeyError",
+    "cache_key_problems",
+    "check_cache_keys",
+]
+
+KEY_SOURCES = frozenset({"data-window", "source-digest"})
+"""Components (compiled names) whose uncached output is a cache key of what consumes it."""
 
 PER_RUN_PLACEHOLDERS = (
     "{{$.pipeline_job_name}}",
@@ -47,13 +58,14 @@ class _Dag:
     task_in_parent: str
 
 
-def check_cache_keys(spec: Mapping[str, Any]) -> None:
+def check_cache_keys(spec: Mapping[str, Any], key_sources: frozenset[str] = KEY_SOURCES) -> None:
     """Raises :class:`CacheKeyError` naming every task whose cache key ignores the week.
 
     Args:
         spec: A compiled pipeline (the dict of its YAML).
+        key_sources: Component names whose uncached outputs are cache keys.
     """
-    problems = cache_key_problems(spec)
+    problems = cache_key_problems(spec, key_sources)
     if problems:
         name = spec.get("pipelineInfo", {}).get("name", "pipeline")
         raise CacheKeyError(
@@ -62,16 +74,19 @@ def check_cache_keys(spec: Mapping[str, Any]) -> None:
         )
 
 
-def cache_key_problems(spec: Mapping[str, Any]) -> list[str]:
+def cache_key_problems(
+    spec: Mapping[str, Any], key_sources: frozenset[str] = KEY_SOURCES
+) -> list[str]:
     """One sentence per cached task with no input from the week, a digest or the run."""
-    checker = _Checker(spec.get("components", {}))
+    checker = _Checker(spec.get("components", {}), key_sources)
     root = _Dag(spec.get("root", {}).get("dag", {}), None, "")
     return checker.problems(root, "")
 
 
 class _Checker:
-    def __init__(self, components: Mapping[str, Any]) -> None:
+    def __init__(self, components: Mapping[str, Any], key_sources: frozenset[str]) -> None:
         self._components = components
+        self._key_sources = key_sources
         self._memo: dict[tuple[int, str], bool] = {}
 
     def _component(self, task: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -89,7 +104,7 @@ class _Checker:
             elif _caching_on(task) and not self._task_keyed(where, name):
                 component = task.get("componentRef", {}).get("name", "?").removeprefix("comp-")
                 found.append(
-                    f"task {path}{shown!r} ({component}) has caching on, but none of its "
+                    f"task {path + shown!r} ({component}) has caching on, but none of its "
                     "inputs comes from the run's week, a content digest or the run itself, so "
                     "Vertex could serve it another week's output: pass it the week "
                     "(data_window's as_of) or a digest (source_digest), or an output of a "
@@ -99,7 +114,7 @@ class _Checker:
         return found
 
     def _task_keyed(self, where: _Dag, name: str) -> bool:
-        """A leaf task's outputs change with the week: it is uncached or has a keyed input."""
+        """A leaf task's outputs change with the week: a key source, or a keyed input."""
         memo = (id(where.dag), name)
         if memo not in self._memo:
             self._memo[memo] = False  # a cycle (none in KFP's output) proves nothing
@@ -109,8 +124,13 @@ class _Checker:
                 keyed = False  # a group's outputs are resolved per key by _output_keyed
             else:
                 inputs = task.get("inputs", {})
-                specs = [*inputs.get("parameters", {}).values(), *inputs.get("artifacts", {}).values()]
-                keyed = not _caching_on(task) or any(self._input_keyed(where, s) for s in specs)
+                specs = [
+                    *inputs.get("parameters", {}).values(),
+                    *inputs.get("artifacts", {}).values(),
+                ]
+                component = task.get("componentRef", {}).get("name", "").removeprefix("comp-")
+                source = not _caching_on(task) and component in self._key_sources
+                keyed = source or any(self._input_keyed(where, s) for s in specs)
             self._memo[memo] = keyed
         return self._memo[memo]
 
@@ -147,8 +167,9 @@ class _Checker:
         inner = _Dag(nested, where, producer)
         outputs = nested.get("outputs", {})
         spec = outputs.get("parameters", {}).get(key) or outputs.get("artifacts", {}).get(key)
-        return any(
-            self._output_keyed(inner, subtask, subkey) for subtask, subkey in _selected(spec or {})
+        branches = _selected(spec or {})
+        return bool(branches) and all(
+            self._output_keyed(inner, subtask, subkey) for subtask, subkey in branches
         )
 
 

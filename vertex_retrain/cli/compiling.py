@@ -144,15 +144,31 @@ class CompiledSpec:
 def compile_all(out_dir: Path, component_image: str | None = None) -> dict[str, CompiledSpec]:
     """Compiles every pipeline to ``out_dir/pipelines`` and component to ``out_dir/components``.
 
+    A pipeline whose cached tasks could be served another week's output is refused before
+    anything is written (:mod:`vertex_retrain.cli.cache_keys`).
+
     Returns:
         Name -> written file and its spec, pipelines first.
+
+    Raises:
+        CacheKeyError: A pipeline has a cached task whose inputs ignore the week (a
+            ``ValueError``; the message names each task and what to add).
     """
+    from vertex_retrain.cli.cache_keys import check_cache_keys
+
+    compiled_specs: dict[str, dict[str, Any]] = {}
+    for name, target in catalog.PIPELINES.items():
+        compiled_specs[name] = compile_to_dict(catalog.load(target), component_image)
+        check_cache_keys(compiled_specs[name])
     written: dict[str, CompiledSpec] = {}
     for folder, targets in (("pipelines", catalog.PIPELINES), ("components", catalog.COMPONENTS)):
         for name, target in targets.items():
+            spec = compiled_specs.get(name) if folder == "pipelines" else None
             compiled = CompiledSpec(
                 out_dir / folder / f"{name}.yaml",
-                compile_to_dict(catalog.load(target), component_image),
+                spec
+                if spec is not None
+                else compile_to_dict(catalog.load(target), component_image),
             )
             write_spec(compiled.spec, compiled.path)
             written[name] = compiled

@@ -32,6 +32,7 @@ def build_summary(
     facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
     if error_message:
         facts["error"] = error_message
+    facts.update(_data_facts(outputs))
     evaluation = _first(outputs, "evaluate-model")
     if evaluation is not None:
         facts["decision"] = {
@@ -52,6 +53,25 @@ def build_summary(
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
     facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
+    return facts
+
+
+def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
+    """The run's data window (data_window, prepare_dataset) and data gate (check_data)."""
+    facts: dict[str, Any] = {}
+    window = _first(outputs, "data-window")
+    prepared = _first(outputs, "prepare-dataset")
+    if window is not None or prepared is not None:
+        facts["data_window"] = {
+            **(dict(window.parameters) if window is not None else {}),
+            **(prepared.artifacts.get("dataset", {}).get("metadata", {}) if prepared else {}),
+        }
+    gate = _first(outputs, "check-data")
+    if gate is not None:
+        facts["data_gate"] = {
+            **{key: gate.parameters.get(key) for key in ("passed", "verdict", "breaches")},
+            "statistics": gate.artifacts.get("statistics", {}).get("metadata", {}),
+        }
     return facts
 
 
@@ -121,6 +141,18 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
     if "error" in facts:
         lines += [f"**Error:** {facts['error']}", ""]
+    window = facts.get("data_window") or {}
+    if window.get("as_of"):
+        span = (
+            f": {window['first_transaction']} .. {window['last_transaction']}"
+            if window.get("last_transaction")
+            else ""
+        )
+        source = f" ({window['source']})" if window.get("source") else ""
+        lines += [f"**Data window:** transactions before {window['as_of']}{source}{span}", ""]
+    gate = facts.get("data_gate") or {}
+    if gate.get("verdict"):
+        lines += [f"**Data gate:** {gate['verdict']}", ""]
     decision = facts.get("decision")
     if decision:
         verdict = "new champion" if decision.get("is_better") else "challenger only"

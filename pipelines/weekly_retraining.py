@@ -5,7 +5,9 @@ data window (the run's week) -> data gate -> prepare dataset (transactions befor
 register as champion and deploy; else: register as a challenger with traffic untouched. The
 training code is hashed (source digest) and built in parallel. A gate breach stops the run
 before training, with the gate's report as the error. An exit handler writes a run summary
-either way.
+either way, and records the week (local registry database, or a Vertex AI Experiments run).
+The whole run sits under the failure notice: Vertex e-mails ``notification_emails`` when it
+ends. A Spot training job that loses its capacity falls back to on-demand (``spot_fallback``).
 
 Cache keys: every cached task takes the week (``data_window``'s ``as_of``), the source digest
 or an output of a task that does, so Vertex reuses an output only for the same week and the
@@ -30,6 +32,7 @@ from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 
 from . import defaults
+from .failure_notice import with_failure_notice
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -46,11 +49,11 @@ TUNING_PARAMETERS = [
 ]
 
 
-@dsl.pipeline(
-    name=PIPELINE_NAME,
-    description="Weekly retraining of the drink shops' 'guess your order' recommender.",
-)
-def weekly_retraining(
+DESCRIPTION = "Weekly retraining of the drink shops' 'guess your order' recommender."
+
+
+@dsl.pipeline(name=f"{PIPELINE_NAME}-week", description=DESCRIPTION)
+def weekly_week(
     backend: str = "vertex",
     project: str = "{{$.pipeline_google_cloud_project_id}}",
     location: str = "{{$.pipeline_google_cloud_location}}",
@@ -88,6 +91,9 @@ def weekly_retraining(
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
     local_preemption_after_seconds: float = 0.0,
+    spot_fallback: bool = True,
+    spot_fallback_deadline_seconds: int = 28800,
+    notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
 ) -> None:
     """The weekly retraining flow; every tunable is a parameter with a sensible default.
 
@@ -95,6 +101,11 @@ def weekly_retraining(
     creation time) in ``data_time_zone`` gives the week. ``data_gate_thresholds`` overrides
     the gate's thresholds by name; ``data_gate_accept`` lists checks a person accepts for
     this run (``rows,stores_vanished``).
+
+    ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
+    Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
+    ``spot_fallback_deadline_seconds`` of the start of training. ``notification_emails``
+    (at most three) get Vertex's e-mail when the run ends (``with_failure_notice``).
     """
     summary = run_summary(
         backend=backend,
@@ -106,6 +117,8 @@ def weekly_retraining(
         worker_count=worker_count,
         scheduling_strategy=scheduling_strategy,
         expected_training_hours=expected_training_hours,
+        model_display_name=model_display_name,
+        notification_emails=notification_emails,
         project=project,
         location=location,
     ).set_display_name("run-summary")
@@ -193,6 +206,8 @@ def weekly_retraining(
                 hyperparameters=dsl.OneOf(tuned.output, untuned.output),
                 worker_count=worker_count,
                 local_preemption_after_seconds=local_preemption_after_seconds,
+                spot_fallback=spot_fallback,
+                spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
                 **common,
             ).set_display_name("train")
             candidate = trained.outputs["model"]
@@ -247,3 +262,8 @@ def weekly_retraining(
                 )
         with dsl.Else(name="data-breach"):
             stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+
+
+weekly_retraining = with_failure_notice(weekly_week, name=PIPELINE_NAME, description=DESCRIPTION)
+"""The weekly flow as templates and schedules run it: ``weekly_week`` under the failure notice
+(Vertex e-mails ``notification_emails`` when a run ends; see :mod:`.failure_notice`)."""

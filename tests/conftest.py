@@ -7,9 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.leftover_processes import kill, leftovers, live_processes
 from vertex_retrain.backends.local.storage import local_root
+
+# Hypothesis's default 200 ms deadline per example and its too_slow health check are timed
+# assertions: under `pytest -n 2` with both workers busy they fail tests that are correct.
+# Liveness is bounded by pytest-timeout instead.
+settings.register_profile(
+    "vertex-retrain", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("vertex-retrain")
 
 
 @pytest.fixture

@@ -31,10 +31,15 @@ PACKAGE_ROOTS = {
     "vertex_retrain.pipelines": REPO / "pipelines",
 }
 """Import name -> folder, as pyproject.toml's ``[tool.setuptools.package-dir]`` maps them."""
-NOT_COPIED = shutil.ignore_patterns(
-    ".git", ".venv", "*.egg-info", "build", "dist", "__pycache__", "*.pyc", ".*_cache",
-    ".hypothesis", ".local-vertex", "trainer-output", "out",
-)  # fmt: skip
+ANYWHERE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
+AT_TOP = {".git", ".venv", "build", "dist", ".hypothesis", ".local-vertex", "trainer-output"}
+"""Not copied: caches and build outputs anywhere; the checkout's own state at its top only
+(``vertex_retrain/build`` is a package, the top-level ``build/`` a setuptools output)."""
+
+
+def _not_copied(folder: str, names: list[str]) -> set[str]:
+    top = {name for name in names if name in AT_TOP} if Path(folder) == REPO else set()
+    return set(ANYWHERE(folder, names)) | top
 
 
 def _build_wheel(source: Path, out: Path) -> Path:
@@ -53,7 +58,7 @@ def _build_wheel(source: Path, out: Path) -> Path:
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     copy = tmp_path_factory.mktemp("checkout") / "repo"
-    shutil.copytree(REPO, copy, ignore=NOT_COPIED)
+    shutil.copytree(REPO, copy, ignore=_not_copied)
     return copy
 
 

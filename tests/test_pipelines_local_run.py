@@ -27,7 +27,7 @@ def test_local_arguments_name_backend_project_and_location_then_overrides() -> N
 
 def test_progress_filter_shows_steps_without_ansi_and_logs_everything_plain() -> None:
     log, console = io.StringIO(), io.StringIO()
-    clock = iter([0.0, 0.0, 42.0]).__next__
+    clock = iter([0.0, 42.0]).__next__
     stream = _ProgressFilter(log, RunProgress(console, clock=clock))
     stream.write("12:00 - INFO - Executing task \x1b[96m'train'\x1b[0m\n{\n  \"inputs\": {}\n")
     stream.write("    [workerpool0-0] epoch 1 loss 2.3\n    [KFP Executor] noise\n")

@@ -6,18 +6,20 @@ through the declared contract, and the reference trainer reads the manifest it w
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from trainer.data import generate, week_file
 from trainer.split import load_manifest, plan_time_split
-from trainer.world import WorldConfig
+from trainer.world import START_DATE, WorldConfig
 from vertex_retrain.backends.local.storage import to_local_path
-from vertex_retrain.steps.prepare import SchemaMismatchError, prepare
+from vertex_retrain.steps.prepare import DataWindowError, SchemaMismatchError, prepare
 
 
 @pytest.fixture()
@@ -26,12 +28,13 @@ def dataset(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-def _prepare(dataset: Path, out: Path, validation_weeks: int = 1) -> dict:
+def _prepare(dataset: Path, out: Path, validation_weeks: int = 1, as_of: str = "") -> dict:
     return prepare(
         backend="local",
         transactions_uri=str(dataset),
         output_dir=str(out),
         validation_weeks=validation_weeks,
+        as_of=as_of,
     ).manifest
 
 
@@ -46,9 +49,12 @@ def test_prepare_local_writes_the_manifest_the_reference_trainer_reads(
     assert manifest["train"]["weeks"] == [0, 1, 2] and manifest["validation"]["weeks"] == [3, 4]
     assert manifest["validation"]["files"] == [week_file(3), week_file(4)]
     assert load_manifest(str(tmp_path / "split")) == manifest
-    # The trainer's own split of the same folder agrees on every key the contract defines.
+    # The trainer's own split of the same folder agrees on every key the contract defines;
+    # the window is the pipeline's record of the run (readers ignore keys they do not know).
     trainers = plan_time_split(str(dataset), validation_weeks=2)
-    assert {key: trainers[key] for key in manifest} == manifest
+    assert {key: trainers[key] for key in manifest if key != "window"} == {
+        key: value for key, value in manifest.items() if key != "window"
+    }
 
 
 def test_prepare_local_maps_gs_uris_under_the_local_root(
@@ -140,3 +146,52 @@ def test_prepare_extra_columns_are_allowed_and_the_hash_tracks_content(
     assert after["content_hash"] != before["content_hash"]
     assert after["train"]["rows"] == before["train"]["rows"]
     assert json.loads((tmp_path / "b" / "manifest.json").read_text()) == after
+
+
+def test_prepare_point_in_time_no_row_at_or_after_as_of_reaches_the_split(
+    dataset: Path, tmp_path: Path
+) -> None:
+    # Wednesday of week 3: week 3 is in progress, week 4 is after the cut.
+    as_of = START_DATE + dt.timedelta(days=7 * 3 + 2)
+    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=1, as_of=as_of.isoformat())
+    assert manifest["train"]["weeks"] == [0, 1] and manifest["validation"]["weeks"] == [2]
+    cut = dt.datetime.combine(as_of, dt.time())
+    used = manifest["train"]["files"] + manifest["validation"]["files"]
+    newest = max(
+        pc.max(pq.read_table(dataset / rel, columns=["timestamp"])["timestamp"]).as_py()
+        for rel in used
+    )
+    assert newest < cut
+    window = manifest["window"]
+    assert window["as_of"] == as_of.isoformat()
+    assert window["left_out"]["in_progress"] == [week_file(3)]
+    assert window["left_out"]["after_as_of"] == [week_file(4)]
+    assert window["labels"] == {"data_as_of": as_of.isoformat(), "data_from": "2023-01-02"}
+    assert set(manifest["sha256"]) == set(used) | {"drinks.parquet", "stores.parquet"}
+
+
+def test_prepare_on_a_week_boundary_keeps_the_week_that_just_ended(
+    dataset: Path, tmp_path: Path
+) -> None:
+    as_of = (START_DATE + dt.timedelta(days=7 * 4)).isoformat()
+    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2, as_of=as_of)
+    assert manifest["validation"]["weeks"] == [2, 3]
+    assert manifest["window"]["left_out"]["after_as_of"] == [week_file(4)]
+
+
+@pytest.mark.parametrize(
+    ("as_of", "message"),
+    [
+        ("2022-12-01", r"as_of 2022-12-01 is before the data starts \(first transaction 2023-01-02"),
+        ("2023-01-04", r"leaves no complete week"),
+        ("2999-01-01", r"as_of 2999-01-01 is in the future"),
+        ("01/02/2023", r"as_of must be a date YYYY-MM-DD"),
+    ],
+)
+def test_prepare_refuses_a_bad_as_of_in_one_line(
+    dataset: Path, tmp_path: Path, as_of: str, message: str
+) -> None:
+    with pytest.raises(DataWindowError, match=message) as error:
+        _prepare(dataset, tmp_path / "split", as_of=as_of)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "split").exists()

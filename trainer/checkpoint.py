@@ -8,7 +8,6 @@ Loading uses `torch.load(weights_only=True)`: no arbitrary objects are ever unpi
 
 from __future__ import annotations
 
-import io
 import logging
 import random
 import re
@@ -19,7 +18,7 @@ import numpy as np
 import torch
 
 from trainer.faults import NO_FAULTS, Faults
-from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
+from trainer.paths import atomic_write_bytes, atomic_write_json, atomic_write_stream, sha256_file
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^ckpt-(\d{8})\.pt$")
@@ -61,14 +60,11 @@ class CheckpointManager:
             step: global step the state belongs to.
             state: tensors, numbers, strings and lists/dicts of them.
         """
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
         path = self.path(step)
-        atomic_write_bytes(path, buffer.getvalue())
+        # Streamed to disk and hashed on the way: no second copy in memory, no re-read.
+        digest = atomic_write_stream(path, lambda handle: torch.save(state, handle))
         self.faults.pause("checkpoint", step)
-        atomic_write_bytes(
-            path.with_name(path.name + ".sha256"), (sha256_file(path) + "\n").encode()
-        )
+        atomic_write_bytes(path.with_name(path.name + ".sha256"), (digest + "\n").encode())
         # Checkpoints newer than this one are leftovers of a lost attempt that never got their
         # sidecar (a resume starts from the newest that verifies); counting them among the
         # `keep` newest would delete the checkpoint just written.

@@ -338,7 +338,8 @@ def generate(config: WorldConfig, out: str | Path, workers: int = 0) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: `python -m trainer.data generate --members N --stores S --weeks W --out DIR`."""
+    """CLI: `python -m trainer.data generate --members N --stores S --weeks W --out DIR`, and
+    `python -m trainer.data append --out DIR` for the next week."""
     parser = argparse.ArgumentParser(prog="python -m trainer.data", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="write a synthetic transactions dataset")
@@ -351,7 +352,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     gen.add_argument(
         "--workers", type=int, default=0, help="parallel processes (0: one per core when large)"
     )
+    add = sub.add_parser("append", help="append the next week to a dataset (trainer.data_append)")
+    add.add_argument("--out", required=True, help="the dataset folder (local, gs:// or /gcs/)")
     args = parser.parse_args(argv)
+    if args.command == "append":
+        from trainer.data_append import append_week
+
+        try:
+            entry = append_week(args.out)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(str(error))
+        print(f"appended week {entry['week']} ({entry['rows']} rows) to {args.out}")
+        return 0
     try:
         config = WorldConfig(
             members=args.members,

@@ -14,8 +14,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 GCS_FUSE_ROOT_ENV = "GCS_FUSE_ROOT"
 LOCAL_ROOT_ENV = "VERTEX_LOCAL_ROOT"
@@ -109,6 +110,46 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_stream(path: Path, write: Callable[[BinaryIO], object]) -> str:
+    """Like `atomic_write_bytes`, for content produced by `write(handle)`, hashed on the way.
+
+    Args:
+        path: destination; its folder is created if missing.
+        write: writes the complete content to the handle it gets (e.g. `torch.save`).
+
+    Returns:
+        The hex SHA-256 of what was written, without reading the file back.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            hashing = _HashingWriter(handle)
+            write(hashing)  # type: ignore[arg-type]  # a write-only file object
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return hashing.digest.hexdigest()
+
+
+class _HashingWriter:
+    """A write-only file object that hashes what passes through it."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
+
+    def flush(self) -> None:
+        self.handle.flush()
 
 
 def atomic_write_json(path: Path, payload: Any) -> None:

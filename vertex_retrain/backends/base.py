@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from vertex_retrain.run_record import RunRecord
+
 BACKENDS = ("vertex", "local")
 
 
@@ -299,4 +301,12 @@ class Backend(Protocol):
 
     def read_task_outputs(self, *, pipeline_root: str, run_name: str) -> dict[str, TaskOutputs]:
         """Task name -> outputs, for every task of a pipeline run that wrote any."""
+        ...
+
+    def record_run(self, record: RunRecord) -> str:
+        """Keeps a pipeline run's record (its week); returns where, in words.
+
+        Locally: the registry database (``compile.py history``); on Vertex: one Vertex AI
+        Experiments run in the model's experiment.
+        """
         ...

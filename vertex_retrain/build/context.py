@@ -14,7 +14,6 @@ import hashlib
 import os
 import re
 import stat
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -131,27 +130,3 @@ def context_digest(context: Path, files: list[str], extra: bytes = b"") -> str:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
-
-def extract_archive(archive: Path, destination: Path) -> None:
-    """Extract a tar build context after refusing absolute or `..` member paths.
-
-    Args:
-        archive: A `.tar`, `.tar.gz` or `.tgz` file.
-        destination: Empty folder to extract into.
-
-    Raises:
-        BuildError: A member escapes the destination (checked before anything is written).
-    """
-    with tarfile.open(archive) as tar:
-        members = tar.getmembers()
-        for member in members:
-            name = PurePosixPath(member.name)
-            if name.is_absolute() or ".." in name.parts:
-                raise BuildError(
-                    f"build context archive {archive} holds {member.name!r}, which would land "
-                    "outside the context; rebuild the archive with relative paths only"
-                )
-        try:
-            tar.extractall(destination, members=members, filter="data")
-        except tarfile.FilterError as exc:
-            raise BuildError(f"build context archive {archive} is unsafe: {exc}") from None

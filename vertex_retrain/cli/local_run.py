@@ -12,6 +12,7 @@ of runs can produce. A second run is refused at once, with the first one's pid.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import os
 import re
@@ -147,7 +148,9 @@ def run_pipeline_locally(
 
     Args:
         pipeline: A ``@dsl.pipeline`` function.
-        arguments: Every parameter it needs (see :func:`local_arguments`).
+        arguments: Every parameter it needs (see :func:`local_arguments`); an empty
+            ``as_of`` replays the newest week of the local data
+            (:func:`vertex_retrain.cli.run_window.with_local_as_of`).
         console: Where progress goes.
         verbose: Show every line of every task.
         cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
@@ -159,7 +162,9 @@ def run_pipeline_locally(
         (``model_display_name``, else the pipeline's name) under the same local root.
     """
     from vertex_retrain.backends.local.storage import local_root
+    from vertex_retrain.cli.run_window import with_local_as_of
 
+    arguments = with_local_as_of(arguments, console)
     root = local_root()
     model = str(arguments.get("model_display_name") or getattr(pipeline, "name", "pipeline"))
     log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
@@ -184,6 +189,7 @@ def _run_locked(
 ) -> LocalRunOutcome:
     from kfp import local
 
+    from vertex_retrain.backends.local.kfp_run_times import run_time_placeholders
     from vertex_retrain.backends.local.kfp_tasks import local_task_policy
     from vertex_retrain.backends.local.task_cache import TaskCache
 
@@ -203,7 +209,10 @@ def _run_locked(
         # ignored; both are expected here, and would bury the progress lines.
         warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
         try:
-            with local_task_policy(TaskCache(root), reuse=cache):
+            with (
+                local_task_policy(TaskCache(root), reuse=cache),
+                run_time_placeholders(datetime.datetime.now(datetime.UTC)),
+            ):
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False

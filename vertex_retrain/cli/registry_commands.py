@@ -230,4 +230,9 @@ def cli_serve(args: argparse.Namespace) -> int:
             if stopped:
                 print(f"stopped {stopped} model server(s) of {args.endpoint}", flush=True)
 
-    return _guarded(serve)
+    from vertex_retrain.cli.processes import sigterm_as_interrupt
+
+    # Until the router takes over SIGTERM, it interrupts like Ctrl-C, so the servers started
+    # so far are stopped too.
+    with sigterm_as_interrupt():
+        return _guarded(serve)

@@ -34,6 +34,12 @@ def cli_run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             file=sys.stderr,
         )
         return 2
+    from vertex_retrain.cli.run_window import as_of_problem
+
+    problem = as_of_problem({**default_arguments(spec), **overrides})
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.local:
         return _run_local(pipeline, args, default_arguments(spec), overrides, out)
     missing = [
@@ -68,6 +74,7 @@ def _run_local(
     from vertex_retrain.cli.local_setup import LocalSetupError, prepare_local_run
     from vertex_retrain.cli.processes import descendants, sigterm_as_interrupt, stop_descendants
     from vertex_retrain.cli.run_report import build_report
+    from vertex_retrain.cli.run_window import as_of_problem
 
     # With --json, stdout carries only the JSON summary; progress goes to stderr.
     as_json = getattr(args, "json", False)
@@ -78,6 +85,10 @@ def _run_local(
         spare = frozenset(descendants())
         try:
             arguments = prepare_local_run(arguments, progress)
+            problem = as_of_problem(arguments, local=True)  # the data is here now
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
             outcome = run_pipeline_locally(
                 pipeline, arguments, console=progress, verbose=getattr(args, "verbose", False)
             )

@@ -1,14 +1,23 @@
-"""The run summary the exit handler writes: decision, metrics, goodput, cost, registry state."""
+"""The run summary the exit handler writes: window, data gate, decision, metrics, goodput, cost,
+Spot fallback, registry state and the failure notice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
+from vertex_retrain.steps.summary_week import (
+    fallback_facts,
+    gate_facts,
+    notice_facts,
+    week_lines,
+    window_facts,
+)
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
 
@@ -27,11 +36,19 @@ def build_summary(
     error_message: str,
     job_shape: Mapping[str, Any],
     expected_training_hours: float,
+    backend: str = "",
+    notification_emails: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Assembles the summary from the tasks' outputs (pure; missing tasks are left out)."""
     facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
     if error_message:
         facts["error"] = error_message
+    for key, value in (
+        ("window", window_facts(lambda name: _first(outputs, name))),
+        ("data_gate", gate_facts(lambda name: _first(outputs, name))),
+    ):
+        if value is not None:
+            facts[key] = value
     facts.update(_data_facts(outputs))
     evaluation = _first(outputs, "evaluate-model")
     if evaluation is not None:
@@ -53,6 +70,11 @@ def build_summary(
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
     facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
+    fallback = fallback_facts(facts.get("training") or {}, facts["cost_on_vertex"])
+    if fallback is not None:
+        facts["spot_fallback"] = fallback
+    if backend:
+        facts["notice"] = notice_facts(backend, notification_emails)
     return facts
 
 
@@ -106,6 +128,7 @@ def summarize_run(
     expected_training_hours: float = TRAINING.expected_training_hours,
     project: str = "",
     location: str = "",
+    notification_emails: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Reads the run's task outputs and builds its summary.
 
@@ -130,6 +153,8 @@ def summarize_run(
         error_message=error_message,
         job_shape=job_shape,
         expected_training_hours=expected_training_hours,
+        backend=backend,
+        notification_emails=notification_emails,
     )
     if unreadable:
         facts["outputs_unreadable"] = unreadable
@@ -141,6 +166,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
     if "error" in facts:
         lines += [f"**Error:** {facts['error']}", ""]
+    lines += week_lines(facts)
     window = facts.get("data_window") or {}
     if window.get("as_of"):
         span = (

@@ -66,6 +66,6 @@ def window_end(as_of: str, *, now: dt.datetime | None = None) -> dt.date:
         return clock.astimezone(dt.UTC).date()
     date = parse_as_of(as_of)
     latest = (clock.astimezone(dt.UTC) + _LATEST_OFFSET).date()
-    check_as_of(date, today=latest, today_is="somewhere on Earth")
+    check_as_of(date, today=latest, today_is="at the latest, anywhere on Earth")
     return date
 

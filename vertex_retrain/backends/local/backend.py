@@ -34,6 +34,7 @@ from vertex_retrain.backends.local.registry_records import (
     parse_resource_name,
 )
 from vertex_retrain.backends.local.storage import local_root, to_local_path
+from vertex_retrain.run_record import RunRecord
 
 
 def _registered(version: ModelVersion) -> RegisteredVersion:
@@ -256,3 +257,10 @@ class LocalBackend:
         from vertex_retrain.backends.local.pipeline_runs import read_local_task_outputs
 
         return read_local_task_outputs(Path(pipeline_root) / run_name)
+
+    def record_run(self, record: RunRecord) -> str:
+        """Writes the run's record to the registry database (``compile.py history``)."""
+        from vertex_retrain.backends.local.run_history import RunHistory
+
+        RunHistory(self.registry.db).record(record)
+        return f"local run history ({self.registry.db.path})"

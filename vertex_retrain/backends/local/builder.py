@@ -23,7 +23,8 @@ from vertex_retrain.backends.local.build_index import (
     record_build,
 )
 from vertex_retrain.backends.local.storage import local_root, to_local_path
-from vertex_retrain.build.context import BuildError, context_digest, extract_archive
+from vertex_retrain.build.archive import extract_archive
+from vertex_retrain.build.context import BuildError, context_digest
 from vertex_retrain.build.dockerfile_lint import LintFinding, check_build_context
 from vertex_retrain.build.wheel import build_wheel, package_source
 

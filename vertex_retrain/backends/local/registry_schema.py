@@ -87,6 +87,21 @@ CREATE TABLE traffic_history (
 );
 """
 
+_V3_PIPELINE_RUNS = """
+-- One row per pipeline run of a model: its week's record (vertex_retrain.run_record), newest
+-- write wins (a re-run of the exit handler replaces it).
+CREATE TABLE pipeline_runs (
+    run_name     TEXT    PRIMARY KEY,
+    model        TEXT    NOT NULL,
+    backend      TEXT    NOT NULL,
+    state        TEXT    NOT NULL,
+    as_of        TEXT    NOT NULL,
+    record_json  TEXT    NOT NULL,
+    recorded_at  TEXT    NOT NULL
+);
+CREATE INDEX pipeline_runs_by_model ON pipeline_runs(model, as_of, recorded_at);
+"""
+
 
 def _run_script(script: str) -> Callable[[sqlite3.Connection], None]:
     def apply(connection: sqlite3.Connection) -> None:
@@ -107,6 +122,7 @@ def _run_script(script: str) -> Callable[[sqlite3.Connection], None]:
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _run_script(_V1_MODELS),
     _run_script(_V2_ENDPOINTS),
+    _run_script(_V3_PIPELINE_RUNS),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,173 @@
+"""The data gate: each breach is found, named with its value and threshold, and can be accepted.
+
+The data comes from the reference generator; each test breaks the newest week the way a
+failed upstream export would and runs the gate on the window that ends after it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from trainer.data import generate, week_file
+from trainer.world import START_DATE, WorldConfig
+from vertex_retrain.contracts.data_gate import (
+    CHECKS,
+    DataGateInputError,
+    GateThresholds,
+    parse_accept,
+    thresholds_from,
+)
+from vertex_retrain.steps.data_gate import check_data
+
+WEEKS = 4
+AS_OF = (START_DATE + dt.timedelta(days=7 * WEEKS)).isoformat()
+"""The Monday after the newest week: the window holds every week."""
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("gate") / "data"
+    generate(WorldConfig(members=600, stores=8, weeks=WEEKS, seed=5), folder)
+    return folder
+
+
+@pytest.fixture()
+def dataset(clean: Path, tmp_path: Path) -> Path:
+    shutil.copytree(clean, tmp_path / "data")
+    return tmp_path / "data"
+
+
+def _break_newest_week(dataset: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    path = dataset / week_file(WEEKS - 1)
+    pq.write_table(change(pq.read_table(path)), path)
+
+
+def _gate(dataset: Path, **options: object):  # type: ignore[no-untyped-def]
+    return check_data(backend="local", transactions_uri=str(dataset), as_of=AS_OF, **options)
+
+
+def _checks(report) -> list[str]:  # type: ignore[no-untyped-def]
+    return [b.check for b in report.breaches]
+
+
+def test_gate_passes_a_clean_week_and_records_its_statistics(clean: Path) -> None:
+    report = _gate(clean)
+    assert report.passed and report.breaches == [], report.verdict()
+    assert report.week == WEEKS - 1
+    stats = report.statistics
+    assert stats["rows"] == pq.ParquetFile(clean / week_file(WEEKS - 1)).metadata.num_rows
+    assert stats["previous_rows"] == pq.ParquetFile(clean / week_file(WEEKS - 2)).metadata.num_rows
+    assert stats["stores"] == 8 and stats["days_covered"] == 7
+    assert report.verdict() == f"data gate passed for week {WEEKS - 1} before {AS_OF}"
+
+
+def test_gate_empty_week_names_the_file_and_the_missing_days(dataset: Path) -> None:
+    _break_newest_week(dataset, lambda table: table.slice(0, 0))
+    report = _gate(dataset)
+    assert not report.passed
+    assert _checks(report) == ["empty_file", "data_age"]
+    empty, age = report.breaches
+    assert empty.detail == f"{week_file(WEEKS - 1)} holds no rows"
+    assert float(age.value.split()[0]) > 7 and "max_data_age_days" in age.threshold
+    verdict = report.verdict()
+    assert "\n" not in verdict and "--param data_gate_accept=empty_file,data_age" in verdict
+
+
+def test_gate_half_week_breaks_days_covered_and_rows(dataset: Path) -> None:
+    _break_newest_week(dataset, lambda t: t.filter(pc.less(t["weekday"], pa.scalar(3, pa.int8()))))
+    report = _gate(dataset)
+    assert set(_checks(report)) == {"days_covered", "rows", "members"}
+    days = next(b for b in report.breaches if b.check == "days_covered")
+    assert days.value == "3 days" and days.threshold == ">= 7 (min_days_covered)"
+    rows = next(b for b in report.breaches if b.check == "rows")
+    assert float(rows.value) < 0.7 and "min_row_ratio" in rows.threshold
+
+
+def test_gate_duplicated_rows_are_counted_against_their_share(dataset: Path) -> None:
+    _break_newest_week(dataset, lambda t: pa.concat_tables([t, t.slice(0, t.num_rows // 5)]))
+    report = _gate(dataset)
+    assert _checks(report) == ["duplicates"]
+    (duplicates,) = report.breaches
+    assert 0.1 < float(duplicates.value) < 0.2
+    assert duplicates.threshold == "<= 0.001 (max_duplicate_share)"
+
+
+def test_gate_changed_column_type_is_a_schema_breach(dataset: Path) -> None:
+    def to_double(table: pa.Table) -> pa.Table:
+        index = table.schema.get_field_index("price")
+        return table.set_column(index, "price", table["price"].cast(pa.float64()))
+
+    _break_newest_week(dataset, to_double)
+    report = _gate(dataset)
+    assert _checks(report) == ["schema"]
+    (schema,) = report.breaches
+    assert (schema.value, schema.threshold) == ("double", "float")
+    assert schema.detail == f"{week_file(WEEKS - 1)}: column 'price' is double"
+
+
+def test_gate_vanished_store_is_named_with_last_week_rows(dataset: Path) -> None:
+    before = pq.read_table(dataset / week_file(WEEKS - 2))
+    last_week = int(pc.sum(pc.equal(before["store_id"], 3)).as_py())
+    _break_newest_week(dataset, lambda t: t.filter(pc.not_equal(t["store_id"], 3)))
+    report = _gate(dataset)
+    assert _checks(report) == ["stores_vanished"]
+    (vanished,) = report.breaches
+    assert vanished.detail.startswith(f"store(s) 3 ({last_week} rows) sold the week before")
+    assert (vanished.value, vanished.threshold) == ("1 store(s)", "<= 0 (max_vanished_stores)")
+
+
+def test_gate_unknown_ids_and_nulls_are_breaches(dataset: Path) -> None:
+    def corrupt(table: pa.Table) -> pa.Table:
+        drinks = table["drink_id"].to_pylist()
+        drinks[0] = 9999
+        temperature = table["temperature"].to_pylist()
+        temperature[1] = None
+        table = table.set_column(
+            table.schema.get_field_index("drink_id"), "drink_id", pa.array(drinks, pa.int32())
+        )
+        return table.set_column(
+            table.schema.get_field_index("temperature"),
+            "temperature",
+            pa.array(temperature, pa.float32()),
+        )
+
+    _break_newest_week(dataset, corrupt)
+    report = _gate(dataset)
+    assert sorted(_checks(report)) == ["nulls", "unknown_ids"]
+    unknown = next(b for b in report.breaches if b.check == "unknown_ids")
+    assert unknown.detail == "1 row(s) name a drink missing from drinks.parquet"
+
+
+def test_gate_accepted_breach_is_reported_and_does_not_stop(dataset: Path) -> None:
+    _break_newest_week(dataset, lambda t: t.filter(pc.not_equal(t["store_id"], 3)))
+    report = _gate(dataset, accept="stores_vanished")
+    assert report.passed and [b.accepted for b in report.breaches] == [True]
+    assert "1 accepted: stores_vanished" in report.verdict()
+    assert "| stores_vanished |" in report.markdown()
+
+
+def test_gate_thresholds_are_parameters(dataset: Path) -> None:
+    _break_newest_week(dataset, lambda t: pa.concat_tables([t, t.slice(0, t.num_rows // 5)]))
+    assert _gate(dataset, thresholds={"max_duplicate_share": 0.5}).passed
+
+
+def test_gate_refuses_unknown_thresholds_and_checks_naming_the_known_ones() -> None:
+    with pytest.raises(DataGateInputError, match=r"no key 'min_rows'; known keys: min_row_ratio"):
+        thresholds_from({"min_rows": 3})
+    with pytest.raises(DataGateInputError, match=r"expected a finite number >= 0"):
+        thresholds_from({"min_row_ratio": -1})
+    with pytest.raises(DataGateInputError, match=r"expected a whole number"):
+        thresholds_from({"max_vanished_stores": 1.5})
+    assert thresholds_from({"max_vanished_stores": 2.0}).max_vanished_stores == 2
+    assert thresholds_from({}) == GateThresholds()
+    with pytest.raises(DataGateInputError, match=r"unknown check\(s\) row; known checks: schema"):
+        parse_accept("row, stores_vanished")
+    assert parse_accept(" rows , drink_mix ") == {"rows", "drink_mix"} <= set(CHECKS)

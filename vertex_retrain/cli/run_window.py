@@ -1,0 +1,108 @@
+"""A run's ``as_of`` at the command line: refused before anything runs, chosen for local runs.
+
+``compile.py run`` and ``compile.py demo`` check an ``as_of`` they are given before they start
+(the ``data_window`` task checks it again): a malformed value or one in the future is one line
+and exit 2, and so, for a local run, is one before the local data starts.
+
+A local run without ``as_of`` replays the newest week of its local data (the day after the
+newest transaction, at most today) and says so. The run's own date is what a manual Vertex
+run uses; locally it would find the sample data, generated for 2023, years old, and the data
+gate would rightly stop every run for a missing latest week.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from vertex_retrain.contracts.data_window import (
+    DataWindowError,
+    check_after_start,
+    check_as_of,
+    parse_as_of,
+    zone,
+)
+
+__all__ = ["as_of_problem", "local_data_span", "with_local_as_of"]
+
+
+def as_of_problem(
+    arguments: Mapping[str, Any], *, local: bool = False, now: dt.datetime | None = None
+) -> str | None:
+    """Why the run's ``as_of`` cannot be used, in one line, or None.
+
+    Args:
+        arguments: The run's arguments (``as_of``, ``data_time_zone``, ``transactions_uri``).
+        local: The run is local: an ``as_of`` before the local data starts is refused too.
+        now: The clock (a test's).
+    """
+    as_of = str(arguments.get("as_of") or "")
+    if not as_of.strip():
+        return None
+    time_zone = str(arguments.get("data_time_zone") or "UTC")
+    try:
+        date = parse_as_of(as_of, time_zone=time_zone)
+        clock = now or dt.datetime.now(dt.UTC)
+        check_as_of(date, today=clock.astimezone(zone(time_zone)).date())
+        span = local_data_span(arguments) if local else None
+        if span is not None:
+            check_after_start(date, span[0])
+    except DataWindowError as error:
+        return str(error)
+    return None
+
+
+def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datetime] | None:
+    """The oldest and newest transaction of the run's dataset when it is on this machine."""
+    uri = arguments.get("transactions_uri")
+    if not isinstance(uri, str) or not uri:
+        return None
+    import pyarrow.parquet as pq
+
+    from vertex_retrain.steps.transactions_files import open_dataset, scan_file
+
+    try:
+        folder = open_dataset("local", uri)
+        spans = [
+            scan_file(pq.ParquetFile(p), p, folder.rel(p)).span for p in folder.transactions
+        ]
+    except (OSError, ValueError):
+        return None  # the run's own steps report what is wrong with the data
+    firsts = [s.first for s in spans if s.first is not None]
+    lasts = [s.last for s in spans if s.last is not None]
+    if not firsts or not lasts:
+        return None
+    return min(firsts), max(lasts)
+
+
+def with_local_as_of(
+    arguments: Mapping[str, Any], out: TextIO, *, now: dt.datetime | None = None
+) -> dict[str, Any]:
+    """The arguments, with ``as_of`` set to replay the local data's newest week if not given.
+
+    Args:
+        arguments: A local run's arguments.
+        out: Where the line saying what was chosen goes.
+        now: The clock (a test's).
+    """
+    chosen = dict(arguments)
+    if "as_of" not in chosen or str(chosen["as_of"] or "").strip():
+        return chosen
+    span = local_data_span(chosen)
+    if span is None:
+        return chosen
+    time_zone = str(chosen.get("data_time_zone") or "UTC")
+    try:
+        today = (now or dt.datetime.now(dt.UTC)).astimezone(zone(time_zone)).date()
+    except DataWindowError:
+        return chosen  # data_window reports the zone
+    date = min(span[1].date() + dt.timedelta(days=1), today)
+    chosen["as_of"] = date.isoformat()
+    print(
+        f"as_of not given: this local run replays the newest week of its data, "
+        f"as_of={chosen['as_of']} (newest transaction {span[1].isoformat(sep=' ')}); "
+        "pass --param as_of=YYYY-MM-DD to choose the week",
+        file=out,
+    )
+    return chosen

@@ -1,0 +1,144 @@
+"""The week-specific parts of the run summary: window, data gate, Spot fallback, failure notice.
+
+Each ``*_facts`` function reads the run's task outputs (or the summary's inputs) and returns
+the summary's entry, or None when the run has nothing to say about it; ``week_lines`` renders
+them as Markdown lines for :func:`vertex_retrain.steps.summary.render_markdown`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from vertex_retrain.specs.cost import format_money
+from vertex_retrain.steps.run_outputs import TaskOutputs
+
+TaskLookup = Callable[[str], TaskOutputs | None]
+"""Finds the outputs of the task of a component (``summary._first``)."""
+
+
+def window_facts(task: TaskLookup) -> dict[str, Any] | None:
+    """The run's data window: ``as_of``, where it came from and where the data starts."""
+    window: dict[str, Any] = {}
+    chosen = task("data-window")
+    if chosen is not None:
+        window.update(
+            {k: chosen.parameters[k] for k in ("as_of", "source") if k in chosen.parameters}
+        )
+    prepared = task("prepare-dataset")
+    if prepared is not None:
+        labels = prepared.parameters.get("window_labels") or {}
+        if prepared.parameters.get("as_of"):
+            window["as_of"] = prepared.parameters["as_of"]
+        if isinstance(labels, Mapping) and labels.get("data_from"):
+            window["data_from"] = labels["data_from"]
+        for key in ("train_rows", "validation_rows"):
+            if key in prepared.parameters:
+                window[key] = prepared.parameters[key]
+    return window or None
+
+
+def gate_facts(task: TaskLookup) -> dict[str, Any] | None:
+    """The data gate's verdict and the week's statistics."""
+    gate = task("check-data")
+    if gate is None:
+        return None
+    facts = {
+        k: gate.parameters[k] for k in ("passed", "verdict", "breaches") if k in gate.parameters
+    }
+    statistics = gate.artifacts.get("statistics", {}).get("metadata", {})
+    if statistics:
+        facts["statistics"] = dict(statistics)
+    return facts
+
+
+def fallback_facts(training: Mapping[str, Any], cost: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a fallback from Spot to on-demand cost, against the Spot plan.
+
+    Args:
+        training: The training metrics (``spot_fallback``, ``spot_seconds``,
+            ``on_demand_seconds``).
+        cost: The summary's ``cost_on_vertex``: the Spot and on-demand price of
+            ``assumed_training_hours`` of this job shape.
+
+    Returns:
+        Hours of Spot attempts and of on-demand training, each priced at its rate, the
+        on-demand premium (what those hours cost above Spot), the total and the Spot plan;
+        None when training did not fall back.
+    """
+    if not training.get("spot_fallback"):
+        return None
+    spot_hours = float(training.get("spot_seconds", 0.0)) / 3600
+    on_demand_hours = float(training.get("on_demand_seconds", 0.0)) / 3600
+    facts: dict[str, Any] = {
+        "spot_hours": round(spot_hours, 6),
+        "on_demand_hours": round(on_demand_hours, 6),
+    }
+    hours = cost.get("assumed_training_hours")
+    spot, on_demand = cost.get("spot"), cost.get("on_demand")
+    if not hours or spot is None or on_demand is None:
+        return facts  # no prices for this shape: the hours alone
+    spot_rate, on_demand_rate = float(spot) / float(hours), float(on_demand) / float(hours)
+    facts.update(
+        currency=cost.get("currency", ""),
+        spot_attempts_cost=round(spot_rate * spot_hours, 6),
+        on_demand_cost=round(on_demand_rate * on_demand_hours, 6),
+        on_demand_premium=round((on_demand_rate - spot_rate) * on_demand_hours, 6),
+        total_cost=round(spot_rate * spot_hours + on_demand_rate * on_demand_hours, 6),
+        spot_plan=float(spot),
+    )
+    return facts
+
+
+def notice_facts(backend: str, recipients: Sequence[str]) -> dict[str, Any]:
+    """Who hears of the run's end: Vertex e-mails the recipients; locally the summary is all."""
+    return {"backend": backend, "recipients": [str(r) for r in recipients]}
+
+
+def week_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The window, gate, fallback and notice lines of the Markdown summary."""
+    lines: list[str] = []
+    window = facts.get("window") or {}
+    if window:
+        since = f" (data from {window['data_from']})" if window.get("data_from") else ""
+        source = f", set by {window['source']}" if window.get("source") else ""
+        lines.append(f"**Window:** transactions before {window.get('as_of', '?')}{since}{source}")
+    gate = facts.get("data_gate") or {}
+    if gate:
+        lines.append(f"**Data gate:** {gate.get('verdict', 'passed' if gate.get('passed') else '?')}")
+        statistics = gate.get("statistics") or {}
+        shown = [f"{k} {statistics[k]:g}" for k in ("rows", "members", "stores") if k in statistics]
+        if shown:
+            lines.append(f"**Data:** {', '.join(shown)}")
+    fallback = facts.get("spot_fallback") or {}
+    if fallback:
+        line = (
+            f"**Spot fallback:** Spot attempts {fallback['spot_hours']:.4f} h, then on demand "
+            f"{fallback['on_demand_hours']:.4f} h"
+        )
+        if "total_cost" in fallback:
+            money = fallback.get("currency", "")
+            line += (
+                f": {format_money(fallback['total_cost'], money)} in all, of which "
+                f"{format_money(fallback['on_demand_premium'], money)} above Spot prices "
+                f"(the Spot plan: {format_money(fallback['spot_plan'], money)})"
+            )
+        lines.append(line)
+    if facts.get("recorded"):
+        lines.append(f"**Recorded:** {facts['recorded']}")
+    notice = facts.get("notice") or {}
+    if notice and facts.get("state") != "SUCCEEDED":
+        lines.append(_notice_line(notice))
+    return lines
+
+
+def _notice_line(notice: Mapping[str, Any]) -> str:
+    recipients = ", ".join(notice.get("recipients") or [])
+    if notice.get("backend") == "vertex":
+        who = f"Vertex AI e-mails {recipients}" if recipients else "no one (notification_emails is empty)"
+        return f"**Failure notice:** {who}"
+    where = f"; on Vertex it is e-mailed to {recipients}" if recipients else ""
+    return (
+        "**Failure notice:** this summary and the run's non-zero exit code (local runs send "
+        f"no e-mail{where})"
+    )

@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml trainer/pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" -e ./trainer
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" -e "./trainer[framework,serve]"
 	@touch $(STAMP)
 
 install: $(STAMP)

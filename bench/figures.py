@@ -10,8 +10,9 @@ A benchmark module `bench/bench_<name>.py` defines `run(quick: bool) -> dict`; t
 - ``notes``: why a target was missed and what would fix it, caveats, definitions;
 - ``rows``: further absolute numbers as ``[label, value, unit]``;
 - ``plot``: ``{"kind": "box" | "line" | "bar", "series": {label: [numbers]}, "xlabel", "ylabel"}``;
-  a bar plot also takes ``categories`` (one value per category in each series), and any plot
-  an optional ``reference`` line ``{"label", "value"}`` (e.g. a target).
+  a bar plot also takes ``categories`` (one value per category in each series), a line plot
+  ``x`` (one x value per point) and ``log`` (both axes logarithmic), and any plot an optional
+  ``reference`` line ``{"label", "value"}`` (e.g. a target).
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ and the final one. `trainer.task` has no flag that turns its SIGTERM checkpoint 
 
 from __future__ import annotations
 
-import sys
-
 from trainer import task, train
 
 
@@ -20,4 +18,4 @@ def _keep_default_sigterm(self: train.StopFlag) -> None:
 train.StopFlag.install = _keep_default_sigterm  # type: ignore[method-assign]
 
 if __name__ == "__main__":
-    sys.exit(task.main())
+    task.exit_now(task.main())

@@ -36,12 +36,13 @@ ORDER = (
     "bench_cli",
     "bench_pipeline",
     "bench_executor",
+    "bench_datagen",  # writes the seed-scale dataset that bench_trainer then trains on
     "bench_trainer",
+    "bench_scaling",
     "bench_goodput",
     "bench_tuning",
     "bench_router",
     "bench_serving",
-    "bench_datagen",
 )
 TIMEOUT_SECONDS = {"quick": 300.0, "full": 900.0}
 STOP_GRACE_SECONDS = 30.0

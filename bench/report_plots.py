@@ -34,6 +34,11 @@ def check_plot(plot: Mapping[str, Any]) -> None:
         isinstance(reference, Mapping) and isinstance(reference.get("value"), int | float)
     ):
         raise ValueError(f"plot reference must be {{'label', 'value': number}}, got {reference!r}")
+    x = plot.get("x")
+    if x is not None and (
+        kind != "line" or any(len(values) != len(x) for values in series.values())
+    ):
+        raise ValueError(f"plot x is for line plots, one value per point; got {x!r}")
     if kind == "bar":
         categories = plot.get("categories") or [""]
         lengths = {len(values) for values in series.values()}
@@ -67,8 +72,12 @@ def draw_plot(plot: Mapping[str, Any], title: str, path: Path) -> None:
             ax.set_xticks(range(1, len(labels) + 1), labels)
         elif plot["kind"] == "line":
             for label, values in series.items():
-                ax.plot(range(1, len(values) + 1), values, marker=".", label=label)
+                xs = plot.get("x") or range(1, len(values) + 1)
+                ax.plot(xs, values, marker=".", label=label)
             ax.legend()
+            if plot.get("log"):
+                ax.set_xscale("log")
+                ax.set_yscale("log")
         else:
             categories = list(plot.get("categories") or [""])
             width = 0.8 / len(series)

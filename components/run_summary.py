@@ -1,7 +1,11 @@
-"""run_summary: the exit handler's report of a pipeline run, written even when it fails."""
+"""run_summary: the exit handler's report of a pipeline run, written even when it fails.
+
+It also records the run's week: locally in the registry database (``compile.py history``), on
+Vertex as a Vertex AI Experiments run, and as the ``metrics`` artifact the console shows.
+"""
 
 from kfp import dsl
-from kfp.dsl import Artifact, Markdown, Output
+from kfp.dsl import Artifact, Markdown, Metrics, Output
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
@@ -23,13 +27,17 @@ def run_summary(
     scheduling_strategy: str,
     summary: Output[Artifact],
     report: Output[Markdown],
+    metrics: Output[Metrics],
     expected_training_hours: float = 2.0,
+    model_display_name: str = "",
+    notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> None:
-    """Gathers the run's decision, metrics, goodput and cost into ``summary`` and ``report``.
+    """Gathers the run's window, data gate, decision, metrics, goodput and cost into
+    ``summary`` and ``report``, and records the week.
 
     An exit task may not consume the outputs of the tasks it guards, so this reads them
     from the run itself: locally from kfp.local's pipeline root, on Vertex from the
@@ -47,12 +55,17 @@ def run_summary(
         scheduling_strategy: The training job's strategy (``SPOT``...).
         summary: Output: the summary as JSON.
         report: Output: the summary as Markdown.
+        metrics: Output: the week's numbers (candidate, champion and baseline metrics, the
+            data statistics, goodput, cost), as the Vertex console shows metrics.
         expected_training_hours: Training time on Vertex assumed by the cost estimate.
+        model_display_name: The model whose history the week joins ("": not recorded).
+        notification_emails: Who Vertex e-mails when the run ends (the summary says so).
         project: Google Cloud project.
         location: Google Cloud region.
     """
     import json
 
+    from vertex_retrain.steps.run_history import record_week
     from vertex_retrain.steps.summary import render_markdown, summarize_run
 
     facts = summarize_run(
@@ -71,7 +84,14 @@ def run_summary(
         expected_training_hours=expected_training_hours,
         project=project,
         location=location,
+        notification_emails=list(notification_emails),
     )
+    if model_display_name:
+        record, facts["recorded"] = record_week(
+            facts, backend=backend, model=model_display_name, project=project, location=location
+        )
+        for name, value in record.experiment_metrics().items():
+            metrics.log_metric(name, value)
     with open(summary.path, "w", encoding="utf-8") as handle:
         json.dump(facts, handle, indent=2, sort_keys=True)
     with open(report.path, "w", encoding="utf-8") as handle:

@@ -108,12 +108,12 @@ def train_custom_job(
         goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
         restarts: Restarts after preemption.
     """
+    from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
         scoped_output_directory,
     )
-    from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.train import train
 
     result = train(

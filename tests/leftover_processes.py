@@ -15,6 +15,11 @@ import time
 from pathlib import Path
 
 PROC = Path("/proc")
+SESSION_HELPERS = (
+    "from multiprocessing.resource_tracker import main",
+    "from multiprocessing.forkserver import main",
+)
+"""Helpers that multiprocessing starts once and that live as long as pytest itself."""
 
 
 def _stat(pid: int) -> tuple[int, str] | None:
@@ -66,7 +71,9 @@ def live_processes(owner: int, temp_root: Path) -> dict[int, str]:
             ancestor = parents.get(ancestor)
         root = _local_root(pid)
         if ancestor == owner or (root is not None and (root + os.sep).startswith(prefix)):
-            found[pid] = _command(pid)
+            command = _command(pid)
+            if not any(helper in command for helper in SESSION_HELPERS):
+                found[pid] = command
     return found
 
 

@@ -52,7 +52,7 @@ NEVER_IMPORTED = {
 }
 """Top-level names the library must never import, with the rule's reason."""
 
-PURE_PACKAGES: dict[str, frozenset[str]] = {
+LIGHT_PACKAGES: dict[str, frozenset[str]] = {
     "vertex_retrain.specs": frozenset({"yaml"}),
     "vertex_retrain.contracts": frozenset(),
     "vertex_retrain.rules": frozenset(),
@@ -199,14 +199,14 @@ def rule_broken(edge: Import) -> str | None:
         return None
     if top in NEVER_IMPORTED:
         return f"nothing in the library imports `{top}`: {NEVER_IMPORTED[top]}"
-    for package, extras in PURE_PACKAGES.items():
+    for package, extras in LIGHT_PACKAGES.items():
         if (
             _within(importer, package)
             and edge.module_level
             and top not in sys.stdlib_module_names | extras | {"vertex_retrain", "__future__"}
         ):
             return (
-                f"{package} is pure: importing it loads only the standard library"
+                f"{package} is light: importing it loads only the standard library"
                 f"{''.join(f', {name}' for name in sorted(extras))} and vertex_retrain; import "
                 f"`{top}` inside the function that needs it"
             )
@@ -449,7 +449,7 @@ def test_architecture_checker_keeps_steps_on_the_backend_interface() -> None:
     assert "import neither implementation" in rules["vertex_retrain.backends.base"]
 
 
-def test_architecture_checker_keeps_pure_packages_free_of_third_party_imports() -> None:
+def test_architecture_checker_keeps_light_packages_free_of_third_party_imports() -> None:
     found = _check(
         {
             "vertex_retrain.rules.bad": "import numpy\n",

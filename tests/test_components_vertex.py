@@ -245,7 +245,7 @@ def test_job_steps_vertex_sigterm_cancels_the_job(
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait()
+            child.communicate()  # reaps it and closes its stdout pipe
     calls = [json.loads(line) for line in record.read_text().splitlines()]
     assert child.returncode == 0, output
     assert {"method": "cancel", "name": f"{PARENT}/{collection}/1000"} in calls

@@ -117,6 +117,6 @@ def test_run_lock_is_released_when_its_holder_is_killed(tmp_path: Path) -> None:
             pass
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()  # reaps it and closes its stdout pipe
     with exclusive_model_run(tmp_path, "recs"):  # no stale lock after a SIGKILL
         assert (tmp_path / "locks" / "run-recs.lock").read_text().startswith(f"pid {os.getpid()}")

@@ -189,6 +189,7 @@ def test_run_custom_job_caller_signal_cancels_leaving_no_orphans(
     finally:
         if caller.poll() is None:
             caller.kill()
+            caller.communicate()  # reaps it and closes its stdout pipe
     assert json.loads(out.strip().splitlines()[-1])["state"] == CANCELLED
     assert wait_dead(pids) == []
 

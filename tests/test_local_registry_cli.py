@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -32,8 +33,10 @@ def test_registry_cli_models_prints_models_and_versions(
 ) -> None:
     register_echo(registry, "a", 0)
     assert cli_models(argparse.Namespace(model=None)) == 0
-    assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["recs", "1", "1"]
-    assert cli_models(argparse.Namespace(model="recs")) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["MODEL", "VERSIONS", "DEFAULT"]
+    assert row.split()[:3] == ["recs", "1", "1"]
+    assert cli_models(argparse.Namespace(model="recs", wide=True)) == 0
     assert "gs://test-bucket/models/recs/a" in capsys.readouterr().out
 
 
@@ -56,6 +59,8 @@ def test_registry_cli_serve_restarts_servers_and_stops_on_sigterm(
     endpoints.get_or_create("ep")
     deployed = endpoints.deploy("ep", "recs", "1")
     os.kill(deployed.pid or 0, signal.SIGKILL)  # stale record: serve must restart it
+    while deployed.running:  # reaps it (this process started it); SIGKILL cannot be ignored
+        time.sleep(0.05)
     code = (
         "import argparse, sys\n"
         "from vertex_retrain.cli.registry_commands import cli_serve\n"
@@ -81,6 +86,7 @@ def test_registry_cli_serve_restarts_servers_and_stops_on_sigterm(
         if serve.poll() is None:
             serve.kill()
             serve.wait()
+        serve.stdout.close()
         restarted = endpoints.get("ep").deployed_models[0]
         stop_servers("ep")
     assert restarted.pid != deployed.pid and not restarted.running

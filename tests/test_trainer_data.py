@@ -11,8 +11,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.data import SCHEMA, generate, main, sample_week, week_file
+from trainer.data import (
+    MAX_WORKERS,
+    SCHEMA,
+    default_workers,
+    generate,
+    main,
+    sample_week,
+    week_file,
+)
 from trainer.features import time_features
+from trainer.gumbel import gumbel_argmax
 from trainer.paths import resolve
 from trainer.world import WorldConfig, build_world
 
@@ -164,3 +173,50 @@ def test_resolve_maps_gcs_uris_under_fuse_root(
     # No FUSE root and no /gcs mount: the library's local root (tests/test_storage_contract.py).
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
     assert resolve("gs://bucket/a") == tmp_path / "root" / "gcs" / "bucket" / "a"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gumbel_argmax_matches_numpy_gumbel_and_generator_state(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(0.0, 3.0, (3000, 40))
+    scores[rng.random(scores.shape) < 0.3] = -np.inf  # choices off the menu
+    scores[5] = -np.inf  # a row with no choice at all
+    scores[6, :2] = scores[6, 2]  # exact ties in the scores
+    scores[7] = 0.0  # a row of equal scores: the noise alone decides
+    ours, theirs = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 1])
+    expected = (scores + theirs.gumbel(size=scores.shape)).argmax(axis=1)
+    assert np.array_equal(gumbel_argmax(ours, scores), expected)
+    assert ours.random() == theirs.random()  # both generators moved by the same draws
+
+
+def test_gumbel_argmax_falls_back_to_numpy_on_a_zero_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    scores = np.zeros((4, 3))
+    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
+    real_random = np.random.Generator.random
+
+    def with_a_zero(self: np.random.Generator, *args: object, **kwargs: object) -> np.ndarray:
+        out: np.ndarray = real_random(self, *args, **kwargs)  # type: ignore[call-overload]
+        out.flat[0] = 0.0  # a draw numpy's Gumbel sampler would reject and redraw
+        return out
+
+    monkeypatch.setattr(np.random.Generator, "random", with_a_zero)
+    got = gumbel_argmax(rng, scores)
+    monkeypatch.undo()
+    assert np.array_equal(got, (scores + reference.gumbel(size=scores.shape)).argmax(axis=1))
+    assert rng.random() == reference.random()
+
+
+def test_generate_in_worker_processes_writes_the_same_bytes(tmp_path: Path) -> None:
+    config = WorldConfig(members=400, stores=10, weeks=5, seed=4)
+    one = generate(config, tmp_path / "one", workers=1)
+    two = generate(config, tmp_path / "two", workers=2)
+    assert _all_bytes(tmp_path / "one") == _all_bytes(tmp_path / "two")
+    assert one["rows"] == two["rows"] > 0
+    with pytest.raises(ValueError, match="workers must be >= 0"):
+        generate(config, tmp_path / "three", workers=-1)
+
+
+def test_default_workers_stay_serial_for_small_data() -> None:
+    assert default_workers(WorldConfig(members=300, stores=20, weeks=4, seed=0)) == 1
+    big = default_workers(WorldConfig(members=500_000, stores=2000, weeks=156, seed=0))
+    assert 1 <= big <= MAX_WORKERS

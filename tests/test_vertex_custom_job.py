@@ -290,7 +290,7 @@ def test_custom_job_sigterm_cancels_the_job(tmp_path: Path) -> None:
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait()
+            child.communicate()  # reaps it and closes its stdout pipe
     calls = [json.loads(line) for line in record.read_text().splitlines()]
     assert child.returncode == 0, output
     assert {"method": "cancel", "name": f"{PARENT}/customJobs/1000"} in calls

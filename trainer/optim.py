@@ -3,8 +3,13 @@
 A step's gradient touches only the members in its batch, but a dense optimizer updates every
 row of the table at every step (Adam's moments keep moving rows that had no gradient). With
 500,000 members that made a step about 20 times dearer than the model's own work, and the cost
-grew with the member table. Here the member table has sparse gradients and `SparseAdam`
-updates only the rows in the batch ("lazy Adam"), so a step costs the same at any scale.
+grew with the member table. Here the member table has sparse gradients and only the rows in
+the batch are updated ("lazy Adam", the arithmetic of `torch.optim.SparseAdam`), so a step
+costs the same at any scale.
+
+The update is written out here rather than taken from `torch.optim`: building any
+`torch.optim.Optimizer` imports `torch._dynamo`, about a second of CPU at every start, and
+after a preemption every second of start-up is lost time.
 
 With several replicas, DistributedDataParallel averages the dense gradients and is told to
 leave the member table alone; `average_sparse_gradients` all-gathers each replica's rows and
@@ -13,6 +18,7 @@ values instead (fixed-size tensors, so it works on gloo and NCCL alike).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -20,64 +26,118 @@ from torch import nn
 
 SPARSE_PARAMETERS = ("member.weight",)
 """Parameters updated lazily; DistributedDataParallel must ignore them (see `wrap_ddp`)."""
+STATE_FORMAT = "trainer-optimizer/v1"
 
 
 class TrainingOptimizer:
-    """AdamW over the dense parameters, SparseAdam over the member table.
+    """AdamW over the dense parameters, lazy Adam over the member table's rows in the batch.
+
+    Dense parameters follow `torch.optim.AdamW` (decoupled weight decay, bias-corrected
+    moments); the member table follows `torch.optim.SparseAdam`, with the weight decay applied
+    to the rows it updates.
 
     Args:
         model: the recommender; its member table is switched to sparse gradients.
-        lr: learning rate of both.
-        weight_decay: AdamW's decoupled weight decay; on the member table it is applied
-            lazily too, to the rows a step updates.
+        lr: learning rate.
+        weight_decay: decoupled weight decay.
+        betas: Adam's moment decay rates.
+        eps: Adam's denominator term.
     """
 
-    def __init__(self, model: nn.Module, lr: float, weight_decay: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        lr: float,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         member = model.get_submodule("member")
         if not isinstance(member, nn.Embedding):
             raise TypeError(f"model.member must be an nn.Embedding, got {type(member).__name__}")
         member.sparse = True
-        self.table = member.weight
-        dense = [p for name, p in model.named_parameters() if name not in SPARSE_PARAMETERS]
-        self.dense = torch.optim.AdamW(dense, lr=lr, weight_decay=weight_decay)
-        self.sparse = torch.optim.SparseAdam([self.table], lr=lr)
-        self.lr, self.weight_decay = lr, weight_decay
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        self.params = dict(model.named_parameters())
+        self.exp_avg = {name: torch.zeros_like(p) for name, p in self.params.items()}
+        self.exp_avg_sq = {name: torch.zeros_like(p) for name, p in self.params.items()}
+        self.steps = 0
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear every gradient."""
-        self.dense.zero_grad(set_to_none=set_to_none)
-        self.sparse.zero_grad(set_to_none=set_to_none)
+        """Drop every gradient (`set_to_none` is accepted for `torch.optim` compatibility)."""
+        for param in self.params.values():
+            param.grad = None
 
     @torch.no_grad()
     def step(self) -> None:
         """One update of the dense parameters and of the member rows that have a gradient."""
-        self.dense.step()
-        grad = self.table.grad
-        if grad is None:
-            return
+        self.steps += 1
+        beta1, beta2 = self.betas
+        correction1 = 1 - beta1**self.steps
+        correction2 = 1 - beta2**self.steps
+        for name, param in self.params.items():
+            grad = param.grad
+            if grad is None:
+                continue
+            m, v = self.exp_avg[name], self.exp_avg_sq[name]
+            if grad.is_sparse:
+                self._sparse_step(param, grad, m, v, correction1, correction2)
+                continue
+            if self.weight_decay:
+                param.mul_(1 - self.lr * self.weight_decay)
+            m.lerp_(grad, 1 - beta1)
+            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = (v.sqrt() / correction2**0.5).add_(self.eps)
+            param.addcdiv_(m, denom, value=-self.lr / correction1)
+
+    def _sparse_step(
+        self,
+        param: torch.Tensor,
+        grad: torch.Tensor,
+        m: torch.Tensor,
+        v: torch.Tensor,
+        correction1: float,
+        correction2: float,
+    ) -> None:
+        beta1, beta2 = self.betas
+        grad = grad.coalesce()
+        rows, values = grad.indices()[0], grad.values()
         if self.weight_decay:
-            rows = grad.coalesce().indices()[0]
-            self.table[rows] *= 1.0 - self.lr * self.weight_decay
-        self.sparse.step()
+            param[rows] *= 1 - self.lr * self.weight_decay
+        old_m, old_v = m[rows], v[rows]
+        new_m = old_m + (values - old_m).mul_(1 - beta1)
+        new_v = old_v + (values.pow(2) - old_v).mul_(1 - beta2)
+        m[rows], v[rows] = new_m, new_v
+        step_size = self.lr * math.sqrt(correction2) / correction1
+        param.index_add_(0, rows, -step_size * new_m.div_(new_v.sqrt_().add_(self.eps)))
 
     def state_dict(self) -> dict[str, Any]:
-        """Both optimizers' states (tensors and plain containers only)."""
-        return {"dense": self.dense.state_dict(), "sparse": self.sparse.state_dict()}
+        """Step count and moments (tensors and plain containers only, for checkpoints)."""
+        return {
+            "format": STATE_FORMAT,
+            "steps": self.steps,
+            "exp_avg": dict(self.exp_avg),
+            "exp_avg_sq": dict(self.exp_avg_sq),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Inverse of `state_dict`.
 
         Raises:
-            ValueError: the state was saved by a trainer with a single dense optimizer.
+            ValueError: the state was saved by another optimizer or for another model.
         """
-        if set(state) != {"dense", "sparse"}:
+        if state.get("format") != STATE_FORMAT:
             raise ValueError(
-                "the checkpoint's optimizer state has keys "
-                f"{sorted(state)}, expected ['dense', 'sparse']: it was written by an older "
-                "trainer; resume with that version or start from an empty checkpoint folder"
+                f"the checkpoint's optimizer state has format {state.get('format')!r}, expected "
+                f"{STATE_FORMAT!r}: it was written by an older trainer; resume with that "
+                "version or start from an empty checkpoint folder"
             )
-        self.dense.load_state_dict(state["dense"])
-        self.sparse.load_state_dict(state["sparse"])
+        for key in ("exp_avg", "exp_avg_sq"):
+            saved, own = state[key], getattr(self, key)
+            if set(saved) != set(own) or any(saved[n].shape != own[n].shape for n in own):
+                raise ValueError(f"the checkpoint's optimizer {key} is for another model")
+            for name, tensor in own.items():
+                tensor.copy_(saved[name])
+        self.steps = int(state["steps"])
 
 
 def wrap_ddp(model: nn.Module, device: torch.device) -> nn.Module:

@@ -125,6 +125,7 @@ def atomic_write_stream(path: Path, write: Callable[[BinaryIO], object]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _umask_file_mode())
         with os.fdopen(fd, "wb") as handle:
             hashing = _HashingWriter(handle)
             write(hashing)  # type: ignore[arg-type]  # a write-only file object

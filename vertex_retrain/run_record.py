@@ -19,6 +19,9 @@ __all__ = ["ROLES", "RunRecord", "record_from_summary"]
 ROLES = ("candidate", "champion", "baseline")
 """The models whose metrics a week records (the evaluation's ``<role>_<metric>`` keys)."""
 
+_WINDOW_KEYS = ("source", "first_transaction", "last_transaction", "train_rows", "validation_rows")
+"""What the record keeps of the summary's ``data_window`` besides ``as_of``."""
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -31,7 +34,8 @@ class RunRecord:
         state: The run's final state (``SUCCEEDED``, ``FAILED``...).
         recorded_at: When the record was written (UTC, RFC 3339).
         as_of: The end of the run's data window (``YYYY-MM-DD``), "" when unknown.
-        window: How the window was set (``source``: parameter, schedule...) and its start.
+        window: How the window was set (``source``: parameter, schedule...), its first and
+            last transaction, and the training and validation rows.
         data: The data gate: ``passed``, ``verdict`` and the week's ``statistics``.
         candidate: The candidate's metrics.
         champion: The champion's metrics (empty without a champion).
@@ -81,7 +85,7 @@ class RunRecord:
             "state": self.state,
             "as_of": self.as_of,
             "window_source": str(self.window.get("source", "")),
-            "data_from": str(self.window.get("data_from", "")),
+            "first_transaction": str(self.window.get("first_transaction", "")),
             "data_gate": _gate_word(self.data),
             "decision": _decision_word(self.decision),
             "decision_reason": str(self.decision.get("reason", "")),
@@ -110,9 +114,11 @@ class RunRecord:
 
 
 def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if _finite(value) else None
 
 
 def _gate_word(data: Mapping[str, Any]) -> str:
@@ -143,28 +149,28 @@ def record_from_summary(
     """Builds the record from the run summary's facts (``vertex_retrain.steps.summary``).
 
     Args:
-        facts: The summary (``pipeline_run``, ``state``, ``window``, ``data_gate``,
+        facts: The summary (``pipeline_run``, ``state``, ``data_window``, ``data_gate``,
             ``metrics``, ``decision``, ``training``, ``cost_on_vertex``, ``spot_fallback``).
         model: The model's display name.
         backend: ``local`` or ``vertex``.
         recorded_at: When (UTC, RFC 3339).
     """
-    window = dict(facts.get("window") or {})
+    window = facts.get("data_window") or {}
     gate = facts.get("data_gate") or {}
     decision = facts.get("decision") or {}
     training = facts.get("training") or {}
     cost = facts.get("cost_on_vertex") or {}
     roles = _by_role(facts.get("metrics") or {})
-    goodput = training.get("goodput")
-    restarts = training.get("restarts")
+    goodput = _number(training.get("goodput"))
+    restarts = _number(training.get("restarts"))
     return RunRecord(
         run=str(facts.get("pipeline_run", "")),
         model=model,
         backend=backend,
         state=str(facts.get("state", "")),
         recorded_at=recorded_at,
-        as_of=str(window.pop("as_of", "") or ""),
-        window=window,
+        as_of=str(window.get("as_of", "") or ""),
+        window={key: window[key] for key in _WINDOW_KEYS if key in window},
         data={key: gate[key] for key in ("passed", "verdict", "statistics") if key in gate},
         candidate=roles["candidate"],
         champion=roles["champion"],
@@ -182,8 +188,8 @@ def record_from_summary(
         }
         if "spot" in cost
         else {},
-        goodput=float(goodput) if _finite(goodput) else None,
-        restarts=int(restarts) if _finite(restarts) else None,
+        goodput=goodput,
+        restarts=None if restarts is None else int(restarts),
         spot_fallback=dict(facts.get("spot_fallback") or {}),
         error=str(facts.get("error", "")),
     )

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 _LABEL_FILTER = re.compile(r'labels\.([\w-]+)="([^"]*)"')
@@ -45,14 +46,74 @@ def display_name_matches(display_name: str, filter_text: str) -> bool:
 
 
 class FakeOperation:
-    """A finished long-running operation."""
+    """A long-running operation as the GAPIC client returns it (`.operation.name`, `.result`).
 
-    def __init__(self, result: Any) -> None:
+    Args:
+        result: The response (or a callable that completes the operation and returns it).
+        name: The operation's name (empty for operations nobody resumes).
+    """
+
+    def __init__(self, result: Any, name: str = "") -> None:
         self._result = result
+        self.operation = SimpleNamespace(name=name)
 
     def result(self, timeout: float | None = None) -> Any:
         """Returns the operation's response."""
-        return self._result
+        return self._result() if callable(self._result) else self._result
+
+
+class FakeOperations:
+    """Operations of one fake service, polled with `get_operation` as Vertex's are.
+
+    An operation completes (its side effect runs and its response is fixed) once
+    `pending_polls` further `get_operation` calls have seen it running; with 0 it completes
+    when started. `cancel_operation` records the name.
+    """
+
+    def __init__(self) -> None:
+        self.pending_polls = 0
+        self.operations: dict[str, dict[str, Any]] = {}
+        self.cancelled: list[str] = []
+
+    def start(self, parent: str, complete: Callable[[], Any]) -> FakeOperation:
+        """Starts an operation under `parent`; `complete()` applies it and returns the response."""
+        name = f"{parent}/operations/{9000 + len(self.operations)}"
+        entry: dict[str, Any] = {
+            "polls": self.pending_polls,
+            "complete": complete,
+            "response": None,
+        }
+        self.operations[name] = entry
+        if entry["polls"] == 0:
+            entry["response"] = complete()
+        return FakeOperation(lambda: self._finish(name), name)
+
+    def _finish(self, name: str) -> Any:
+        entry = self.operations[name]
+        if entry["response"] is None:
+            entry["polls"] = 0
+            entry["response"] = entry["complete"]()
+        return entry["response"]
+
+    def get_operation(self, request: Any) -> Any:
+        """Operations.GetOperation: running until `pending_polls` polls have passed."""
+        from google.longrunning import operations_pb2
+        from google.protobuf import any_pb2
+
+        name = request_field(request, "name")
+        entry = self.operations[name]
+        if entry["response"] is None:
+            if entry["polls"] > 0:
+                entry["polls"] -= 1
+                return operations_pb2.Operation(name=name, done=False)
+            entry["response"] = entry["complete"]()
+        response = entry["response"]
+        packed = any_pb2.Any(value=type(response).serialize(response))
+        return operations_pb2.Operation(name=name, done=True, response=packed)
+
+    def cancel_operation(self, request: Any) -> None:
+        """Operations.CancelOperation."""
+        self.cancelled.append(request_field(request, "name"))
 
 
 class FakeJobServiceClient:

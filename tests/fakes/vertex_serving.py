@@ -9,6 +9,7 @@ from typing import Any
 from tests.fakes.vertex_jobs import (
     EPOCH,
     FakeOperation,
+    FakeOperations,
     copy_message,
     display_name_matches,
     labels_match,
@@ -26,6 +27,16 @@ class FakeModelServiceClient:
     def __init__(self) -> None:
         self.versions: dict[str, list[Any]] = {}
         self.calls: list[str] = []
+        self.ops = FakeOperations()
+
+    def get_operation(self, request: Any) -> Any:
+        """Operations.GetOperation (see `FakeOperations`)."""
+        self.calls.append("get_operation")
+        return self.ops.get_operation(request)
+
+    def cancel_operation(self, request: Any) -> None:
+        """Operations.CancelOperation."""
+        self.ops.cancel_operation(request)
 
     def _version(self, name: str) -> Any:
         from google.api_core import exceptions as api_exceptions
@@ -74,21 +85,25 @@ class FakeModelServiceClient:
 
         self.calls.append("upload_model")
         model = copy_message(request.model)
-        if request.parent_model:
-            model_name = request.parent_model
-            versions = self.versions[model_name]  # KeyError: unknown parent model
-        else:
-            model_name = f"{request.parent}/models/{500 + len(self.versions)}"
-            versions = self.versions.setdefault(model_name, [])
-        model.name = model_name
-        model.version_id = str(len(versions) + 1)
-        aliases = list(model.version_aliases)
-        model.version_aliases = ["default"] if not versions else []
-        versions.append(model)
-        self._assign(model_name, model, aliases)
-        return FakeOperation(
-            aiplatform_v1.UploadModelResponse(model=model_name, model_version_id=model.version_id)
-        )
+
+        def complete() -> Any:
+            if request.parent_model:
+                model_name = request.parent_model
+                versions = self.versions[model_name]  # KeyError: unknown parent model
+            else:
+                model_name = f"{request.parent}/models/{500 + len(self.versions)}"
+                versions = self.versions.setdefault(model_name, [])
+            model.name = model_name
+            model.version_id = str(len(versions) + 1)
+            aliases = list(model.version_aliases)
+            model.version_aliases = ["default"] if not versions else []
+            versions.append(model)
+            self._assign(model_name, model, aliases)
+            return aiplatform_v1.UploadModelResponse(
+                model=model_name, model_version_id=model.version_id
+            )
+
+        return self.ops.start(request.parent, complete)
 
     def get_model(self, name: str) -> Any:
         """ModelService.GetModel (`model`, `model@version` or `model@alias`)."""
@@ -110,13 +125,23 @@ class FakeEndpointServiceClient:
         self.endpoints: dict[str, Any] = {}
         self.calls: list[str] = []
         self._deployed = 0
+        self.ops = FakeOperations()
+
+    def get_operation(self, request: Any) -> Any:
+        """Operations.GetOperation (see `FakeOperations`)."""
+        self.calls.append("get_operation")
+        return self.ops.get_operation(request)
+
+    def cancel_operation(self, request: Any) -> None:
+        """Operations.CancelOperation."""
+        self.ops.cancel_operation(request)
 
     @staticmethod
     def _check_split(endpoint: Any, split: dict[str, int]) -> None:
         from google.api_core import exceptions as api_exceptions
 
         ids = {d.id for d in endpoint.deployed_models}
-        if set(split) - ids or (ids and sum(split.values()) != 100):
+        if set(split) - ids or (split and sum(split.values()) != 100):
             raise api_exceptions.InvalidArgument(f"bad traffic split {split} for {sorted(ids)}")
 
     def list_endpoints(self, request: Any) -> list[Any]:
@@ -157,23 +182,33 @@ class FakeEndpointServiceClient:
         return copy_message(endpoint)
 
     def deploy_model(self, request: Any) -> FakeOperation:
-        """EndpointService.DeployModel; traffic_split key "0" is the new deployed model."""
+        """EndpointService.DeployModel; traffic_split key "0" is the new deployed model.
+
+        The model appears on the endpoint when the operation completes; an empty
+        traffic_split leaves the endpoint's split as it is (the API reference).
+        """
         from google.cloud import aiplatform_v1
 
         self.calls.append("deploy_model")
         endpoint = self.endpoints[request.endpoint]
-        self._deployed += 1
-        deployed = copy_message(request.deployed_model)
-        deployed.id = str(4000 + self._deployed)
-        deployed.model, _, deployed.model_version_id = request.deployed_model.model.partition("@")
-        deployed.create_time = EPOCH + datetime.timedelta(minutes=self._deployed)
-        endpoint.deployed_models.append(deployed)
-        split = {(deployed.id if k == "0" else k): v for k, v in request.traffic_split.items()}
-        self._check_split(endpoint, split)
-        endpoint.traffic_split = split
-        return FakeOperation(
-            aiplatform_v1.DeployModelResponse(deployed_model=copy_message(deployed))
-        )
+        wanted = dict(request.traffic_split)
+
+        def complete() -> Any:
+            self._deployed += 1
+            deployed = copy_message(request.deployed_model)
+            deployed.id = str(4000 + self._deployed)
+            deployed.model, _, deployed.model_version_id = request.deployed_model.model.partition(
+                "@"
+            )
+            deployed.create_time = EPOCH + datetime.timedelta(minutes=self._deployed)
+            endpoint.deployed_models.append(deployed)
+            if wanted:
+                split = {(deployed.id if k == "0" else k): v for k, v in wanted.items()}
+                self._check_split(endpoint, split)
+                endpoint.traffic_split = split
+            return aiplatform_v1.DeployModelResponse(deployed_model=copy_message(deployed))
+
+        return self.ops.start(request.endpoint, complete)
 
     def undeploy_model(self, request: Any) -> FakeOperation:
         """EndpointService.UndeployModel; refuses to drop a model that still has traffic."""
@@ -192,3 +227,44 @@ class FakeEndpointServiceClient:
         self._check_split(endpoint, split)
         endpoint.traffic_split = split
         return FakeOperation(aiplatform_v1.UndeployModelResponse())
+
+
+class FakePredictionServiceClient:
+    """PredictionService.Predict over a fake endpoint: requests follow its traffic split.
+
+    Each request goes to the next deployed model of a fixed rotation weighted by the split (1%
+    is one slot in a hundred), so a test knows which model answers. A deployed model of a
+    version in `broken_versions` (``model@version``) answers with an internal error.
+    """
+
+    def __init__(self, endpoints: FakeEndpointServiceClient) -> None:
+        self.endpoints = endpoints
+        self.broken_versions: set[str] = set()
+        self.requests: list[tuple[str, str]] = []
+        self._turn = 0
+
+    def predict(self, request: Any) -> Any:
+        """PredictionService.Predict."""
+        from google.api_core import exceptions as api_exceptions
+        from google.cloud import aiplatform_v1
+
+        endpoint = self.endpoints.endpoints[request.endpoint]
+        slots = [
+            deployed_id
+            for deployed_id, share in sorted(endpoint.traffic_split.items())
+            for _ in range(share)
+        ]
+        if not slots:
+            raise api_exceptions.FailedPrecondition("no deployed model receives traffic")
+        chosen = slots[(self._turn * 37) % len(slots)]
+        self._turn += 1
+        deployed = next(d for d in endpoint.deployed_models if d.id == chosen)
+        self.requests.append((request.endpoint, chosen))
+        if f"{deployed.model}@{deployed.model_version_id}" in self.broken_versions:
+            raise api_exceptions.InternalServerError("the model server returned 500")
+        return aiplatform_v1.PredictResponse(
+            predictions=list(request.instances),
+            deployed_model_id=chosen,
+            model=deployed.model,
+            model_version_id=deployed.model_version_id,
+        )

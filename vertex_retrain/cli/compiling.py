@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from vertex_retrain.backends.local.storage import atomic_write_bytes
+from vertex_retrain.components.exec_launch import with_exec_launcher
 from vertex_retrain.components.image import with_component_image
 from vertex_retrain.pipelines import catalog
 
@@ -41,6 +42,9 @@ class PipelineDescription:
 def compile_to_dict(target: Any, component_image: str | None = None) -> dict[str, Any]:
     """Compiles a pipeline or component in memory and returns the spec as a dict.
 
+    Lightweight components ``exec`` their executor (see
+    :func:`vertex_retrain.components.exec_launch.with_exec_launcher`).
+
     Args:
         target: A ``@dsl.pipeline`` or ``@dsl.component`` object.
         component_image: If given, the image our components run in (see
@@ -55,6 +59,8 @@ def compile_to_dict(target: Any, component_image: str | None = None) -> dict[str
         path = Path(scratch) / "spec.yaml"
         compiler.Compiler().compile(target, str(path))
         spec: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # The shell execs Python, so a cancelled task's SIGTERM reaches GCPC's launcher.
+    spec = with_exec_launcher(spec)
     return with_component_image(spec, component_image) if component_image else spec
 
 

@@ -1,7 +1,11 @@
-"""``make demo``: small synthetic data, then weekly-retraining locally, end to end.
+"""``make demo``: small synthetic data, then two consecutive weeks of weekly-retraining locally.
 
-A second ``make demo`` in a row trains a new candidate on the same data and shows the
-champion/challenger decision against the first run's champion.
+Week 1 replays the newest week of the local sample data (generated on first use). Then the
+reference generator appends the next week (``python -m trainer.data append``, a subprocess:
+the library never imports ``trainer``) and week 2 runs on it, as the schedule's next Monday
+would: fresh data through the data gate, the build reused from week 1's cache (same code),
+the champion/challenger decision against week 1's champion, and the weeks on record.
+Another ``make demo`` continues one week further.
 """
 
 from __future__ import annotations
@@ -126,10 +130,18 @@ def _stop_model_servers(out: TextIO) -> None:
 
 
 def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Runs the demo; exit 0 when the pipeline succeeded."""
+    """Runs the demo's two weeks; exit 0 when both succeeded, 2 on bad input."""
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-    from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
+    from vertex_retrain.cli.demo_weeks import (
+        append_week,
+        next_week,
+        print_weeks,
+        run_week,
+        show_history,
+    )
+    from vertex_retrain.cli.local_run import local_arguments
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.cli.run_window import as_of_problem, with_local_as_of
     from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
     spec = compile_to_dict(weekly_retraining)
@@ -143,10 +155,28 @@ def cli_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     except LocalSetupError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    outcome = run_pipeline_locally(weekly_retraining, arguments, console=out)
-    if outcome.summary is not None:
-        print_report(outcome.summary, out)
+    problem = as_of_problem(arguments, local=True)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    first = run_week(weekly_retraining, with_local_as_of(arguments, out), 1, out)
+    weeks = [first]
+    if first.outcome.succeeded:
+        second_arguments = next_week(first.arguments)
+        problem = as_of_problem(second_arguments, local=True)
+        if problem:
+            print(f"\nweek 2 skipped: {problem}", file=out)
+        elif append_week(str(arguments["transactions_uri"]), out):
+            weeks.append(run_week(weekly_retraining, second_arguments, 2, out))
+    last = weeks[-1]
+    if last.outcome.summary is not None:
+        print_report(last.outcome.summary, out)
+    print_weeks(weeks, out)
+    show_history(defaults.MODEL_DISPLAY_NAME, out)
     _stop_model_servers(out)
-    state = "succeeded" if outcome.succeeded else "FAILED"
-    print(f"\nrun {state} in {outcome.wall_seconds:.0f} s; full log: {outcome.log_path}", file=out)
-    return 0 if outcome.succeeded else 1
+    succeeded = all(week.outcome.succeeded for week in weeks)
+    wall = sum(week.outcome.wall_seconds for week in weeks)
+    state = "succeeded" if succeeded else "FAILED"
+    logs = ", ".join(str(week.outcome.log_path) for week in weeks)
+    print(f"\n{len(weeks)} week(s) {state} in {wall:.0f} s; full logs: {logs}", file=out)
+    return 0 if succeeded and len(weeks) == 2 else 1

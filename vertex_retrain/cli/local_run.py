@@ -216,7 +216,7 @@ def _run_locked(
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False
-            print(f"ERROR: {error}")
+            print(f"ERROR: {explain_kfp_error(error)}")
     wall = time.monotonic() - started
     new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
     run_dir = new_runs[-1] if new_runs else None
@@ -230,6 +230,26 @@ def _run_locked(
         )
         console.write("\n".join([*shown, ""]))
     return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+
+
+PLACEHOLDER_HINT = (
+    "project and location are missing: kfp.local cannot resolve Vertex's placeholders "
+    "{{$.pipeline_google_cloud_project_id}} and {{$.pipeline_google_cloud_location}} "
+    "(it fails with IndexError before the task starts); pass both explicitly, any value, "
+    "e.g. project='local-project', location='local' (compile.py run: --param "
+    "project=local-project --param location=local)"
+)
+
+
+def explain_kfp_error(error: BaseException) -> str:
+    """The error's message, or what to pass when it is kfp.local's placeholder IndexError."""
+    import traceback
+
+    if isinstance(error, IndexError):
+        frames = traceback.extract_tb(error.__traceback__)
+        if any(frame.filename.endswith("placeholder_utils.py") for frame in frames):
+            return PLACEHOLDER_HINT
+    return str(error)
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")

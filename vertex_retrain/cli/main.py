@@ -24,6 +24,7 @@ _HANDLERS: dict[str, str] = {
     "endpoints": "vertex_retrain.cli.registry_commands:cli_endpoints",
     "serve": "vertex_retrain.cli.registry_commands:cli_serve",
     "demo": "vertex_retrain.cli.demo:cli_demo",
+    "history": "vertex_retrain.cli.history_command:cli_history",
     "validate": "vertex_retrain.cli.validate_command:cli_validate",
     "upload": "vertex_retrain.cli.template_upload:cli_upload",
     "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
@@ -218,6 +219,27 @@ def _add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
         _add_db_option(parser)
 
 
+def _add_history(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "history",
+        help="the weeks on record: each local run's window, data, metrics, decision and cost",
+        description=(
+            "Print the recorded runs of MODEL (every model without it), oldest week first: "
+            "window, data gate, decision, the candidate's, champion's and baseline's metric, "
+            "goodput, cost and any Spot fallback; and plot the metrics over the weeks to a PNG "
+            "($VERTEX_LOCAL_ROOT/history/MODEL.png unless --plot)."
+        ),
+    )
+    parser.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
+    parser.add_argument(
+        "--metric", metavar="NAME", help="the metric in the table (default ndcg_at_10)"
+    )
+    parser.add_argument("--plot", metavar="PATH", help="write the plot here (a .png file)")
+    parser.add_argument("--no-plot", action="store_true", help="write no plot")
+    _add_listing_options(parser)
+    _add_db_option(parser)
+
+
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
@@ -323,6 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_upload(subparsers)
     _add_schedule(subparsers)
     _add_local_inspection(subparsers)
+    _add_history(subparsers)
     _add_demo(subparsers)
     for subparser in subparsers.choices.values():
         _add_common_options(subparser, subcommand=True)

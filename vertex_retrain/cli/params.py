@@ -3,20 +3,28 @@
 A compiled KFP v2 pipeline declares its parameters under ``root.inputDefinitions.parameters``,
 each with a ``parameterType`` (STRING, NUMBER_INTEGER, NUMBER_DOUBLE, BOOLEAN, LIST, STRUCT),
 an optional ``defaultValue`` and ``isOptional``. Everything here is pure apart from
-:func:`load_pipeline_spec`, which reads one YAML file.
+:func:`load_pipeline_spec` and :func:`read_template_bytes`, which read one YAML file. Templates and
+the JSON of LIST and STRUCT values go through :mod:`vertex_retrain.specs.safe_load` (regular
+files only, bounded size, depth and alias expansion).
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+from vertex_retrain.specs.safe_load import (
+    JOB_FILE_LIMITS,
+    Limits,
+    LoadError,
+    parse_json,
+    parse_yaml,
+    read_regular_file,
+)
 
 __all__ = [
     "PARAMETER_TYPES",
@@ -28,7 +36,12 @@ __all__ = [
     "load_pipeline_spec",
     "parameter_definitions",
     "parse_overrides",
+    "read_template_bytes",
 ]
+
+# A compiled template is machine-written and larger than a job file (weekly-retraining: about
+# 130 KB, 2,300 values, 15 levels); these bounds leave room for far larger pipelines.
+TEMPLATE_LIMITS = Limits(max_bytes=32 << 20, max_depth=64, max_values=2_000_000, max_aliases=10_000)
 
 # What each type accepts on the command line, with a generic example for the error message.
 PARAMETER_TYPES: dict[str, tuple[str, str]] = {
@@ -72,9 +85,9 @@ def load_pipeline_spec(template: str | Path | bytes, *, source: str = "") -> dic
     """
     where = source or (str(template) if not isinstance(template, bytes) else "template")
     try:
-        content = template if isinstance(template, bytes) else Path(template).read_bytes()
-        document = next(iter(yaml.safe_load_all(content)), None)
-    except (OSError, yaml.YAMLError) as error:
+        content = template if isinstance(template, bytes) else read_template_bytes(template)
+        document = parse_yaml(content, source=where, limits=TEMPLATE_LIMITS, first_only=True)
+    except LoadError as error:
         raise TemplateError(f"{where}: cannot read a compiled pipeline: {error}") from None
     info = document.get("pipelineInfo") if isinstance(document, dict) else None
     if (
@@ -88,6 +101,19 @@ def load_pipeline_spec(template: str | Path | bytes, *, source: str = "") -> dic
             "compile it first (python compile.py compile)"
         )
     return document
+
+
+def read_template_bytes(path: str | Path) -> bytes:
+    """Reads a compiled template's bytes: a regular file of at most 32 MiB.
+
+    Raises:
+        TemplateError: Missing, unreadable, not a regular file (a FIFO, ``/dev/zero``) or
+            too large.
+    """
+    try:
+        return read_regular_file(path, max_bytes=TEMPLATE_LIMITS.max_bytes)
+    except LoadError as error:
+        raise TemplateError(f"{path}: cannot read a compiled pipeline: {error}") from None
 
 
 def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -170,24 +196,11 @@ def _convert(text: str, parameter_type: str) -> Any:
         if text.lower() not in ("true", "false"):
             raise ValueError("not true or false")
         return text.lower() == "true"
-    value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    value = parse_json(text, source="the JSON", limits=JOB_FILE_LIMITS)
     expected = list if parameter_type == "LIST" else dict
     if not isinstance(value, expected):
         raise ValueError(f"JSON {type(value).__name__}, not a JSON {expected.__name__}")
     return value
-
-
-def _reject_constant(constant: str) -> Any:
-    # NaN and Infinity are not JSON and a Vertex parameter (protobuf Value) cannot carry them.
-    raise ValueError(f"{constant} is not allowed")
-
-
-def _finite_float(text: str) -> float:
-    # 1e999 is valid JSON but overflows to infinity, which a protobuf Value cannot carry.
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"{text} is out of range for a double")
-    return number
 
 
 def _type_message(name: str, parameter_type: str, given: object, reason: str) -> str:

@@ -91,15 +91,16 @@ def _show(
         render_table(out, columns, records, wide=getattr(args, "wide", False))
 
 
-def cli_models(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cli_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """`models [MODEL] [--json] [--wide]`: the model table, or one model's versions.
 
     Args:
         args: `model` (optional display name), `db` (optional database path), `json`, `wide`.
-        out: Where the table or JSON goes.
+        out: Where the table or JSON goes (default: stdout).
     """
     from vertex_retrain.backends.local.registry_tables import model_records, version_records
 
+    out = out or sys.stdout
     model = getattr(args, "model", None)
     db = getattr(args, "db", None)
 
@@ -112,13 +113,14 @@ def cli_models(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     return _guarded(show)
 
 
-def cli_endpoints(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """`endpoints [stop NAME|--all | undeploy NAME --model M | history NAME]`.
 
     Args:
         args: `action` (None lists), `endpoint`, `all`, `model`, `db`, `json`, `wide`.
-        out: Where the table, JSON or report goes.
+        out: Where the table, JSON or report goes (default: stdout).
     """
+    out = out or sys.stdout
     action = getattr(args, "action", None)
     db = getattr(args, "db", None)
     if action == "stop":

@@ -11,8 +11,9 @@ from typing import TextIO
 from vertex_retrain.pipelines import catalog
 
 
-def cli_run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs or submits a pipeline; exit 0 on success, 1 on failure, 2 on bad input."""
+    out = out or sys.stdout
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
 

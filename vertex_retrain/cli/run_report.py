@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from rich.table import Table
 
-from vertex_retrain.cli.console import cell_text, print_renderable
+from vertex_retrain.cli.console import cell_text, is_terminal, print_renderable
 from vertex_retrain.cli.run_progress import format_duration
 
 SERVE_PORT = 8080
@@ -102,7 +102,8 @@ class LocalRunReport:
         for error in self.errors:
             table.add_row("error", error)
         out.write(f"run {self.pipeline} {state} in {format_duration(self.wall_seconds)}\n")
-        print_renderable(out, table)
+        # Off a terminal, lines are not wrapped: paths stay whole for copy and paste.
+        print_renderable(out, table, wide=not is_terminal(out))
 
 
 def _metrics_line(metrics: Mapping[str, float]) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vertex_retrain.backends.local.storage import atomic_write_bytes
-from vertex_retrain.cli.params import TemplateError, load_pipeline_spec
+from vertex_retrain.cli.params import TemplateError, load_pipeline_spec, read_template_bytes
 from vertex_retrain.cli.template_ref import TemplateRefError, registry_host
 
 __all__ = [
@@ -167,10 +167,8 @@ def read_template(path: str | Path) -> tuple[str, bytes]:
         UploadError: Unreadable, or not a compiled pipeline with a valid name.
     """
     try:
-        content = Path(path).read_bytes()
+        content = read_template_bytes(path)
         name = str(load_pipeline_spec(content, source=str(path))["pipelineInfo"]["name"])
-    except OSError as error:
-        raise UploadError(f"{path}: cannot read a compiled template: {error}") from None
     except TemplateError as error:
         raise UploadError(str(error)) from None
     if not _PIPELINE_NAME.fullmatch(name):

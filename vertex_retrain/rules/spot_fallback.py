@@ -97,9 +97,7 @@ def decide_fallback(
     if strategy != "SPOT":
         return FallbackDecision(False, f"the job ran with strategy {strategy}, not SPOT")
     if not lost_spot_capacity(failure_message):
-        return FallbackDecision(
-            False, "the job failed for another reason than lost Spot capacity"
-        )
+        return FallbackDecision(False, "the job failed for another reason than lost Spot capacity")
     timeout = int(job_timeout_seconds) if job_timeout_seconds > 0 else 0
     if policy.deadline_seconds > 0:
         left = math.floor(policy.deadline_seconds - elapsed_seconds)

@@ -8,15 +8,13 @@ the file itself.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vertex_retrain.specs.catalog import Catalog
 from vertex_retrain.specs.problems import Problem, error
+from vertex_retrain.specs.safe_load import JOB_FILE_LIMITS, load_file
 from vertex_retrain.specs.validate import validate_job
 
 _SHAPES = (
@@ -28,27 +26,16 @@ _SHAPES = (
 
 
 def load_job_file(path: str | Path) -> Any:
-    """Reads a JSON or YAML job file.
+    """Reads a JSON (``.json``) or YAML job file through the safe loader.
+
+    Only a regular file of at most 1 MiB is read; aliases, depth and size are bounded and the
+    result holds JSON types only (:mod:`vertex_retrain.specs.safe_load`).
 
     Raises:
-        ValueError: When the file cannot be read or is neither valid JSON nor YAML.
+        ValueError: When the file cannot be read, is not valid JSON or YAML, or breaks a
+            bound (a :class:`~vertex_retrain.specs.safe_load.LoadError`).
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from exc
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-            ) from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path} is not valid YAML: {exc}") from exc
+    return load_file(path, limits=JOB_FILE_LIMITS)
 
 
 def lint_file(

@@ -40,6 +40,10 @@ class ProtoField:
             when it is set), ``opaque`` (free-form JSON) or ``scalar``.
         message: Full name of the message below (``message`` kind, or a map of messages).
         repeated: True for a list.
+        json_type: The JSON value a ``scalar`` or ``opaque`` field (or a map's values) takes:
+            ``string``, ``int`` (a number or a decimal string), ``float`` (the same, or
+            ``"NaN"``...), ``bool``, ``enum`` (a name or a number) or ``any``; empty for
+            messages.
     """
 
     name: str
@@ -47,6 +51,7 @@ class ProtoField:
     kind: FieldKind
     message: str = ""
     repeated: bool = False
+    json_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,34 @@ FieldTable = Mapping[str, MessageFields]
 """Full message name -> its fields."""
 
 
+# Proto JSON form of scalar types (FieldDescriptor.TYPE_*) and of the well-known messages.
+_INT_TYPES = frozenset({3, 4, 5, 6, 7, 13, 15, 16, 17, 18})
+_SCALAR_JSON = {1: "float", 2: "float", 8: "bool", 9: "string", 12: "string", 14: "enum"}
+_WELL_KNOWN_JSON = {
+    "google.protobuf.Duration": "string",
+    "google.protobuf.Timestamp": "string",
+    "google.protobuf.FieldMask": "string",
+    "google.protobuf.StringValue": "string",
+    "google.protobuf.BytesValue": "string",
+    "google.protobuf.BoolValue": "bool",
+    "google.protobuf.DoubleValue": "float",
+    "google.protobuf.FloatValue": "float",
+    "google.protobuf.Int32Value": "int",
+    "google.protobuf.Int64Value": "int",
+    "google.protobuf.UInt32Value": "int",
+    "google.protobuf.UInt64Value": "int",
+}
+
+
+def _json_type(descriptor: Any) -> str:
+    target = descriptor.message_type
+    if target is not None:
+        return _WELL_KNOWN_JSON.get(target.full_name, "any")
+    if descriptor.type in _INT_TYPES:
+        return "int"
+    return _SCALAR_JSON.get(descriptor.type, "any")
+
+
 def _field(descriptor: Any) -> ProtoField:
     # protobuf >= 6 has ``is_repeated`` (``label`` is deprecated); older ones only ``label``.
     repeated = bool(
@@ -84,13 +117,19 @@ def _field(descriptor: Any) -> ProtoField:
     )
     target = descriptor.message_type
     if target is None:
-        return ProtoField(descriptor.name, descriptor.json_name, "scalar", "", repeated)
+        return ProtoField(
+            descriptor.name, descriptor.json_name, "scalar", "", repeated, _json_type(descriptor)
+        )
     if target.GetOptions().map_entry:
-        value = target.fields_by_name["value"].message_type
+        value_field = target.fields_by_name["value"]
+        value = value_field.message_type
         below = "" if value is None or _opaque(value.full_name) else value.full_name
-        return ProtoField(descriptor.name, descriptor.json_name, "map", below)
+        json_type = "" if below else _json_type(value_field)
+        return ProtoField(descriptor.name, descriptor.json_name, "map", below, json_type=json_type)
     if _opaque(target.full_name):
-        return ProtoField(descriptor.name, descriptor.json_name, "opaque", "", repeated)
+        return ProtoField(
+            descriptor.name, descriptor.json_name, "opaque", "", repeated, _json_type(descriptor)
+        )
     return ProtoField(descriptor.name, descriptor.json_name, "message", target.full_name, repeated)
 
 

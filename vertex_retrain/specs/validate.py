@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from vertex_retrain.specs.catalog import Catalog, load_catalog
@@ -27,6 +28,7 @@ from vertex_retrain.specs.proto_fields import (
     job_field_table,
 )
 from vertex_retrain.specs.tuning_rules import check_study
+from vertex_retrain.specs.type_rules import below_removed, check_field_types
 
 
 def _context(catalog: Catalog | None, today: _dt.date | None) -> tuple[Catalog, _dt.date]:
@@ -49,8 +51,14 @@ def _check(
     today: _dt.date,
     check_fields: bool,
 ) -> list[Problem]:
-    unknown, meant = _field_problems(payload, job) if check_fields else ([], frozenset())
-    return unknown + superseded(_check_rules(job, catalog, today), meant)
+    if not check_fields:
+        return _check_rules(job, catalog, today)
+    unknown, meant = _field_problems(payload, job)
+    # Values of the wrong type are reported and taken out before the rules read them.
+    root = TUNING_JOB if job.kind == "tuning_job" else CUSTOM_JOB
+    wrong, typed, removed = check_field_types(job.resource, root, job_field_table())
+    rules = _check_rules(replace(job, resource=typed), catalog, today)
+    return unknown + wrong + below_removed(superseded(rules, meant), removed)
 
 
 def _check_rules(job: NormalizedJob, catalog: Catalog, today: _dt.date) -> list[Problem]:

@@ -11,13 +11,7 @@ from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
-from vertex_retrain.steps.summary_week import (
-    fallback_facts,
-    gate_facts,
-    notice_facts,
-    week_lines,
-    window_facts,
-)
+from vertex_retrain.steps.summary_week import fallback_facts, notice_facts, week_lines
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
 
@@ -43,12 +37,6 @@ def build_summary(
     facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
     if error_message:
         facts["error"] = error_message
-    for key, value in (
-        ("window", window_facts(lambda name: _first(outputs, name))),
-        ("data_gate", gate_facts(lambda name: _first(outputs, name))),
-    ):
-        if value is not None:
-            facts[key] = value
     facts.update(_data_facts(outputs))
     evaluation = _first(outputs, "evaluate-model")
     if evaluation is not None:
@@ -166,7 +154,6 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
     if "error" in facts:
         lines += [f"**Error:** {facts['error']}", ""]
-    lines += week_lines(facts)
     window = facts.get("data_window") or {}
     if window.get("as_of"):
         span = (
@@ -212,4 +199,5 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             f"on-demand {format_money(cost.get('on_demand'), currency)}, "
             f"Spot {format_money(cost.get('spot'), currency)}"
         )
+    lines += week_lines(facts)
     return "\n".join(lines) + "\n"

@@ -1,55 +1,16 @@
-"""The week-specific parts of the run summary: window, data gate, Spot fallback, failure notice.
+"""The week's parts of the run summary: the Spot fallback's cost, the record, the notice.
 
-Each ``*_facts`` function reads the run's task outputs (or the summary's inputs) and returns
-the summary's entry, or None when the run has nothing to say about it; ``week_lines`` renders
-them as Markdown lines for :func:`vertex_retrain.steps.summary.render_markdown`.
+``fallback_facts`` and ``notice_facts`` build the summary's entries; ``week_lines`` renders
+them (and where the week was recorded) as Markdown lines for
+:func:`vertex_retrain.steps.summary.render_markdown`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vertex_retrain.specs.cost import format_money
-from vertex_retrain.steps.run_outputs import TaskOutputs
-
-TaskLookup = Callable[[str], TaskOutputs | None]
-"""Finds the outputs of the task of a component (``summary._first``)."""
-
-
-def window_facts(task: TaskLookup) -> dict[str, Any] | None:
-    """The run's data window: ``as_of``, where it came from and where the data starts."""
-    window: dict[str, Any] = {}
-    chosen = task("data-window")
-    if chosen is not None:
-        window.update(
-            {k: chosen.parameters[k] for k in ("as_of", "source") if k in chosen.parameters}
-        )
-    prepared = task("prepare-dataset")
-    if prepared is not None:
-        labels = prepared.parameters.get("window_labels") or {}
-        if prepared.parameters.get("as_of"):
-            window["as_of"] = prepared.parameters["as_of"]
-        if isinstance(labels, Mapping) and labels.get("data_from"):
-            window["data_from"] = labels["data_from"]
-        for key in ("train_rows", "validation_rows"):
-            if key in prepared.parameters:
-                window[key] = prepared.parameters[key]
-    return window or None
-
-
-def gate_facts(task: TaskLookup) -> dict[str, Any] | None:
-    """The data gate's verdict and the week's statistics."""
-    gate = task("check-data")
-    if gate is None:
-        return None
-    facts = {
-        k: gate.parameters[k] for k in ("passed", "verdict", "breaches") if k in gate.parameters
-    }
-    statistics = gate.artifacts.get("statistics", {}).get("metadata", {})
-    if statistics:
-        facts["statistics"] = dict(statistics)
-    return facts
 
 
 def fallback_facts(training: Mapping[str, Any], cost: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -96,20 +57,8 @@ def notice_facts(backend: str, recipients: Sequence[str]) -> dict[str, Any]:
 
 
 def week_lines(facts: Mapping[str, Any]) -> list[str]:
-    """The window, gate, fallback and notice lines of the Markdown summary."""
+    """The fallback, record and notice lines of the Markdown summary."""
     lines: list[str] = []
-    window = facts.get("window") or {}
-    if window:
-        since = f" (data from {window['data_from']})" if window.get("data_from") else ""
-        source = f", set by {window['source']}" if window.get("source") else ""
-        lines.append(f"**Window:** transactions before {window.get('as_of', '?')}{since}{source}")
-    gate = facts.get("data_gate") or {}
-    if gate:
-        lines.append(f"**Data gate:** {gate.get('verdict', 'passed' if gate.get('passed') else '?')}")
-        statistics = gate.get("statistics") or {}
-        shown = [f"{k} {statistics[k]:g}" for k in ("rows", "members", "stores") if k in statistics]
-        if shown:
-            lines.append(f"**Data:** {', '.join(shown)}")
     fallback = facts.get("spot_fallback") or {}
     if fallback:
         line = (
@@ -135,7 +84,11 @@ def week_lines(facts: Mapping[str, Any]) -> list[str]:
 def _notice_line(notice: Mapping[str, Any]) -> str:
     recipients = ", ".join(notice.get("recipients") or [])
     if notice.get("backend") == "vertex":
-        who = f"Vertex AI e-mails {recipients}" if recipients else "no one (notification_emails is empty)"
+        who = (
+            f"Vertex AI e-mails {recipients}"
+            if recipients
+            else "no one (notification_emails is empty)"
+        )
         return f"**Failure notice:** {who}"
     where = f"; on Vertex it is e-mailed to {recipients}" if recipients else ""
     return (

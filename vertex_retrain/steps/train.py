@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
-
-import time
 
 from vertex_retrain.backends.base import Backend, JobFailedError
 from vertex_retrain.rules.spot_fallback import FallbackPolicy

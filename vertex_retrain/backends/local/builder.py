@@ -139,8 +139,8 @@ def build_container_image(
     """Record a container image built from a context, for the local executor to run.
 
     Args:
-        context_dir: Build context folder, or a tar archive of one (absolute or `..` member
-            paths are refused).
+        context_dir: Build context folder, or a tar archive of one (checked and extracted by
+            `vertex_retrain.build.archive`: names or links that leave it are refused).
         image_uri: Image name, e.g. `us-docker.pkg.dev/proj/repo/trainer:v1`.
         dockerfile: Dockerfile path relative to the context.
         gpu: The image is for a GPU job (lints the base image for CUDA).

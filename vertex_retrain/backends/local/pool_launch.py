@@ -45,8 +45,11 @@ def _python_package(spec: dict[str, Any], root: Path) -> PoolLaunch:
     module = spec.get("pythonModule")
     if not module:
         raise PoolLaunchError("pythonPackageSpec.pythonModule is empty; name the module to run")
-    env = prepare_package_env(list(spec.get("packageUris") or []), root=root)
-    warnings = [*framework_warnings(str(spec.get("executorImageUri", ""))), *env.warnings]
+    image = str(spec.get("executorImageUri", ""))
+    env = prepare_package_env(
+        list(spec.get("packageUris") or []), root=root, executor_image_uri=image
+    )
+    warnings = [*framework_warnings(image), *env.warnings]
     argv = [str(env.python), "-m", str(module), *map(str, spec.get("args") or [])]
     return PoolLaunch(argv, None, _spec_env(spec.get("env")), tuple(warnings))
 

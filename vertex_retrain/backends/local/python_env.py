@@ -5,6 +5,12 @@ already holds its framework. Locally, the package goes into a small virtual envi
 layered over the current interpreter's site-packages (which hold torch and friends), so a
 job starts in seconds instead of reinstalling its framework. Environments are keyed by the
 digest of the package files and reused until those change.
+
+Before anything is installed, each package is checked against the declared executor image
+with the checker ``compile.py preflight`` uses (:mod:`vertex_retrain.specs.package_compat`):
+its ``Requires-Python`` and requirements against the image's Python and framework. A package
+pip could not install on Vertex fails here too, with the same message, although the local
+install itself (``--no-deps``, on this interpreter) would have worked.
 """
 
 from __future__ import annotations
@@ -12,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-import re
 import shutil
 import site
 import subprocess
@@ -26,19 +31,13 @@ from vertex_retrain.backends.local.storage import (
     read_json,
     to_local_path,
 )
+from vertex_retrain.build.context import BuildError
+from vertex_retrain.build.package_metadata import read_package_metadata
+from vertex_retrain.specs.containers import ImageName, parse_image_name
+from vertex_retrain.specs.package_compat import executor_image_problems, package_problems
+from vertex_retrain.specs.problems import errors_of, warnings_of
 
 _PACKAGE_SUFFIXES = (".whl", ".tar.gz", ".zip")
-_IMAGE = re.compile(
-    r"(?P<framework>pytorch|tf2?|sklearn|xgboost)-(?P<accel>cpu|gpu|xla|tpu)"
-    r"\.(?P<major>\d+)-(?P<minor>\d+)(?:\.py(?P<py>\d{2,3}))?"
-)
-_DISTRIBUTIONS = {
-    "pytorch": "torch",
-    "tf": "tensorflow",
-    "tf2": "tensorflow",
-    "sklearn": "scikit-learn",
-    "xgboost": "xgboost",
-}
 # Runs inside the new environment: lists requirements of its own packages that nothing on
 # its path satisfies, so the user learns about them before the job imports them.
 _CHECK_REQUIREMENTS = """
@@ -67,17 +66,6 @@ class PackageEnvError(ValueError):
 
 
 @dataclass(frozen=True)
-class PrebuiltImage:
-    """What a Vertex prebuilt training image name says about its contents."""
-
-    framework: str
-    distribution: str
-    accelerator: str
-    version: str
-    python: str | None
-
-
-@dataclass(frozen=True)
 class PackageEnv:
     """A ready environment: its interpreter and what the user should know about it."""
 
@@ -87,24 +75,13 @@ class PackageEnv:
     reused: bool
 
 
-def parse_executor_image(image_uri: str) -> PrebuiltImage | None:
+def parse_executor_image(image_uri: str) -> ImageName | None:
     """Parse a prebuilt image URI such as `.../pytorch-gpu.2-4.py310:latest`.
 
     Returns:
         The framework, its version and the Python version, or None for other images.
     """
-    name = image_uri.rsplit("/", 1)[-1].split("@")[0].split(":")[0]
-    match = _IMAGE.fullmatch(name) or _IMAGE.match(name)
-    if not match:
-        return None
-    py = match.group("py")
-    return PrebuiltImage(
-        framework=match.group("framework"),
-        distribution=_DISTRIBUTIONS[match.group("framework")],
-        accelerator=match.group("accel"),
-        version=f"{match.group('major')}.{match.group('minor')}",
-        python=f"{py[0]}.{py[1:]}" if py else None,
-    )
+    return parse_image_name(image_uri)
 
 
 def framework_warnings(executor_image_uri: str) -> list[str]:
@@ -210,20 +187,64 @@ def _create(env_dir: Path, files: list[Path]) -> list[str]:
     ]
 
 
-def prepare_package_env(package_uris: list[str], *, root: Path) -> PackageEnv:
+def check_packages_for_image(
+    package_uris: list[str], files: list[Path], executor_image_uri: str
+) -> list[str]:
+    """Checks the packages against the executor image as Vertex would install them.
+
+    Args:
+        package_uris: `pythonPackageSpec.packageUris`, for the messages.
+        files: The local files of those URIs.
+        executor_image_uri: `pythonPackageSpec.executorImageUri`.
+
+    Returns:
+        Warnings (one line each).
+
+    Raises:
+        PackageEnvError: A package pip could not install on the image, or an executor image
+            Vertex refuses; the message is the one `compile.py preflight` prints.
+    """
+    field = "pythonPackageSpec"
+    problems = executor_image_problems(executor_image_uri, f"{field}.executorImageUri")
+    for index, (uri, path) in enumerate(zip(package_uris, files, strict=True)):
+        try:
+            metadata = read_package_metadata(path)
+        except BuildError as error:
+            raise PackageEnvError(f"package {uri!r}: {error}") from None
+        problems += package_problems(metadata, executor_image_uri, f"{field}.packageUris[{index}]")
+    errors = errors_of(problems)
+    if errors:
+        raise PackageEnvError(
+            "the package cannot install on its executor image on Vertex:\n"
+            + "\n".join(f"  - {problem.describe()}" for problem in errors)
+        )
+    return [problem.describe() for problem in warnings_of(problems)]
+
+
+def prepare_package_env(
+    package_uris: list[str], *, root: Path, executor_image_uri: str = ""
+) -> PackageEnv:
     """Install the packages into a cached environment layered on the current one.
 
     Args:
         package_uris: `pythonPackageSpec.packageUris` (gs:// or /gcs/ URIs, or local paths).
         root: Local storage root; environments live in `<root>/envs/`.
+        executor_image_uri: The pool's `executorImageUri`: the packages are checked against
+            it first (:func:`check_packages_for_image`); empty skips the check.
 
     Returns:
         The environment's interpreter, its digest, warnings, and whether it was reused.
 
     Raises:
-        PackageEnvError: A package is missing or not a wheel/sdist, or pip failed.
+        PackageEnvError: A package is missing, not a wheel/sdist or cannot install on the
+            executor image, or pip failed.
     """
     files = _package_files(package_uris, root)
+    checked = (
+        check_packages_for_image(package_uris, files, executor_image_uri)
+        if executor_image_uri
+        else []
+    )
     digest = _digest(files)
     env_dir = root / "envs" / digest[:16]
     marker = env_dir / ".ready.json"
@@ -233,4 +254,5 @@ def prepare_package_env(package_uris: list[str], *, root: Path) -> PackageEnv:
         if ready is None:
             ready = {"packages": [str(p) for p in files], "warnings": _create(env_dir, files)}
             atomic_write_json(marker, ready)
-    return PackageEnv(env_dir / "bin" / "python", digest, tuple(ready["warnings"]), reused)
+    warnings = (*checked, *ready["warnings"])
+    return PackageEnv(env_dir / "bin" / "python", digest, warnings, reused)

@@ -285,7 +285,7 @@ def serve_endpoint(
                 f"serving endpoint {display_name!r} at {url} (traffic "
                 f"{table.endpoint().traffic_split}); POST "
                 f"{url}/v1/endpoints/{urllib.parse.quote(display_name)}:predict; "
-                "Ctrl-C stops the router (model servers keep running)",
+                "Ctrl-C stops it",
                 flush=True,
             )
             service = _RouterService(table, limits, backend_timeout_s=60.0)

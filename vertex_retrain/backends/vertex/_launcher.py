@@ -13,10 +13,16 @@ pipeline is cancelled. Three gaps in GCPC 2.22 are closed here:
   a fresh client from the factory, before GCPC sees them.
 - Cancellation uses the GAPIC client's `cancel_*` method (the same `:cancel` REST call GCPC
   posts with `requests`), so it goes through the same client boundary.
+- `JobRemoteRunner.create_job` hands its create function a copy of the spec cleaned by
+  `json_util.recursive_remove_empty`, which drops the `{}` placeholder pools: a primary with
+  evaluators ([0] and [3]) would reach Vertex as [0] and [1], and Vertex, which reads roles
+  by position, would run the evaluators as workers. The request is built from our validated
+  payload instead (`vertex_retrain.specs.pool_rules` refuses the layouts Vertex cannot express).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -254,12 +260,14 @@ def run_job(
             lambda client: kind.get_with_client(client, name), f"get {name}", lambda: None
         )
 
-    def create_job(_client: Any, parent_: str, job_spec: dict[str, Any]) -> Any:
+    def create_job(_client: Any, parent_: str, _cleaned: dict[str, Any]) -> Any:
+        # `_cleaned` lost its `{}` pools (module docstring); send the spec as validated. A
+        # fresh copy per attempt: GCPC's create functions edit the dict they are given.
         if label_value is None:
             # Without a request key a retried create could start a second job.
-            return _create_once(kind, runner, parent_, job_spec)
+            return _create_once(kind, runner, parent_, copy.deepcopy(spec))
         return with_retries(
-            lambda client: kind.create_with_client(client, parent_, job_spec),
+            lambda client: kind.create_with_client(client, parent_, copy.deepcopy(spec)),
             f"create {kind.resource_type}",
             find_live_job,
         )

@@ -31,6 +31,7 @@ from vertex_retrain.backends.vertex._launcher import JobClientFactory
 from vertex_retrain.backends.vertex.endpoints import Deployment
 from vertex_retrain.backends.vertex.model_registry import RegisteredModel
 from vertex_retrain.backends.vertex.pipeline_runs import PipelineJobGetter
+from vertex_retrain.run_record import RunRecord
 
 
 def wall_seconds(job: dict[str, Any]) -> float | None:
@@ -74,6 +75,7 @@ class VertexBackend:
         build_client: A ``cloudbuild_v1.CloudBuildClient``.
         storage_client: A ``google.cloud.storage.Client``.
         pipeline_job_getter: Fetches a PipelineJob by resource name (task outputs).
+        experiments: The Vertex AI Experiments seam (``experiments.ExperimentsClient``).
         connection_retries: Attempts per job API call on connection errors.
         retry_wait_s: Seconds between those attempts.
 
@@ -93,6 +95,7 @@ class VertexBackend:
         build_client: Any = None,
         storage_client: Any = None,
         pipeline_job_getter: PipelineJobGetter | None = None,
+        experiments: Any = None,
         connection_retries: int = 5,
         retry_wait_s: float = 20.0,
     ) -> None:
@@ -104,6 +107,7 @@ class VertexBackend:
         self._build_client = build_client
         self._storage_client = storage_client
         self._pipeline_job_getter = pipeline_job_getter
+        self._experiments = experiments
         self._connection_retries = connection_retries
         self._retry_wait_s = retry_wait_s
 
@@ -339,4 +343,12 @@ class VertexBackend:
             location=self.location,
             run_name=run_name,
             job_getter=self._pipeline_job_getter,
+        )
+
+    def record_run(self, record: RunRecord) -> str:
+        """Logs the week as one Vertex AI Experiments run of the model's experiment."""
+        from vertex_retrain.backends.vertex.experiments import log_week
+
+        return log_week(
+            record, project=self.project, location=self.location, client=self._experiments
         )

@@ -4,11 +4,19 @@ The traffic split before a deployment is written to the endpoint's labels *befor
 deployment starts (`vr_prev_<deployed model id>` = percent, and `vr_prev_for` naming the model
 version being deployed). So `rollback_endpoint` needs nothing but the endpoint, and a re-run of
 an interrupted deployment still knows the split to roll back to.
+
+A new version is deployed with 0% of the traffic; its `DeployModel` operation is recorded in the
+task's `gcp_resources` (the console links it) and in the endpoint's `vr_deploy_op` label. A
+re-run of the task (after a crash, or after the wait for the operation timed out) waits for that
+operation instead of deploying the version a second time. Once deployed, the version gets its
+share and must answer the sample instances through the endpoint (`smoke_test`); if it does not,
+the previous split is restored and the version undeployed.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,19 +26,32 @@ from vertex_retrain.backends.vertex._protos import (
     parse_rest_json,
     resource_uri,
 )
+from vertex_retrain.backends.vertex.endpoint_state import (
+    DEPLOY_OP,
+    PREV,
+    PREV_FOR,
+    positive,
+    previous_from_labels,
+    set_labels,
+    set_traffic,
+    version_key,
+)
+from vertex_retrain.backends.vertex.rollout import Rollout, deploy_at_zero, withdraw
+from vertex_retrain.backends.vertex.smoke_test import (
+    SmokeTestError,
+    default_prediction_client,
+    smoke_test,
+)
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
 from vertex_retrain.rules.traffic import (
     allocate,
     check_percentage,
     largest_share,
     reassign,
-    serving_shares,
 )
 
-__all__ = ["Deployment", "deploy_model_version", "rollback_endpoint"]
+__all__ = ["Deployment", "SmokeTestError", "deploy_model_version", "rollback_endpoint"]
 
-_PREV = "vr_prev_"
-_PREV_FOR = "vr_prev_for"
 _VERSIONED_MODEL = re.compile(r"^(projects/[^/]+/locations/[^/]+/models/([^/@]+))@(\d+)$")
 _DEFAULT_RESOURCES: dict[str, Any] = {
     "machineSpec": {"machineType": "n1-standard-2"},
@@ -52,6 +73,7 @@ class Deployment:
         undeployed_model_ids: Zero-traffic deployed models removed by pruning.
         created_endpoint: True when the endpoint was created by this call.
         deployed: False when the version was already deployed (a re-run).
+        smoke_tested: The version answered the sample instances through the endpoint.
     """
 
     endpoint_name: str
@@ -62,6 +84,7 @@ class Deployment:
     undeployed_model_ids: tuple[str, ...] = ()
     created_endpoint: bool = False
     deployed: bool = False
+    smoke_tested: bool = False
 
     @property
     def uri(self) -> str:
@@ -71,10 +94,6 @@ class Deployment:
     def artifact_metadata(self) -> dict[str, str]:
         """Metadata of the `google.VertexEndpoint` artifact: `{"resourceName": ...}`."""
         return {"resourceName": self.endpoint_name}
-
-
-def _positive(split: Any) -> dict[str, int]:
-    return serving_shares(dict(split))
 
 
 def default_endpoint_client(location: str) -> Any:
@@ -112,47 +131,13 @@ def _create_endpoint(client: Any, parent: str, display_name: str, timeout_s: flo
     return operation.result(timeout=timeout_s)
 
 
-def _version_key(model_id: str, version_id: str) -> str:
-    return f"m{model_id}-{version_id}"
-
-
-def _previous_from_labels(labels: dict[str, str]) -> dict[str, int]:
-    return {
-        k[len(_PREV) :]: int(v) for k, v in labels.items() if k.startswith(_PREV) and v.isdigit()
-    }
-
-
-def _set_labels(client: Any, endpoint: Any, labels: dict[str, str]) -> Any:
-    from google.cloud import aiplatform_v1
-    from google.protobuf import field_mask_pb2
-
-    return client.update_endpoint(
-        request=aiplatform_v1.UpdateEndpointRequest(
-            endpoint=aiplatform_v1.Endpoint(name=endpoint.name, labels=labels),
-            update_mask=field_mask_pb2.FieldMask(paths=["labels"]),
-        )
-    )
-
-
-def _set_traffic(client: Any, endpoint_name: str, split: dict[str, int]) -> Any:
-    from google.cloud import aiplatform_v1
-    from google.protobuf import field_mask_pb2
-
-    return client.update_endpoint(
-        request=aiplatform_v1.UpdateEndpointRequest(
-            endpoint=aiplatform_v1.Endpoint(name=endpoint_name, traffic_split=split),
-            update_mask=field_mask_pb2.FieldMask(paths=["traffic_split"]),
-        )
-    )
-
-
 def _prune(
     client: Any, endpoint: Any, protected: set[str], keep_last: int, timeout_s: float
 ) -> list[str]:
     """Undeploys what the shared keep_last_n rule (`rules.retention`) prunes."""
     from google.cloud import aiplatform_v1
 
-    split = _positive(endpoint.traffic_split)
+    split = positive(endpoint.traffic_split)
     newest_first = sorted(
         endpoint.deployed_models,
         key=lambda d: (d.create_time.timestamp() if d.create_time else 0.0, d.id),
@@ -184,16 +169,24 @@ def deploy_model_version(
     service_account: str = "",
     timeout_s: float = 1800.0,
     endpoint_client: Any = None,
+    sample_instances: Sequence[Any] = (),
+    prediction_client: Any = None,
+    gcp_resources_path: str = "",
+    poll_s: float = 20.0,
 ) -> Deployment:
     """Deploys a model version to the endpoint with this display name (created if missing).
 
     The deployed models already there keep the rest of the traffic pro rata, so the previous
     version stays deployed for rollback; the first version on an endpoint must take 100%
     (the split rules of `vertex_retrain.rules.traffic`, shared with the local backend).
-    Afterwards the keep_last_n rule (`vertex_retrain.rules.retention`) prunes: zero-traffic
-    deployed models older than the newest `keep_last` are undeployed, unless the split a
-    rollback restores needs them. Deploying a version that is already deployed does not
-    deploy it again; it only adjusts its traffic share if that differs.
+    The version is deployed with no traffic first, then given its share; with sample
+    instances it must answer them through the endpoint (`smoke_test`), or the previous split
+    is restored and it is undeployed. Afterwards the keep_last_n rule
+    (`vertex_retrain.rules.retention`) prunes: zero-traffic deployed models older than the
+    newest `keep_last` are undeployed, unless the split a rollback restores needs them.
+    Deploying a version that is already deployed does not deploy it again; it only adjusts its
+    traffic share if that differs, and a re-run whose deployment is still in progress (see the
+    module docstring) waits for it.
 
     Args:
         project: Google Cloud project id.
@@ -209,12 +202,23 @@ def deploy_model_version(
         service_account: Service account the serving container runs as.
         timeout_s: How long to wait for each long-running operation.
         endpoint_client: An `aiplatform_v1.EndpointServiceClient` (or a fake).
+        sample_instances: Instances the version must answer before the call succeeds (none:
+            only Vertex's health check of the container).
+        prediction_client: An `aiplatform_v1.PredictionServiceClient` (or a fake); built when
+            sample instances need it.
+        gcp_resources_path: The task's `gcp_resources` output: the `DeployModel` operation is
+            recorded there (empty: nowhere).
+        poll_s: Seconds between polls of a long-running operation.
 
     Returns:
         The endpoint's state after the deployment.
 
     Raises:
         ValueError: Bad input (nothing is changed), or several endpoints share the name.
+        SmokeTestError: The version did not answer the sample instances; the previous split
+            is restored and the version undeployed.
+        OperationTimeoutError: The deployment is still running after `timeout_s`; running
+            the task again waits for it.
     """
     from google.cloud import aiplatform_v1
 
@@ -235,7 +239,7 @@ def deploy_model_version(
     )
     client = endpoint_client or default_endpoint_client(location)
     endpoint = _find_endpoint(client, parent, endpoint_display_name)
-    current = _positive(endpoint.traffic_split) if endpoint else {}
+    current = positive(endpoint.traffic_split) if endpoint else {}
     existing = [
         d
         for d in (endpoint.deployed_models if endpoint else [])
@@ -244,42 +248,68 @@ def deploy_model_version(
     ]
     # Work out the new split before changing anything, so a refused split changes nothing.
     if existing:
-        wanted = _positive(reassign(current, existing[0].id, traffic_percentage))
+        wanted = positive(reassign(current, existing[0].id, traffic_percentage))
     else:
         # "0" names the model being deployed (DeployModelRequest.traffic_split).
-        wanted = _positive(allocate(current, "0", traffic_percentage))
+        wanted = positive(allocate(current, "0", traffic_percentage))
     created = endpoint is None
     if endpoint is None:
         endpoint = _create_endpoint(client, parent, endpoint_display_name, timeout_s)
 
     labels = dict(endpoint.labels)
-    key = _version_key(model_id, version_id)
-    if labels.get(_PREV_FOR) == key:
-        previous = _previous_from_labels(labels)
+    key = version_key(model_id, version_id)
+    if labels.get(PREV_FOR) == key:
+        previous = previous_from_labels(labels)
     else:
         previous = current
-        labels = {k: v for k, v in labels.items() if not k.startswith(_PREV)}
-        labels.update({f"{_PREV}{k}": str(v) for k, v in previous.items()})
-        labels[_PREV_FOR] = key
-        _set_labels(client, endpoint, labels)
+        labels = {k: v for k, v in labels.items() if not k.startswith(PREV)}
+        labels.pop(DEPLOY_OP, None)
+        labels.update({f"{PREV}{k}": str(v) for k, v in previous.items()})
+        labels[PREV_FOR] = key
+        endpoint = set_labels(client, endpoint, labels)
 
     if existing:
         deployed_id = existing[0].id
-        if wanted != current:
-            _set_traffic(client, endpoint.name, wanted)
     else:
-        request = aiplatform_v1.DeployModelRequest(
-            endpoint=endpoint.name,
-            deployed_model=aiplatform_v1.DeployedModel(
-                model=model_resource_name,
-                display_name=f"{model_id}-v{version_id}",
-                dedicated_resources=resources,
-                service_account=service_account,
-            ),
-            traffic_split=wanted,
+        deployed_id = deploy_at_zero(
+            Rollout(
+                client=client,
+                location=location,
+                endpoint=endpoint,
+                labels=labels,
+                key=key,
+                deployed_model=aiplatform_v1.DeployedModel(
+                    model=model_resource_name,
+                    display_name=f"{model_id}-v{version_id}",
+                    dedicated_resources=resources,
+                    service_account=service_account,
+                ),
+                current=current,
+                gcp_resources_path=gcp_resources_path,
+                timeout_s=timeout_s,
+                poll_s=poll_s,
+            )
         )
-        response = client.deploy_model(request=request).result(timeout=timeout_s)
-        deployed_id = response.deployed_model.id
+    final = {(deployed_id if k == "0" else k): v for k, v in wanted.items()}
+    before = positive(client.get_endpoint(name=endpoint.name).traffic_split)
+    if final != before:
+        set_traffic(client, endpoint.name, final)
+    share = final.get(deployed_id, 0)
+    smoke_tested = False
+    if sample_instances and share and not before.get(deployed_id, 0):
+        # The version takes traffic for the first time: it must answer the samples.
+        try:
+            checked = smoke_test(
+                prediction_client or default_prediction_client(location),
+                endpoint.name,
+                deployed_id,
+                list(sample_instances),
+                share,
+            )
+        except SmokeTestError:
+            withdraw(client, endpoint.name, deployed_id, current, timeout_s)
+            raise
+        smoke_tested = checked.answered
 
     endpoint = client.get_endpoint(name=endpoint.name)
     removed = _prune(client, endpoint, {deployed_id, *previous}, keep_last, timeout_s)
@@ -289,11 +319,12 @@ def deploy_model_version(
         endpoint_name=endpoint.name,
         location=location,
         deployed_model_id=deployed_id,
-        traffic_split=_positive(endpoint.traffic_split),
+        traffic_split=positive(endpoint.traffic_split),
         previous_traffic_split=previous,
         undeployed_model_ids=tuple(removed),
         created_endpoint=created,
         deployed=not existing,
+        smoke_tested=smoke_tested,
     )
 
 
@@ -318,11 +349,11 @@ def rollback_endpoint(
     endpoint = _find_endpoint(client, parent, endpoint_display_name)
     if endpoint is None:
         raise ValueError(f"no endpoint named {endpoint_display_name!r} in {parent}.")
-    previous = _previous_from_labels(dict(endpoint.labels))
+    previous = previous_from_labels(dict(endpoint.labels))
     if not previous:
         raise ValueError(
             f"endpoint {endpoint.name} has no recorded previous traffic split (labels "
-            f"{_PREV}*): nothing to roll back to. Was anything deployed before the last "
+            f"{PREV}*): nothing to roll back to. Was anything deployed before the last "
             "deployment?"
         )
     deployed_ids = {d.id for d in endpoint.deployed_models}
@@ -332,11 +363,11 @@ def rollback_endpoint(
             f"cannot roll back {endpoint.name}: deployed model(s) {', '.join(missing)} of the "
             "previous split are no longer deployed; redeploy that version instead."
         )
-    current = _positive(endpoint.traffic_split)
+    current = positive(endpoint.traffic_split)
     if current != previous:
-        _set_traffic(client, endpoint.name, previous)
+        set_traffic(client, endpoint.name, previous)
         endpoint = client.get_endpoint(name=endpoint.name)
-    restored = _positive(endpoint.traffic_split)
+    restored = positive(endpoint.traffic_split)
     return Deployment(
         endpoint_name=endpoint.name,
         location=location,

@@ -71,14 +71,15 @@ class AiplatformExperiments:
         """``aiplatform.log_metrics``."""
         from google.cloud import aiplatform
 
-        aiplatform.log_metrics(metrics)
+        values: dict[str, float | int | str] = dict(metrics)
+        aiplatform.log_metrics(values)
 
     def end_run(self, state: str) -> None:
         """``aiplatform.end_run`` with the run's final state."""
         from google.cloud import aiplatform
-        from google.cloud.aiplatform.compat.types import execution
+        from google.cloud.aiplatform_v1.types.execution import Execution
 
-        aiplatform.end_run(state=getattr(execution.Execution.State, state))
+        aiplatform.end_run(state=getattr(Execution.State, state))
 
 
 def experiment_name(text: str) -> str:

@@ -1,0 +1,131 @@
+"""Measuring a command as a whole: wall time, CPU time and the peak memory of its process tree.
+
+`resource.getrusage` reports the largest single process's peak, not the sum over a parent and
+its worker processes, so `run_measured` samples the resident set of the whole tree from /proc
+every 50 ms; the peak it reports is the largest sum it saw (a lower bound on the true peak, by
+at most what a 50 ms burst allocates). Also the seed-scale dataset, generated once per machine
+and reused by the benchmarks that need it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SEED_SCALE = {"members": 500_000, "stores": 2_000, "weeks": 156, "seed": 0}
+"""The worked example's full scale: about 89.6 million transactions."""
+_SAMPLE_S = 0.05
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What `run_measured` saw."""
+
+    wall_seconds: float
+    cpu_seconds: float  # user + system of the command and every process it waited for
+    peak_rss_bytes: int  # largest summed resident set of the process tree
+    stdout: str
+    stderr: str
+
+
+def tree_rss(pid: int) -> int:
+    """Summed resident set (bytes) of `pid` and all its descendants, from /proc (0 if gone)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    total, stack = 0, [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while stack:
+        current = stack.pop()
+        try:
+            resident = int(Path(f"/proc/{current}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        total += resident * page
+        stack.extend(children.get(current, []))
+    return total
+
+
+def run_measured(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 1800.0
+) -> Measured:
+    """Run `argv` (which must exit 0) and measure it.
+
+    Raises:
+        RuntimeError: The command failed or ran past `timeout`; its stderr tail is in the message.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(list(argv), cwd=REPO, env=env, stdout=out, stderr=err)
+        peak = 0
+        while proc.poll() is None:
+            if time.perf_counter() - began > timeout:
+                proc.kill()
+                proc.wait()
+                raise RuntimeError(f"{' '.join(argv)} ran past {timeout:.0f} s")
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(_SAMPLE_S)
+        wall = time.perf_counter() - began
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {stderr.strip()[-1500:]}")
+    return Measured(wall, cpu, peak, stdout, stderr)
+
+
+def python_env() -> dict[str, str]:
+    """This environment with the repository importable (for `python -m trainer...`)."""
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def cache_root() -> Path:
+    """Where benchmarks keep generated datasets between runs (`$VERTEX_RETRAIN_BENCH_DATA`)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("VERTEX_RETRAIN_BENCH_DATA", default / "vertex-retrain-bench"))
+
+
+def dataset_folder(members: int, stores: int, weeks: int, seed: int) -> Path:
+    """The cache folder for a synthetic dataset of this scale."""
+    return cache_root() / f"drinks-{members}x{stores}x{weeks}-seed{seed}"
+
+
+def ensure_dataset(
+    members: int, stores: int, weeks: int, seed: int, *, workers: int = 0
+) -> tuple[Path, Measured | None]:
+    """A generated dataset of this scale, generating it (measured) unless already there.
+
+    Returns:
+        The folder, and the measurement of the generation (None when it was reused).
+    """
+    folder = dataset_folder(members, stores, weeks, seed)
+    info = folder / "generation.json"
+    if info.is_file():
+        config = json.loads(info.read_text(encoding="utf-8"))["config"]
+        wanted = {"members": members, "stores": stores, "weeks": weeks, "seed": seed}
+        if all(config.get(key) == value for key, value in wanted.items()):
+            return folder, None
+    argv = [sys.executable, "-m", "trainer.data", "generate", "--members", str(members),
+            "--stores", str(stores), "--weeks", str(weeks), "--seed", str(seed),
+            "--workers", str(workers), "--out", str(folder)]  # fmt: skip
+    return folder, run_measured(argv, env=python_env())

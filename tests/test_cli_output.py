@@ -1,0 +1,169 @@
+"""What the command line prints: tables cut or whole, JSON, progress, the end-of-run report.
+
+No ANSI codes off a terminal; colour and a live line on one; no dict reprs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+from data.serving.support import register_echo
+
+from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.cli.console import ANSI, Column, cell_text, render_table
+from vertex_retrain.cli.registry_commands import cli_models
+from vertex_retrain.cli.run_progress import RunProgress, format_duration
+from vertex_retrain.cli.run_report import build_report
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_render_table_cuts_wide_cells_unless_wide() -> None:
+    columns = (Column("name", "NAME"), Column("metrics", "METRICS", 20))
+    records = [{"name": "recs", "metrics": {f"metric_{i}": i / 3 for i in range(40)}}]
+    cut, whole = io.StringIO(), io.StringIO()
+    render_table(cut, columns, records)
+    render_table(whole, columns, records, wide=True)
+    assert max(len(line) for line in cut.getvalue().splitlines()) <= 80
+    assert "…" in cut.getvalue() and "metric_39=13" in whole.getvalue()
+    assert "metric_39" not in cut.getvalue()
+    assert not ANSI.search(cut.getvalue() + whole.getvalue())
+    assert "{" not in whole.getvalue()  # cells never show a dict repr
+
+
+def test_render_table_says_none_under_the_headings_when_empty() -> None:
+    out = io.StringIO()
+    render_table(out, (Column("a", "A"),), [])
+    assert out.getvalue().splitlines() == ["A", "(none)"]
+
+
+def test_cell_text_shows_values_not_reprs() -> None:
+    assert cell_text({"champion": "2", "rate": 0.123456}) == "champion=2, rate=0.1235"
+    assert cell_text(["a", "b"]) == "a, b"
+    assert cell_text(None) == cell_text([]) == "-"
+    assert cell_text(True) == "yes"
+
+
+def test_models_json_and_table_show_the_same_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    register_echo(ModelRegistry(), "a", 0)
+    as_json = io.StringIO()
+    assert cli_models(argparse.Namespace(model=None, json=True), as_json) == 0
+    (record,) = json.loads(as_json.getvalue())
+    assert (record["model"], record["versions"], record["latest_version"]) == ("recs", 1, "1")
+    table = io.StringIO()
+    assert cli_models(argparse.Namespace(model="recs", wide=True), table) == 0
+    assert "gs://test-bucket/models/recs/a" in table.getvalue()
+    versions = io.StringIO()
+    assert cli_models(argparse.Namespace(model="recs", json=True), versions) == 0
+    assert json.loads(versions.getvalue())[0]["artifact_uri"] == "gs://test-bucket/models/recs/a"
+
+
+def _feed(progress: RunProgress, *lines: str) -> None:
+    for line in lines:
+        progress.feed(line)
+
+
+def test_run_progress_shows_epoch_loss_and_eta_from_the_replica_log() -> None:
+    out = io.StringIO()
+    times = iter([0.0, 10.0, 20.0, 30.0, 95.0])
+    progress = RunProgress(out, clock=lambda: next(times))
+    _feed(
+        progress,
+        "05:16 - INFO - Executing task \x1b[96m'train'\x1b[0m",
+        "    [workerpool0-0] 2026 INFO trainer.train: progress step=100/1000 epoch=1 loss=3.1",
+        "    [workerpool0-0] 2026 INFO trainer.train: progress step=200/1000 epoch=1 loss=2.9",
+        "    [workerpool0-0] 2026 INFO trainer.train: progress step=300/1000 epoch=2 loss=2.5",
+        "    [executor] warning: a GPU image",
+        "    [executor] warning: a GPU image",
+        "05:17 - INFO - Task \x1b[96m'train'\x1b[0m finished with status \x1b[92mSUCCESS\x1b[0m",
+    )
+    progress.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "step train: running"
+    # 100 steps per 10 s from the first progress line: 700 steps left, 70 s.
+    assert "  train: epoch 2, step 300/1000 (30%), loss 2.5, ETA 1m10s" in lines
+    assert lines.count("  warning: a GPU image") == 1
+    assert lines[-1] == "✓ step train: done in 1m35s"
+    assert not ANSI.search(out.getvalue())
+
+
+def test_run_progress_on_a_terminal_draws_a_live_line_in_colour() -> None:
+    out = FakeTerminal()
+    progress = RunProgress(out)
+    _feed(
+        progress,
+        "Executing task 'prepare'",
+        "Task 'prepare' finished with status FAILURE",
+    )
+    progress.close()
+    assert ANSI.search(out.getvalue()) and "step prepare: FAILURE" in out.getvalue()
+
+
+def test_format_duration() -> None:
+    assert [format_duration(s) for s in (4.24, 83, 3725)] == ["4.2s", "1m23s", "1h02m05s"]
+
+
+def _task(run_dir: Path, name: str, outputs: dict[str, object]) -> Path:
+    folder = run_dir / name
+    folder.mkdir(parents=True)
+    (folder / "executor_output.json").write_text(json.dumps(outputs))
+    return folder
+
+
+def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) -> None:
+    run_dir = tmp_path / "pipeline-root" / "weekly-retraining-1"
+    _task(run_dir, "evaluate-model", {
+        "parameterValues": {"is_better": True, "reason": "beats the champion"},
+        "artifacts": {"metrics": {"artifacts": [{"metadata": {
+            "candidate_ndcg_at_10": 0.61, "champion_ndcg_at_10": 0.6,
+            "baseline_ndcg_at_10": 0.25}}]}},
+    })  # fmt: skip
+    _task(run_dir, "register-model", {
+        "parameterValues": {"version_id": "3", "aliases": ["champion", "default"]},
+        "artifacts": {"vertex_model": {"artifacts": [{"metadata": {
+            "resourceName": "models/guess-your-order@3"}}]}},
+    })  # fmt: skip
+    _task(run_dir, "deploy-model", {"parameterValues": {"deployed_model_id": "7",
+                                                        "traffic": {"7": 100}}})  # fmt: skip
+    tune = _task(run_dir, "hp-tune", {})
+    (tune / "trials_report").write_text("<html>study</html>")
+    report = build_report(
+        "weekly-retraining",
+        succeeded=True,
+        wall_seconds=125,
+        log_path=tmp_path / "run.log",
+        run_dir=run_dir,
+        arguments={"model_display_name": "guess-your-order", "endpoint_display_name": "gyo"},
+        summary={"cost_on_vertex": {"on_demand": 2.0, "spot": 0.7, "currency": "USD",
+                                    "assumed_training_hours": 2}},
+    )  # fmt: skip
+    assert (run_dir / "tuning-report.html").read_text() == "<html>study</html>"
+    out = io.StringIO()
+    report.render(out)
+    text = out.getvalue()
+    assert text.startswith("run weekly-retraining succeeded in 2m05s\n")
+    assert f"pipeline root   {run_dir}\n" in text
+    assert f"tuning report   {run_dir / 'tuning-report.html'}\n" in text
+    assert "model           guess-your-order version 3 (aliases champion, default)" in text
+    assert "ndcg_at_10 0.6100 (champion 0.6000, baseline 0.2500)" in text
+    assert "endpoint URL    POST http://127.0.0.1:8080/v1/endpoints/gyo:predict" in text
+    assert "serve again     python compile.py serve gyo" in text
+    assert "{" not in text and not ANSI.search(text)
+    as_json = report.to_json()
+    assert as_json["model"] == {
+        "display_name": "guess-your-order",
+        "version": "3",
+        "aliases": ["champion", "default"],
+    }
+    assert as_json["endpoint"]["traffic"] == {"7": 100}
+    assert json.loads(json.dumps(as_json))["tuning_report"].endswith("tuning-report.html")

@@ -1,0 +1,96 @@
+"""``as_of`` at the command line: a bad one is one line and exit 2 before anything runs; a
+local run without one replays the newest week of its data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainer.data import generate
+from trainer.world import WorldConfig
+from vertex_retrain.backends.local.storage import to_local_path
+from vertex_retrain.cli.main import main
+from vertex_retrain.cli.run_window import as_of_problem, local_data_span, with_local_as_of
+from vertex_retrain.pipelines import defaults
+
+REPO = Path(__file__).resolve().parent.parent
+NOW = dt.datetime(2026, 11, 25, 9, 30, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def local_data(root: Path) -> Path:
+    """The sample dataset where the pipelines' default transactions_uri points, locally."""
+    folder = to_local_path(defaults.TRANSACTIONS_URI)
+    generate(WorldConfig(members=60, stores=5, weeks=3, seed=2), folder)
+    return folder
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["run", "weekly-retraining", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("as_of", "expected"),
+    [
+        ("2026-02-30", "error: as_of must be a date YYYY-MM-DD or an RFC 3339 time"),
+        ("next-week", "error: as_of must be a date YYYY-MM-DD"),
+        ("2999-01-04", "error: as_of 2999-01-04 is in the future (today is"),
+    ],
+)
+def test_run_refuses_a_malformed_or_future_as_of_before_submitting(
+    root: Path, capsys: pytest.CaptureFixture[str], as_of: str, expected: str
+) -> None:
+    # No --project: the as_of is refused before the Vertex flags are even looked at.
+    code, err = _run(capsys, "--param", f"as_of={as_of}")
+    assert code == 2
+    assert err.startswith(expected) and err.count("\n") == 1, err
+
+
+def test_run_local_refuses_an_as_of_before_the_local_data_starts(
+    local_data: Path, root: Path
+) -> None:
+    # A process of its own: the local run prints its progress to the real stdout.
+    done = subprocess.run(
+        [sys.executable, str(REPO / "compile.py"), "run", "weekly-retraining", "--local",
+         "--param", "as_of=2022-06-01"],
+        capture_output=True, text=True, check=False, timeout=300,
+        env={**os.environ, "VERTEX_LOCAL_ROOT": str(root)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "error: as_of 2022-06-01 is before the data starts (first transaction 2023-01-02"
+    )
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert not (root / "pipeline-root").exists()
+
+
+def test_as_of_problem_checks_the_future_in_the_data_time_zone() -> None:
+    # 2026-11-26 has begun in Taipei at 17:30 on the 25th, UTC.
+    late = dt.datetime(2026, 11, 25, 17, 30, tzinfo=dt.UTC)
+    assert as_of_problem({"as_of": "2026-11-26", "data_time_zone": "Asia/Taipei"}, now=late) is None
+    problem = as_of_problem({"as_of": "2026-11-26", "data_time_zone": "UTC"}, now=late)
+    assert problem is not None and "is in the future" in problem
+    assert as_of_problem({"as_of": ""}, now=late) is None
+
+
+def test_with_local_as_of_replays_the_newest_week_and_says_so(local_data: Path) -> None:
+    arguments = {"as_of": "", "transactions_uri": defaults.TRANSACTIONS_URI}
+    out = io.StringIO()
+    chosen = with_local_as_of(arguments, out, now=NOW)
+    span = local_data_span(arguments)
+    assert span is not None
+    assert chosen["as_of"] == (span[1].date() + dt.timedelta(days=1)).isoformat() == "2023-01-23"
+    assert out.getvalue().startswith("as_of not given: this local run replays the newest week")
+    given = {**arguments, "as_of": "2023-01-16"}
+    assert with_local_as_of(given, io.StringIO(), now=NOW) == given
+    assert with_local_as_of({"transactions_uri": "gs://nowhere/t", "as_of": ""}, out) == {
+        "transactions_uri": "gs://nowhere/t",
+        "as_of": "",
+    }

@@ -1,0 +1,298 @@
+"""The weeks on record: the run record, the local history, Vertex AI Experiments, `history`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertex_retrain.backends.local.backend import LocalBackend
+from vertex_retrain.backends.local.registry_db import RegistryDatabase, RegistryNotFoundError
+from vertex_retrain.backends.local.registry_schema import SCHEMA_VERSION, migrate
+from vertex_retrain.backends.local.run_history import RunHistory
+from vertex_retrain.backends.vertex.backend import VertexBackend
+from vertex_retrain.backends.vertex.experiments import experiment_name, log_week
+from vertex_retrain.cli.main import main
+from vertex_retrain.run_record import RunRecord, record_from_summary
+from vertex_retrain.steps.run_history import record_week
+
+FACTS: dict[str, Any] = {
+    "pipeline_run": "weekly-retraining-20261123",
+    "state": "SUCCEEDED",
+    "data_window": {
+        "as_of": "2026-11-23",
+        "source": "schedule",
+        "first_transaction": "2026-08-31T07:00:00",
+        "train_rows": 900,
+        "content_hash": "sha256:ab",
+    },
+    "data_gate": {
+        "passed": True,
+        "verdict": "data gate passed for week 12",
+        "breaches": [],
+        "statistics": {"rows": 353, "members": 199, "stores": 8},
+    },
+    "decision": {
+        "is_better": True,
+        "reason": "ndcg_at_10 improved by +0.0100",
+        "candidate_score": 0.23,
+        "champion_score": 0.22,
+    },
+    "metrics": {
+        "candidate_ndcg_at_10": 0.23,
+        "champion_ndcg_at_10": 0.22,
+        "baseline_ndcg_at_10": 0.2,
+        "candidate_recall_at_10": 0.44,
+        "baseline_recall_at_10": 0.41,
+        "is_better": 1.0,
+    },
+    "training": {"goodput": 0.9, "restarts": 2.0, "spot_fallback": 1.0},
+    "cost_on_vertex": {
+        "assumed_training_hours": 2.0,
+        "on_demand": 1.68,
+        "spot": 0.71,
+        "currency": "USD",
+    },
+    "spot_fallback": {
+        "spot_hours": 1.0,
+        "on_demand_hours": 0.5,
+        "total_cost": 0.775,
+        "currency": "USD",
+    },
+}
+
+
+def _record(**changes: Any) -> RunRecord:
+    record = record_from_summary(FACTS, model="guess-your-order", backend="local")
+    return replace(record, recorded_at="2026-11-23T04:00:00+00:00", **changes)
+
+
+def test_record_from_summary_keeps_window_gate_roles_decision_cost_and_fallback() -> None:
+    record = _record()
+    assert (record.run, record.as_of, record.state) == (
+        "weekly-retraining-20261123",
+        "2026-11-23",
+        "SUCCEEDED",
+    )
+    assert record.window == {
+        "source": "schedule",
+        "first_transaction": "2026-08-31T07:00:00",
+        "train_rows": 900,
+    }
+    assert record.data["passed"] is True and record.data["statistics"]["rows"] == 353
+    assert record.candidate == {"ndcg_at_10": 0.23, "recall_at_10": 0.44}
+    assert record.champion == {"ndcg_at_10": 0.22}
+    assert record.baseline == {"ndcg_at_10": 0.2, "recall_at_10": 0.41}
+    assert record.decision["is_better"] is True
+    assert record.cost["spot_plan"] == 0.71 and record.cost["on_demand_plan"] == 1.68
+    assert (record.goodput, record.restarts) == (0.9, 2)
+    assert record.spot_fallback["total_cost"] == 0.775
+    assert RunRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+
+
+def test_record_of_a_failed_run_keeps_its_error_and_no_metrics() -> None:
+    failed = record_from_summary(
+        {"pipeline_run": "r", "state": "FAILED", "error": "boom", "cost_on_vertex": {}},
+        model="m",
+        backend="vertex",
+    )
+    assert (failed.state, failed.error, failed.candidate, failed.cost) == ("FAILED", "boom", {}, {})
+    assert failed.experiment_metrics() == {}
+
+
+def test_run_history_replaces_a_run_and_orders_weeks_oldest_first(root: Path) -> None:
+    history = RunHistory()
+    history.record(_record(run="b", as_of="2026-11-30"))
+    history.record(_record(run="a", as_of="2026-11-23", state="FAILED"))
+    history.record(_record(run="a", as_of="2026-11-23"))  # the exit handler ran again
+    history.record(_record(run="c", model="other"))
+    assert [(r.run, r.state) for r in history.weeks("guess-your-order")] == [
+        ("a", "SUCCEEDED"),
+        ("b", "SUCCEEDED"),
+    ]
+    assert history.models() == ["guess-your-order", "other"]
+    with pytest.raises(RegistryNotFoundError, match="models with runs: guess-your-order, other"):
+        history.weeks("nope")
+
+
+def test_registry_migrates_a_version_2_database_to_keep_run_records(tmp_path: Path) -> None:
+    path = tmp_path / "registry.db"
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("BEGIN IMMEDIATE")
+    migrate(connection, target=2)
+    connection.execute("COMMIT")
+    connection.close()
+    RunHistory(RegistryDatabase(path)).record(_record())
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 3
+        assert check.execute("SELECT run_name FROM pipeline_runs").fetchall() == [
+            ("weekly-retraining-20261123",)
+        ]
+
+
+@dataclass
+class FakeExperiments:
+    """Records every call to the Vertex AI Experiments seam."""
+
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+
+    def init(self, *, project: str, location: str, experiment: str) -> None:
+        self.calls.append(
+            ("init", {"project": project, "location": location, "experiment": experiment})
+        )
+
+    def start_run(self, run: str) -> None:
+        self.calls.append(("start_run", run))
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        self.calls.append(("log_params", params))
+
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        self.calls.append(("log_metrics", metrics))
+
+    def end_run(self, state: str) -> None:
+        self.calls.append(("end_run", state))
+
+
+def test_log_week_logs_one_experiment_run_with_the_weeks_params_and_metrics() -> None:
+    fake = FakeExperiments()
+    where = log_week(_record(), project="p", location="asia-east1", client=fake)
+    calls = dict(fake.calls)
+    assert [name for name, _ in fake.calls] == [
+        "init",
+        "start_run",
+        "log_params",
+        "log_metrics",
+        "end_run",
+    ]
+    assert calls["init"] == {
+        "project": "p",
+        "location": "asia-east1",
+        "experiment": "guess-your-order",
+    }
+    assert calls["start_run"] == "weekly-retraining-20261123"
+    assert calls["log_params"] == {
+        "model": "guess-your-order",
+        "backend": "local",
+        "state": "SUCCEEDED",
+        "as_of": "2026-11-23",
+        "window_source": "schedule",
+        "first_transaction": "2026-08-31T07:00:00",
+        "data_gate": "passed",
+        "decision": "champion",
+        "decision_reason": "ndcg_at_10 improved by +0.0100",
+        "spot_fallback": "yes",
+    }
+    metrics = calls["log_metrics"]
+    assert metrics["candidate_ndcg_at_10"] == 0.23
+    assert metrics["champion_ndcg_at_10"] == 0.22
+    assert metrics["baseline_recall_at_10"] == 0.41
+    assert metrics["data_rows"] == 353.0 and metrics["data_stores"] == 8.0
+    assert (metrics["goodput"], metrics["restarts"]) == (0.9, 2.0)
+    assert (metrics["cost_spot_plan"], metrics["cost_on_demand_plan"]) == (0.71, 1.68)
+    assert metrics["fallback_total_cost"] == 0.775
+    assert all(isinstance(value, float) for value in metrics.values())
+    assert calls["end_run"] == "COMPLETE"
+    assert where == "Vertex AI experiment guess-your-order, run weekly-retraining-20261123"
+
+
+def test_log_week_ends_a_failed_weeks_run_as_failed() -> None:
+    fake = FakeExperiments()
+    log_week(_record(state="FAILED"), project="p", location="l", client=fake)
+    assert fake.calls[-1] == ("end_run", "FAILED")
+
+
+def test_vertex_backend_records_the_week_through_its_experiments_client() -> None:
+    fake = FakeExperiments()
+    backend = VertexBackend("p", "europe-west4", experiments=fake)
+    record, where = record_week(FACTS, backend=backend, model="Guess Your Order!")
+    assert where.startswith("Vertex AI experiment guess-your-order, run ")
+    assert record.backend == "vertex" and record.recorded_at
+    assert ("start_run", "weekly-retraining-20261123") in fake.calls
+
+
+def test_record_week_reports_a_failing_record_keeper_instead_of_raising() -> None:
+    class Broken(FakeExperiments):
+        def init(self, *, project: str, location: str, experiment: str) -> None:
+            raise PermissionError("aiplatform.metadataStores.get denied")
+
+    _, where = record_week(FACTS, backend=VertexBackend("p", "l", experiments=Broken()), model="m")
+    assert where == "not recorded (PermissionError: aiplatform.metadataStores.get denied)"
+
+
+def test_experiment_name_fits_vertex_rules() -> None:
+    assert experiment_name("Guess Your_Order 2") == "guess-your-order-2"
+    assert len(experiment_name("x" * 300)) == 128
+    with pytest.raises(ValueError, match="no letter or digit"):
+        experiment_name("__")
+
+
+def test_local_backend_record_run_goes_to_the_registry_database(root: Path) -> None:
+    where = LocalBackend().record_run(_record())
+    assert str(root / "registry.db") in where
+    assert [r.run for r in RunHistory().weeks("guess-your-order")] == ["weekly-retraining-20261123"]
+
+
+def _record_two_weeks() -> None:
+    history = RunHistory()
+    history.record(_record(run="w1", as_of="2026-11-16", spot_fallback={}))
+    history.record(_record(run="w2", as_of="2026-11-23"))
+
+
+def test_history_prints_the_weeks_as_a_table_and_writes_the_plot(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record_two_weeks()
+    assert main(["history", "guess-your-order"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == [
+        "AS", "OF", "OUTCOME", "ROWS", "CANDIDATE", "CHAMPION", "BASELINE", "GOODPUT", "COST",
+    ]  # fmt: skip
+    assert lines[2].split() == [
+        "2026-11-16", "champion", "353", "0.23", "0.22", "0.2", "0.9", "0.71", "USD",
+    ]  # fmt: skip
+    assert lines[3].split()[0] == "2026-11-23" and lines[3].endswith("USD*")
+    plot = root / "history" / "guess-your-order.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert lines[-1] == f"plot of guess-your-order (ndcg_at_10, recall_at_10): {plot}"
+
+
+def test_history_json_lists_every_record_whole(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _record_two_weeks()
+    plot = tmp_path / "weeks.png"
+    assert main(["history", "guess-your-order", "--json", "--plot", str(plot)]) == 0
+    captured = capsys.readouterr()
+    records = json.loads(captured.out)
+    assert [r["run"] for r in records] == ["w1", "w2"]
+    assert records[1] == _record(run="w2", as_of="2026-11-23").to_dict()
+    assert plot.is_file() and str(plot) in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nope"], "no recorded runs of model 'nope'; models with runs: guess-your-order"),
+        (["guess-your-order", "--plot", "weeks.pdf"], "--plot must name a .png file"),
+        (["--db", "/nonexistent/registry.db"], "is not a file"),
+    ],
+)
+def test_history_bad_input_is_one_line_and_exit_2(
+    root: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    _record_two_weeks()
+    assert main(["history", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_history_of_an_empty_root_says_nothing_is_recorded(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", "--no-plot"]) == 0
+    assert "no run recorded yet" in capsys.readouterr().out

@@ -1,0 +1,176 @@
+"""``compile.py history [MODEL]``: the weeks on record, as a table, JSON and a PNG plot.
+
+Each local run's exit handler records its week in the registry database
+(:mod:`vertex_retrain.backends.local.run_history`): window, data gate, candidate, champion and
+baseline metrics, decision, cost, goodput and any Spot fallback. This prints them oldest week
+first and plots the metrics over the weeks (``<local root>/history/<model>.png`` unless
+``--plot PATH``). Bad input (an unknown model, an unreadable database, a plot path that is not
+a ``.png``) is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.run_record import RunRecord
+
+DEFAULT_METRIC = "ndcg_at_10"
+"""The table's metric column (the weekly pipeline's primary metric)."""
+
+COLUMNS = (
+    Column("as_of", "AS OF"),
+    Column("outcome", "OUTCOME"),
+    Column("rows", "ROWS"),
+    Column("candidate", "CANDIDATE"),
+    Column("champion", "CHAMPION"),
+    Column("baseline", "BASELINE"),
+    Column("goodput", "GOODPUT"),
+    Column("cost", "COST"),
+)
+"""The table fits 80 columns; ``--json`` has every field of every run (its name included)."""
+
+
+class HistoryInputError(ValueError):
+    """Bad input to ``history`` (exit 2)."""
+
+
+def history_row(record: RunRecord, metric: str) -> dict[str, Any]:
+    """One table row: the week, its outcome and data, ``metric`` per role, goodput, cost.
+
+    The outcome is the decision (``champion``, ``challenger``), ``gate`` when the data gate
+    stopped the run, else the run's state. The cost is the Spot plan's, or after a fallback
+    the Spot attempts and on-demand training together, marked ``*``.
+    """
+    statistics = record.data.get("statistics") or {}
+    fallback = record.spot_fallback
+    cost: str | None
+    if fallback.get("total_cost") is not None:
+        cost = f"{_money(fallback['total_cost'], fallback.get('currency', ''))}*"
+    else:
+        cost = _money(record.cost.get("spot_plan"), record.cost.get("currency", ""))
+    return {
+        "as_of": record.as_of,
+        "outcome": _outcome(record),
+        "rows": statistics.get("rows"),
+        "candidate": record.candidate.get(metric),
+        "champion": record.champion.get(metric),
+        "baseline": record.baseline.get(metric),
+        "goodput": record.goodput,
+        "cost": cost,
+    }
+
+
+def _outcome(record: RunRecord) -> str:
+    if "is_better" in record.decision:
+        return "champion" if record.decision["is_better"] else "challenger"
+    if record.data.get("passed") is False:
+        return "gate"
+    return record.state or "-"
+
+
+def _money(value: Any, currency: str) -> str | None:
+    from vertex_retrain.specs.cost import format_money
+
+    return None if value is None else format_money(value, currency)
+
+
+def _plot_paths(models: Sequence[str], plot: str | None, root: Path) -> dict[str, Path]:
+    if plot is not None:
+        if len(models) > 1:
+            raise HistoryInputError(
+                f"--plot names one file but {len(models)} models have runs "
+                f"({', '.join(models)}); name a MODEL, or leave --plot out to get one plot each "
+                f"under {root / 'history'}"
+            )
+        path = Path(plot).expanduser()
+        if path.suffix.lower() != ".png":
+            raise HistoryInputError(f"--plot must name a .png file; got {plot!r}")
+        return {models[0]: path} if models else {}
+    return {model: root / "history" / f"{_file_name(model)}.png" for model in models}
+
+
+def _file_name(model: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", model).strip("-.") or "model"
+
+
+def _load(model: str | None, db: str | None) -> list[RunRecord]:
+    from vertex_retrain.backends.local.registry_db import (
+        RegistryError,
+        RegistryInputError,
+        RegistryNotFoundError,
+    )
+    from vertex_retrain.backends.local.run_history import RunHistory
+
+    if db is not None and not Path(db).expanduser().is_file():
+        raise HistoryInputError(f"--db {db!r} is not a file; pass the registry database path")
+    try:
+        return RunHistory(db).weeks(model)
+    except (RegistryNotFoundError, RegistryInputError, RegistryError) as error:
+        raise HistoryInputError(str(error)) from error
+
+
+def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``history [MODEL] [--json] [--wide] [--metric NAME] [--plot PATH | --no-plot] [--db]``.
+
+    Returns:
+        0, or 2 on bad input (one line on stderr).
+    """
+    from vertex_retrain.backends.local.storage import local_root
+
+    out = out or sys.stdout  # read now: a test (or a caller) may have replaced it
+    model = getattr(args, "model", None)
+    metric = getattr(args, "metric", None) or DEFAULT_METRIC
+    try:
+        records = _load(model, getattr(args, "db", None))
+        models = sorted({r.model for r in records})
+        plots = (
+            {}
+            if getattr(args, "no_plot", False)
+            else _plot_paths(models, getattr(args, "plot", None), local_root())
+        )
+        written = _write_plots(records, plots)
+    except HistoryInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if getattr(args, "json", False):
+        print_json(out, [r.to_dict() for r in records])
+        for line in written:
+            print(line, file=sys.stderr)
+        return 0
+    groups = [(name, [r for r in records if r.model == name]) for name in models]
+    for name, shown in groups or [("", [])]:
+        if name:
+            out.write(f"{name}: {metric} of each model, * = Spot fell back to on-demand\n")
+        render_table(
+            out,
+            COLUMNS,
+            [history_row(r, metric) for r in shown],
+            wide=getattr(args, "wide", False),
+            empty="(no run recorded yet: each local run records its week when it ends)",
+        )
+    for line in written:
+        out.write(line + "\n")
+    return 0
+
+
+def _write_plots(records: Sequence[RunRecord], plots: dict[str, Path]) -> list[str]:
+    from vertex_retrain.cli.history_plot import plot_history
+
+    written = []
+    for name, path in plots.items():
+        try:
+            shown = plot_history([r for r in records if r.model == name], path, title=name)
+        except ValueError as nothing:
+            written.append(f"plot of {name}: not written: {nothing}")
+            continue
+        except OSError as error:
+            raise HistoryInputError(f"cannot write the plot to {path}: {error}") from error
+        written.append(f"plot of {name} ({', '.join(shown)}): {path}")
+    return written

@@ -1,0 +1,72 @@
+"""The history's plot: each metric over the weeks, for the candidate, champion and baseline.
+
+One panel per metric that the candidate and the baseline both report (``ndcg_at_10``,
+``recall_at_10``...), one point per recorded run, in the order of the history (oldest week
+first), labelled with the run's ``as_of``. matplotlib draws off-screen (Agg).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from vertex_retrain.backends.local.storage import atomic_write_bytes
+from vertex_retrain.run_record import ROLES, RunRecord
+
+_STYLES = {"candidate": "o-", "champion": "s--", "baseline": "^:"}
+
+
+def plotted_metrics(records: Sequence[RunRecord]) -> list[str]:
+    """The metrics the plot shows: those of the candidate that the baseline also reports."""
+    names = {name for r in records for name in r.candidate}
+    baseline = {name for r in records for name in r.baseline}
+    return sorted(names & baseline) or sorted(names)
+
+
+def plot_history(records: Sequence[RunRecord], path: Path, *, title: str) -> list[str]:
+    """Writes the PNG plot of ``records`` to ``path`` (atomically); returns the metrics shown.
+
+    Args:
+        records: The runs, in the history's order.
+        path: The PNG file; its folder is created.
+        title: The figure's title (the model's name).
+
+    Raises:
+        ValueError: No run recorded any metric (nothing to plot).
+    """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    metrics = plotted_metrics(records)
+    if not metrics:
+        raise ValueError(
+            f"no recorded run of {title} has evaluation metrics (every run stopped before "
+            "evaluating); nothing to plot"
+        )
+    labels = [r.as_of or r.run[-19:] for r in records]
+    figure, axes = pyplot.subplots(
+        len(metrics), 1, figsize=(8, 2.6 * len(metrics) + 0.6), squeeze=False, sharex=True
+    )
+    for axis, metric in zip(axes[:, 0], metrics, strict=True):
+        for role in ROLES:
+            values = [getattr(r, role).get(metric, float("nan")) for r in records]
+            if any(v == v for v in values):  # NaN != NaN: a role no run reported is left out
+                axis.plot(range(len(records)), values, _STYLES[role], label=role)
+        axis.set_ylabel(metric)
+        axis.grid(True, alpha=0.3)
+        axis.legend(loc="best", fontsize="small")
+    last = axes[-1, 0]
+    last.set_xticks(range(len(records)))
+    last.set_xticklabels(labels, rotation=30, ha="right", fontsize="small")
+    last.set_xlabel("week (as_of)")
+    figure.suptitle(f"{title}: metrics over the weeks")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    pyplot.close(figure)
+    atomic_write_bytes(path, buffer.getvalue())
+    return metrics

@@ -13,10 +13,11 @@ preempted Spot job. Three arms run the same training (same data, steps, seed and
   periodic checkpoint.
 
 Runtime goodput, as the source documents define it, is the share of useful training steps:
-useful steps / executed steps, the executor's own figure from the progress file; the target
-applies to it. Wall-clock efficiency, T0 / an arm's wall time, is reported next to it: every
-second a preemption adds (steps redone, stopping, process start, data loading, checkpoint
-restore) counts against it, restart overhead included.
+useful steps / executed steps, the executor's own figure from the progress file. Wall-clock
+efficiency, T0 / an arm's wall time, is reported next to it: every second a preemption adds
+(steps redone, stopping, process start, data loading, checkpoint restore) counts against it,
+restart overhead included. Targets (issue 15): runtime goodput stays 1.0 (>= 0.95) and
+wall-clock efficiency >= 0.9 for the SIGTERM arm, at a preemption every 30 s.
 
     .venv/bin/python -m bench.bench_goodput [--quick]
 """
@@ -38,6 +39,7 @@ from bench.figures import figure, print_figure
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 0.95
+EFFICIENCY_TARGET = 0.9
 BATCH = 256
 DATA_SCALE = {"members": 2000, "stores": 20, "weeks": 8, "seed": 1}
 TRAINER = ["-m", "trainer.task"]
@@ -139,7 +141,8 @@ def run(quick: bool) -> dict[str, Any]:
             every = max(10, int(rate * interval / 3))
             args = ["--data", str(data), "--epochs", "100000", "--max_steps", str(steps),
                     "--batch_size", str(BATCH), "--checkpoint_every_steps", str(every),
-                    "--log_every_steps", "10", "--num_threads", "1", "--seed", "0"]  # fmt: skip
+                    "--checkpoint_every_seconds", "0", "--log_every_steps", "10",
+                    "--num_threads", "1", "--seed", "0"]  # fmt: skip
             arms = {
                 "uninterrupted": _run_arm(_job(image, TRAINER, args, "plain", False), None),
                 "SIGTERM checkpoints": _run_arm(_job(image, TRAINER, args, "sig", True), interval),
@@ -175,7 +178,7 @@ def _figures(
         for arm in efficiency
     }
     sig, periodic = goodput["SIGTERM checkpoints"], goodput["periodic only"]
-    met = sig >= TARGET
+    met = sig >= TARGET and efficiency["SIGTERM checkpoints"] >= EFFICIENCY_TARGET
     restart = arms["SIGTERM checkpoints"]["restarts"]
     lost_per_restart = (arms["SIGTERM checkpoints"]["wall"] - t0) / max(restart, 1)
     notes = (
@@ -185,21 +188,31 @@ def _figures(
         "steps (a third of the interval) in every arm. Runtime goodput is the share of "
         "useful steps (the source documents' definition). "
     )
+    sig_efficiency = efficiency["SIGTERM checkpoints"]
     notes += (
-        "The SIGTERM arm meets the target: no step is redone. "
-        if met
+        f"No step is redone after a restart (runtime goodput {sig:.2f}). "
+        if sig >= TARGET
         else "The SIGTERM arm misses the target: steps were redone after a restart. "
     )
     notes += (
-        f"Wall-clock efficiency is lower: SIGTERM arm {efficiency['SIGTERM checkpoints']:.2f}, "
+        f"Wall-clock efficiency: SIGTERM arm {sig_efficiency:.2f} (target "
+        f"{EFFICIENCY_TARGET}: {'met' if sig_efficiency >= EFFICIENCY_TARGET else 'missed'}), "
         f"periodic only {efficiency['periodic only']:.2f}. Each of the SIGTERM arm's "
         f"{restart} restarts costs about {lost_per_restart:.1f} s that are not lost steps but "
-        "the restart itself: a new Python process, importing torch, reading and encoding the "
-        "Parquet data and restoring the checkpoint, plus the executor's poll and stop. With a "
-        f"restart every {interval:g} s that caps wall-clock efficiency near "
-        f"{max(0.0, 1 - lost_per_restart / interval):.2f}; cheaper restarts (a pre-encoded "
-        "dataset cache next to the checkpoint, a warm standby process) would raise it. On "
-        "Vertex, preemptions are far rarer than every 30 s and a restart takes minutes of "
+        "the restart itself: a new Python process importing torch, mapping the pre-encoded "
+        "dataset (`trainer.encoded`, no Parquet decoding) and restoring the checkpoint, plus "
+        "the executor's poll; the trainer leaves without interpreter teardown. With a restart "
+        f"every {interval:g} s that caps wall-clock efficiency near "
+        f"{max(0.0, 1 - lost_per_restart / interval):.2f}. "
+    )
+    if not met:
+        notes += (
+            "The start-up is CPU-bound, so on this shared machine it stretches with the load "
+            "average; a warm standby process (started before the preemption, waiting for the "
+            "checkpoint) would raise it. "
+        )
+    notes += (
+        "On Vertex, preemptions are far rarer than every 30 s and a restart takes minutes of "
         "scheduling (scheduling goodput, not runtime goodput)."
     )
     unfinished = [arm for arm, figures in arms.items() if not figures.get("finished", True)]
@@ -238,7 +251,7 @@ def _figures(
         measured=("runtime goodput, SIGTERM checkpoints", sig),
         unit="",
         ratio_meaning="SIGTERM goodput / periodic-only goodput",
-        target=f"runtime goodput >= {TARGET}",
+        target=f"runtime goodput >= {TARGET} and wall-clock efficiency >= {EFFICIENCY_TARGET}",
         met=met,
         notes=notes,
         rows=rows,

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 from google_cloud_pipeline_components.types.artifact_types import VertexEndpoint, VertexModel
 from kfp import dsl
-from kfp.dsl import Input, Output
+from kfp.dsl import Input, Output, OutputPath
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
@@ -15,6 +15,7 @@ def deploy_model(
     vertex_model: Input[VertexModel],
     endpoint_display_name: str,
     endpoint: Output[VertexEndpoint],
+    gcp_resources: OutputPath(str),
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
     machine_type: str = "n1-standard-4",
@@ -33,20 +34,27 @@ def deploy_model(
     traffic in proportion, so the previous version stays deployed for rollback; zero-traffic
     versions beyond the newest ``keep_last_n`` are undeployed. Locally the model's server is
     started and must answer its health route and ``sample_instances`` before any traffic
-    moves; if it does not, traffic stays as it was.
+    moves; if it does not, traffic stays as it was. On Vertex the version is deployed with no
+    traffic (Vertex checks its health route first), then given its share, and must answer the
+    ``sample_instances`` through the endpoint; if it does not, the previous split is restored
+    and the version undeployed. The deploy operation is written to ``gcp_resources`` (the
+    console links it, as for GCPC's ModelDeployOp), and a restarted task waits for it instead
+    of deploying twice.
 
     Args:
         backend: ``"vertex"`` or ``"local"``.
         vertex_model: The version to deploy (from ``register_model``).
         endpoint_display_name: The endpoint's display name.
         endpoint: Output: GCPC's ``google.VertexEndpoint`` artifact.
+        gcp_resources: Output: the deploy operation (Vertex), in GCPC's format.
         traffic_percentage: Share of traffic for the new version (0-100).
         keep_last_n: The newest deployed versions that are never undeployed (at least 2:
             the new one and a rollback target); older ones go once they have no traffic.
         machine_type: Serving machine type (Vertex).
         min_replica_count: Minimum serving replicas (Vertex).
         max_replica_count: Maximum serving replicas (Vertex).
-        sample_instances: Instances the new version must answer before traffic moves.
+        sample_instances: Instances the new version must answer (empty: those
+            ``register_model`` recorded with the version).
         service_account: Service account the deployed model runs as.
         project: Google Cloud project.
         location: Google Cloud region.
@@ -68,10 +76,12 @@ def deploy_model(
             machine_type=machine_type,
             min_replica_count=min_replica_count,
             max_replica_count=max_replica_count,
-            sample_instances=list(sample_instances),
+            sample_instances=list(sample_instances)
+            or list(vertex_model.metadata.get("sampleInstances", [])),
             service_account=service_account,
             project=project,
             location=location,
+            gcp_resources_path=gcp_resources,
         )
     )
     endpoint.uri = deployed.endpoint_uri

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp import dsl
-from kfp.dsl import Input, Metrics, Model, Output
+from kfp.dsl import Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
@@ -16,6 +16,7 @@ def register_model(
     display_name: str,
     serving_image_uri: str,
     vertex_model: Output[VertexModel],
+    gcp_resources: OutputPath(str),
     make_champion: bool = False,
     champion_alias: str = "champion",
     challenger_alias: str = "challenger",
@@ -38,14 +39,19 @@ def register_model(
     The model is created on first use; later runs add versions to it (``parent_model``).
     ``champion`` and the default version move only when ``make_champion`` is true (the
     evaluation gate passed), in one step; otherwise the version gets ``challenger``. A
-    re-run of the same pipeline task returns the version it made instead of adding one.
+    re-run of the same pipeline task returns the version it made instead of adding one. On
+    Vertex the upload operation is written to ``gcp_resources`` (the console links it, as for
+    GCPC's ModelUploadOp), and a restarted task waits for that operation instead of
+    uploading again.
 
     Args:
         backend: ``"vertex"`` or ``"local"``.
         model: The model directory to register.
         display_name: The registry model's display name.
         serving_image_uri: Prediction container image.
-        vertex_model: Output: the version, as GCPC's ``google.VertexModel`` artifact.
+        vertex_model: Output: the version, as GCPC's ``google.VertexModel`` artifact; its
+            metadata also carries ``sampleInstances`` for ``deploy_model``.
+        gcp_resources: Output: the upload operation (Vertex), in GCPC's format.
         make_champion: Move the champion alias and the default version to this version.
         champion_alias: Alias of the version that serves.
         challenger_alias: Alias given to versions that did not pass the gate.
@@ -89,9 +95,12 @@ def register_model(
             pipeline_run=pipeline_run,
             project=project,
             location=location,
+            gcp_resources_path=gcp_resources,
         )
     )
     vertex_model.uri = registered.artifact_uri
     vertex_model.metadata["resourceName"] = registered.resource_name
     vertex_model.metadata["versionId"] = registered.version_id
+    # The Vertex registry keeps no instances; the deployment's sample check reads them here.
+    vertex_model.metadata["sampleInstances"] = list(sample_instances)
     return (registered.version_id, registered.aliases)

@@ -103,3 +103,16 @@ def test_figures_count_an_arm_that_ran_out_of_restarts_as_zero_goodput() -> None
     check_figure(result)
     assert result["baseline"]["value"] == 0.0
     assert "periodic only never finished" in result["notes"] and "STOCKOUT" in result["notes"]
+
+
+def test_figures_miss_the_target_when_restarts_cost_too_much_wall_time() -> None:
+    arms = {
+        "uninterrupted": _arm(60.0, 0, None),
+        "SIGTERM checkpoints": _arm(80.0, 2, 1.0),  # no step redone, but 10 s per restart
+        "periodic only": _arm(90.0, 3, 0.8),
+    }
+    result = bg._figures(arms, interval=30.0, steps=100, every=10, rate=50.0, quick=False)
+    assert result["measured"]["value"] == pytest.approx(1.0)
+    assert result["met"] is False
+    assert "efficiency >= 0.9" in result["target"]
+    assert "(target 0.9: missed)" in result["notes"] and "would raise it" in result["notes"]

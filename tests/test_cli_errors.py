@@ -45,9 +45,7 @@ def test_an_unexpected_failure_is_one_line_exit_1_without_traceback(
     _failing_handler(monkeypatch, OSError("disk\nfull"))
     assert cli.main(["models"]) == 1
     err = capsys.readouterr().err
-    assert err.splitlines() == [
-        "models: error: OSError: disk full (--verbose shows the traceback)"
-    ]
+    assert err.splitlines() == ["models: error: OSError: disk full (--verbose shows the traceback)"]
 
 
 def test_verbose_shows_the_traceback(

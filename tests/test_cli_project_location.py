@@ -7,7 +7,6 @@ kfp.local's behaviour (if a kfp release resolves them, the first test says so) a
 the command line prints instead of the IndexError.
 """
 
-
 from pathlib import Path
 
 import pytest

@@ -341,7 +341,7 @@ def test_hp_tune_local_returns_the_best_successful_trial_and_a_report(
     assert best_model.uri.rstrip("/").endswith(f"/{outputs['best_trial_id']}/model")
     assert _read_json(best_model.uri, "model.json")["x"] == 3.0
     report = Path(outputs["trials_report"].path).read_text(encoding="utf-8")
-    assert "<svg" in report and report.count("<tr class=") == 4
+    assert "<h3>Optimisation history</h3>" in report and report.count("<tr class=") == 4
     assert report.count("class='failed'") == 1
     assert _gcp_resource(study)["resourceType"] == "HyperparameterTuningJob"
 

@@ -84,7 +84,14 @@ def test_component_yaml_project_and_location_default_to_the_pipeline_placeholder
         assert inputs["project"]["defaultValue"] == "{{$.pipeline_google_cloud_project_id}}"
         assert inputs["location"]["defaultValue"] == "{{$.pipeline_google_cloud_location}}"
     # Only the pure helpers, which call no Google API, take no project.
-    assert set(catalog.COMPONENTS) - set(placed) == {"prepare_dataset", "fixed_hyperparameters"}
+    assert set(catalog.COMPONENTS) - set(placed) == {
+        "prepare_dataset",
+        "fixed_hyperparameters",
+        "data_window",
+        "source_digest",
+        "check_data",
+        "stop_run",
+    }
 
 
 def test_component_yaml_without_component_image_keeps_the_declared_default() -> None:

@@ -1,12 +1,18 @@
-"""weekly_retraining runs locally, end to end, through both branches of the champion gate.
+"""weekly_retraining runs locally, end to end, through both branches of the champion gate,
+and for the week after.
 
 The first run on an empty root is a module fixture (``first_run``): each test that needs a
 champion gets one from it, so any test passes alone, in any order, or on another xdist worker.
+The training code is a copy made for the module, so its digest (the build's cache key) stays
+put while the tree is being edited.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import shutil
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,13 +26,13 @@ from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
 from vertex_retrain.backends.local.router import start_router
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+from vertex_retrain.cli.demo_weeks import cached_tasks
 from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
 from vertex_retrain.pipelines import defaults
 from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {
-    "source_uri": str(ROOT / "trainer"),
     "epochs": 1,
     "batch_size": 256,
     "learning_rate": 0.01,
@@ -35,7 +41,10 @@ TINY = {
 
 def _run(overrides: dict[str, Any]) -> Any:
     spec = compile_to_dict(weekly_retraining)
-    arguments = local_arguments(default_arguments(spec), {**TINY, **overrides})
+    source = Path(os.environ["VERTEX_LOCAL_ROOT"]) / "trainer-source"
+    arguments = local_arguments(
+        default_arguments(spec), {**TINY, "source_uri": str(source), **overrides}
+    )
     with open("/dev/null", "w") as quiet:
         return run_pipeline_locally(weekly_retraining, arguments, console=quiet)
 
@@ -72,6 +81,11 @@ def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         monkey.chdir(root)
         target = root / "gcs" / "drink-shops-ml" / "transactions"
         generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
+        shutil.copytree(
+            ROOT / "trainer",
+            root / "trainer-source",
+            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+        )
         try:
             yield root
         finally:  # no model server outlives the module, whichever tests ran or failed
@@ -139,3 +153,37 @@ def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
     assert by_version[old_champion.version_id] == 0
     traffic, predictions = _predict(defaults.ENDPOINT_DISPLAY_NAME)
     assert sum(traffic.values()) == 100 and predictions[0]["drinks"]
+
+
+def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build(
+    first_run: FirstRun, local_root: Path
+) -> None:
+    from trainer.data_append import append_week
+
+    assert first_run.outcome.summary is not None
+    week_one = first_run.outcome.summary["data_window"]
+    append_week(local_root / "gcs" / "drink-shops-ml" / "transactions")
+    as_of = dt.date.fromisoformat(week_one["as_of"]) + dt.timedelta(days=7)
+    outcome = _run({"as_of": as_of.isoformat()})
+    assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
+    week_two = outcome.summary["data_window"]
+    # Fresh data: the new week validates, last week's validation week now trains.
+    assert (week_one["validation_weeks"], week_two["validation_weeks"]) == ([7], [8])
+    assert week_two["train_weeks"] == [0, 7] and week_two["as_of"] == as_of.isoformat()
+    assert week_two["content_hash"] != week_one["content_hash"]
+    gate = outcome.summary["data_gate"]
+    assert gate["passed"] is True and gate["statistics"]["week"] == 8
+    # Only the build (same code) comes from the cache; everything keyed on the week ran.
+    cached = cached_tasks(outcome.run_dir)
+    assert "build-container" in cached
+    assert not {
+        "data-window",
+        "source-digest",
+        "check-data",
+        "prepare-dataset",
+        "train-custom-job",
+        "evaluate-model",
+    } & set(cached)
+    newest = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)[-1]
+    assert newest.labels["data_as_of"] == as_of.isoformat()
+    assert newest.labels["data_from"] == "2023-01-02"

@@ -39,14 +39,14 @@ THEIR_COMPONENTS = '''
 """The other repository's own components package (the generic name is theirs)."""
 '''
 
-THEIR_STEP = '''
+THEIR_STEP = """
 from kfp import dsl
 
 
 @dsl.component(base_image="python:3.11")
 def learning_rate_of(values: dict) -> float:
     return float(values["learning_rate"])
-'''
+"""
 
 THEIR_PIPELINE = '''
 """Their pipeline: their component and two of ours, loaded from the compiled YAML."""

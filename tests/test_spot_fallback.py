@@ -11,7 +11,7 @@ import pytest
 
 from vertex_retrain.backends.base import CustomJobRun, JobFailedError
 from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.spot import stockout_message
+from vertex_retrain.backends.local.spot import GoodputStats, Progress, stockout_message
 from vertex_retrain.rules.spot_fallback import (
     FallbackPolicy,
     decide_fallback,
@@ -75,6 +75,14 @@ def test_decide_fallback_refuses(overrides: dict[str, Any], why: str) -> None:
 def test_fallback_policy_rejects_a_negative_deadline() -> None:
     with pytest.raises(ValueError, match="spot_fallback_deadline_seconds"):
         FallbackPolicy(enabled=True, deadline_seconds=-1)
+
+
+def test_goodput_of_a_job_resuming_another_jobs_checkpoint_counts_its_own_steps() -> None:
+    stats = GoodputStats()
+    # The on-demand job starts from the Spot job's checkpoint at step 12 and runs to 30.
+    stats.record_attempt("succeeded", 5.0, Progress(14, 12, 30), Progress(30, 30, 30))
+    assert (stats.origin_step, stats.useful_steps, stats.executed_steps) == (12, 18, 18)
+    assert stats.goodput == 1.0
 
 
 @dataclass
@@ -191,3 +199,7 @@ def test_local_rehearsal_seventh_preemption_then_on_demand_resumes(
     first_step = int(on_demand_log.split("starting at step ", 1)[1].split()[0])
     assert 0 < first_step < steps, "the on-demand job started over instead of resuming"
     assert first_step == spot_state["goodput"]["attempts"][-1]["checkpoint_step"]
+    # The on-demand job is credited with its own steps only, so its goodput stays <= 1.
+    on_demand_goodput = json.loads((jobs[-1] / "state.json").read_text())["goodput"]
+    assert on_demand_goodput["useful_steps"] == steps - first_step
+    assert result.goodput == on_demand_goodput["goodput"] <= 1.0

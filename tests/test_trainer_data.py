@@ -189,21 +189,28 @@ def test_gumbel_argmax_matches_numpy_gumbel_and_generator_state(seed: int) -> No
     assert ours.random() == theirs.random()  # both generators moved by the same draws
 
 
-def test_gumbel_argmax_falls_back_to_numpy_on_a_zero_draw(monkeypatch: pytest.MonkeyPatch) -> None:
-    scores = np.zeros((4, 3))
-    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
-    real_random = np.random.Generator.random
+class _ZeroFirstDraw:
+    """A generator whose next uniform draw is exactly 0 (numpy's Gumbel sampler redraws it)."""
 
-    def with_a_zero(self: np.random.Generator, *args: object, **kwargs: object) -> np.ndarray:
-        out: np.ndarray = real_random(self, *args, **kwargs)  # type: ignore[call-overload]
-        out.flat[0] = 0.0  # a draw numpy's Gumbel sampler would reject and redraw
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.bit_generator = rng.bit_generator
+
+    def random(self, shape: tuple[int, ...]) -> np.ndarray:
+        out = self.rng.random(shape)
+        out.flat[0] = 0.0
         return out
 
-    monkeypatch.setattr(np.random.Generator, "random", with_a_zero)
-    got = gumbel_argmax(rng, scores)
-    monkeypatch.undo()
+    def gumbel(self, size: tuple[int, ...]) -> np.ndarray:
+        return self.rng.gumbel(size=size)
+
+
+def test_gumbel_argmax_falls_back_to_numpy_on_a_zero_draw() -> None:
+    scores = np.zeros((4, 3))
+    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
+    got = gumbel_argmax(_ZeroFirstDraw(rng), scores)  # type: ignore[arg-type]
     assert np.array_equal(got, (scores + reference.gumbel(size=scores.shape)).argmax(axis=1))
-    assert rng.random() == reference.random()
+    assert rng.random() == reference.random()  # the state was rewound before numpy's path
 
 
 def test_generate_in_worker_processes_writes_the_same_bytes(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -21,6 +23,7 @@ from trainer.faults import FAULTS_ENV, faults_env
 from trainer.features import encode_rows, read_catalogue, read_columns
 from trainer.scalars import masked_crc32c
 from trainer.split import make_time_split
+from trainer.train import epoch_permutation
 from trainer.world import WorldConfig
 
 pytestmark = pytest.mark.slow
@@ -339,3 +342,22 @@ def test_encode_rows_time_features_match_parquet_columns(dataset: Path) -> None:
     for name in ("hour", "weekday", "season"):
         assert (getattr(rows, name) == table.column(name).to_numpy()).all(), name
     assert (rows.member == 0).all()  # an empty vocabulary makes every member unknown
+
+
+def test_task_amp_on_cpu_with_time_based_checkpoints(dataset: Path, tmp_path: Path) -> None:
+    out = tmp_path / "amp"
+    # A period far below a step's time makes every step due: one checkpoint per step.
+    result = _train(dataset, out, "--max_steps", "6", "--amp", "--checkpoint_every_seconds", "1e-9")
+    assert result.returncode == 0, result.stderr
+    training = _metrics(out)["training"]
+    assert training["amp"] is True and training["steps"] == 6
+    assert training["checkpoints"]["count"] == 6 and training["checkpoints"]["bytes"] > 0
+    assert training["startup_seconds"] > 0 and isinstance(training["encoded_cache"]["built"], bool)
+    assert all(math.isfinite(loss) for loss in _losses(out))
+    assert len(list((out / "checkpoints").glob("ckpt-*.pt"))) == 2
+
+
+def test_epoch_permutation_is_numpys_permutation_in_int32() -> None:
+    order = epoch_permutation(3, 2, 10_007)
+    assert order.dtype == np.int32
+    assert np.array_equal(order, np.random.default_rng([3, 7, 2]).permutation(10_007))

@@ -101,11 +101,13 @@ def test_endpoints_rollback_restores_previous_split_and_is_idempotent() -> None:
     client = FakeEndpointServiceClient()
     first = _deploy(client, 1, 100)
     _deploy(client, 2, 100)
+    deployed_calls = len(client.calls)
     rolled = rollback_endpoint(**WHERE, endpoint_client=client)
     assert rolled.traffic_split == {first.deployed_model_id: 100}
     again = rollback_endpoint(**WHERE, endpoint_client=client)
     assert again.traffic_split == {first.deployed_model_id: 100}
-    assert [c for c in client.calls if c == "update_endpoint:traffic_split"] == [
+    rollback_calls = client.calls[deployed_calls:]
+    assert [c for c in rollback_calls if c == "update_endpoint:traffic_split"] == [
         "update_endpoint:traffic_split"
     ]
 

@@ -86,14 +86,19 @@ def scaled_learning_rate(base_learning_rate: float, world_size: int) -> float:
     return base_learning_rate * world_size
 
 
+def process_group_backend(use_cuda: bool) -> str:
+    """NCCL between GPUs, gloo between CPU processes."""
+    return "nccl" if use_cuda else "gloo"
+
+
 def init_process_group(info: ClusterInfo, use_cuda: bool, timeout_s: float = 1800.0) -> None:
-    """Join the job's process group: NCCL on GPU, gloo on CPU. No-op for one replica."""
+    """Join the job's process group (`process_group_backend`). No-op for one replica."""
     if info.world_size == 1:
         return
     import torch.distributed as dist
 
     dist.init_process_group(
-        backend="nccl" if use_cuda else "gloo",
+        backend=process_group_backend(use_cuda),
         init_method=f"tcp://{info.master_addr}:{info.master_port}",
         world_size=info.world_size,
         rank=info.rank,

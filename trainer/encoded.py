@@ -172,15 +172,15 @@ def _build(manifest: dict[str, Any], catalogue: Catalogue, folder: Path) -> None
     member_index = _indexer(vocab, offset=1)
     store_index = _indexer(catalogue.store_ids)
     drink_index = _indexer(catalogue.drink_ids)
-    dtypes = {
-        "member": np.int32,
+    dtypes: dict[str, np.dtype[Any]] = {
+        "member": np.dtype(np.int32),
         "store": _int_type(catalogue.store_ids.size),
         "drink": _int_type(catalogue.drink_ids.size),
-        "hour": np.int8,
-        "weekday": np.int8,
-        "season": np.int8,
-        "day": np.int32,
-        "week": np.int16,
+        "hour": np.dtype(np.int8),
+        "weekday": np.dtype(np.int8),
+        "season": np.dtype(np.int8),
+        "day": np.dtype(np.int32),
+        "week": np.dtype(np.int16),
     }
     rows = {}
     for part in PARTS:
@@ -207,7 +207,7 @@ def _build(manifest: dict[str, Any], catalogue: Catalogue, folder: Path) -> None
             "content_hash": manifest["content_hash"],
             "rows": rows,
             "members": int(vocab.size),
-            "columns": {name: np.dtype(dtype).name for name, dtype in dtypes.items()},
+            "columns": {name: dtype.name for name, dtype in dtypes.items()},
         },
     )
 
@@ -292,12 +292,12 @@ def _row_count(path: Path) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def _int_type(size: int) -> type[np.signedinteger[Any]]:
+def _int_type(size: int) -> np.dtype[Any]:
     """The smallest signed integer type holding 0..size-1."""
     for dtype in (np.int8, np.int16, np.int32):
         if size - 1 <= np.iinfo(dtype).max:
-            return dtype
-    return np.int64
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
 
 
 class _ColumnWriter:

@@ -262,9 +262,10 @@ class FakePredictionServiceClient:
         self.requests.append((request.endpoint, chosen))
         if f"{deployed.model}@{deployed.model_version_id}" in self.broken_versions:
             raise api_exceptions.InternalServerError("the model server returned 500")
-        return aiplatform_v1.PredictResponse(
-            predictions=list(request.instances),
+        response = aiplatform_v1.PredictResponse(
             deployed_model_id=chosen,
             model=deployed.model,
             model_version_id=deployed.model_version_id,
         )
+        response.predictions.extend([{"echo": True} for _ in request.instances])
+        return response

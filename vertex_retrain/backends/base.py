@@ -99,6 +99,8 @@ class VersionSpec:
         sample_instances: Instances a deployment must answer before traffic moves.
         pipeline_run: Lineage: the run that produced the version.
         dataset_uri: Lineage: the training data.
+        gcp_resources_path: The task's ``gcp_resources`` output: the upload operation is
+            recorded there and resumed from it (Vertex; empty: nowhere).
     """
 
     display_name: str
@@ -111,6 +113,7 @@ class VersionSpec:
     sample_instances: list[Any] = field(default_factory=list)
     pipeline_run: str = ""
     dataset_uri: str = ""
+    gcp_resources_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -150,9 +153,11 @@ class DeploySpec:
         machine_type: Serving machine (Vertex).
         min_replica_count: Minimum serving replicas (Vertex).
         max_replica_count: Maximum serving replicas (Vertex).
-        sample_instances: Instances the new server must answer (local; empty: those
-            registered with the version).
+        sample_instances: Instances the new deployment must answer before the call
+            succeeds (local: empty means those registered with the version).
         service_account: Service account the deployed model runs as (Vertex).
+        gcp_resources_path: The task's ``gcp_resources`` output: the deploy operation is
+            recorded there and resumed from it (Vertex; empty: nowhere).
     """
 
     model_resource_name: str
@@ -164,6 +169,7 @@ class DeploySpec:
     max_replica_count: int = 1
     sample_instances: list[Any] = field(default_factory=list)
     service_account: str = ""
+    gcp_resources_path: str = ""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from rich.table import Table
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 """An ANSI escape sequence (colours, cursor moves), as kfp.local's log lines carry them."""
 
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+
 WIDE_WIDTH = 10_000
 """The console width under ``--wide``: wide enough that no cell is cut or wrapped."""
 
@@ -82,6 +84,8 @@ def cell_text(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+        return value[:19].replace("T", " ")  # to the second; --json keeps the full value
     if isinstance(value, Mapping):
         return ", ".join(f"{key}={cell_text(item)}" for key, item in value.items())
     if isinstance(value, list | tuple):
@@ -106,20 +110,51 @@ def render_table(
         wide: Show every cell whole.
         empty: The line printed under the headings when there are no records.
     """
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    for column in columns:
-        limit = None if wide else column.max_width
+    rows = [[cell_text(record.get(column.key)) for column in columns] for record in records]
+    naturals = [
+        max([len(column.header), *(len(row[index]) for row in rows)])
+        for index, column in enumerate(columns)
+    ]
+    limits = (
+        [None] * len(columns)
+        if wide
+        else _fit(columns, naturals, make_console(out).width - 2 * (len(columns) - 1))
+    )
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1))
+    for column, natural, limit in zip(columns, naturals, limits, strict=True):
         table.add_column(
             column.header,
             max_width=limit,
+            # Only the columns that may be cut ever are: names, versions and times stay whole.
+            min_width=None if limit else natural,
             no_wrap=True,
             overflow="ellipsis" if limit else "fold",
         )
-    for record in records:
-        table.add_row(*(cell_text(record.get(column.key)) for column in columns))
+    for row in rows:
+        table.add_row(*row)
     print_renderable(out, table, wide=wide)
     if not records:
         out.write(empty + "\n")
+
+
+def _fit(columns: Sequence[Column], naturals: list[int], width: int) -> list[int | None]:
+    """Widths of the columns that may be cut, so the row fits ``width``; None: never cut.
+
+    The other columns keep their natural width; what is left is shared by the cut columns in
+    proportion to their ``max_width`` (each at least its heading, at most its content).
+    """
+    cuttable = [i for i, column in enumerate(columns) if column.max_width]
+    fixed = sum(naturals[i] for i in range(len(columns)) if i not in cuttable)
+    wanted = {i: min(naturals[i], columns[i].max_width or 0) for i in cuttable}
+    budget = width - fixed
+    if sum(wanted.values()) <= budget:
+        return [wanted.get(i) for i in range(len(columns))]
+    total = sum(columns[i].max_width or 0 for i in cuttable) or 1
+    shares = {
+        i: max(len(columns[i].header), budget * (columns[i].max_width or 0) // total, 1)
+        for i in cuttable
+    }
+    return [min(shares[i], wanted[i]) if i in shares else None for i in range(len(columns))]
 
 
 def print_renderable(out: TextIO, renderable: Any, *, wide: bool = False) -> None:

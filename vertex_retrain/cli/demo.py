@@ -24,10 +24,12 @@ from vertex_retrain.cli.local_setup import (
 )
 from vertex_retrain.pipelines import defaults
 
+# Two weeks must fit in about two minutes: one epoch of large batches is enough for the
+# candidate to beat the baseline by far on the sample data (ndcg@10 about 0.55 against 0.25).
 DEMO_PARAMETERS: dict[str, Any] = {
     "source_uri": str(REPO_ROOT / "trainer"),
-    "epochs": 3,
-    "batch_size": 256,
+    "epochs": 1,
+    "batch_size": 1024,
     "learning_rate": 0.01,
 }
 

@@ -161,6 +161,7 @@ def run_pipeline_locally(
         ``refused`` says why nothing ran when another local run holds the same model
         (``model_display_name``, else the pipeline's name) under the same local root.
     """
+    from vertex_retrain.backends.local.lifeline import run_scope
     from vertex_retrain.backends.local.storage import local_root
     from vertex_retrain.cli.run_window import with_local_as_of
 
@@ -170,12 +171,23 @@ def run_pipeline_locally(
     log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
         with exclusive_model_run(root, model):
-            return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
+            _reconcile(root, console)
+            with run_scope(root):  # marks the run's processes (lifeline, reconcile)
+                return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
     except RunConflictError as conflict:
         console.write(f"ERROR: {conflict}\n")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"refused: {conflict}\n", encoding="utf-8")
         return LocalRunOutcome(False, None, log_path, 0.0, None, refused=str(conflict))
+
+
+def _reconcile(root: Path, console: TextIO) -> None:
+    """Ends what killed runs left under `root` (processes, job states, servers); one line."""
+    from vertex_retrain.backends.local.reconcile import reconcile_root
+
+    line = reconcile_root(root).line()
+    if line:
+        console.write(line + "\n")
 
 
 def _run_locked(

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from google.auth.credentials import Credentials
     from google.cloud.aiplatform import PipelineJob
 
-__all__ = ["SubmitError", "build_pipeline_job", "submit"]
+__all__ = ["PIPELINE_ROOT", "SubmitError", "build_pipeline_job", "submit"]
 
-_PIPELINE_ROOT = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9](/.*)?")
+PIPELINE_ROOT = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9](/.*)?")
+"""A well-formed pipeline root: ``gs://BUCKET[/PATH]`` with a valid bucket name."""
 
 
 class SubmitError(ValueError):
@@ -69,7 +70,7 @@ def build_pipeline_job(
     """
     if not project or not location:
         raise SubmitError("project and location are required, e.g. my-project / asia-east1")
-    if not _PIPELINE_ROOT.fullmatch(pipeline_root):
+    if not PIPELINE_ROOT.fullmatch(pipeline_root):
         raise SubmitError(
             f"pipeline_root {pipeline_root!r}: expected gs://BUCKET/PATH, "
             "e.g. gs://my-bucket/pipeline-root"

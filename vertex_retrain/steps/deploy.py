@@ -9,6 +9,7 @@ from vertex_retrain.backends.base import Backend, DeploymentOutcome, DeploySpec
 from vertex_retrain.rules.retention import check_keep_last_n
 from vertex_retrain.rules.traffic import check_percentage
 from vertex_retrain.steps.backend import resolve_backend
+from vertex_retrain.steps.gcp_resources import ensure_recorded
 
 __all__ = ["DeploymentOutcome", "DeploymentRequest", "deploy"]
 
@@ -30,6 +31,7 @@ class DeploymentRequest:
     service_account: str = ""
     project: str = ""
     location: str = ""
+    gcp_resources_path: str = ""
 
 
 def _integral(value: object) -> object:
@@ -44,7 +46,11 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
     """Deploys the version (idempotently) and prunes old zero-traffic deployments.
 
     The split arithmetic is ``rules.traffic`` and the pruning ``rules.retention``, on both
-    backends.
+    backends. Both check the new version with the sample instances before it serves (locally
+    before any traffic moves; on Vertex it is deployed with no traffic, then given its share
+    and withdrawn if it does not answer them through the endpoint). On Vertex the deploy
+    operation is recorded in ``gcp_resources`` and a re-run waits for it instead of deploying
+    again.
 
     Args:
         request: The version, endpoint and share.
@@ -56,6 +62,8 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
             is unchanged.
         ServerStartError (local): The new server failed its health or sample check; traffic
             is unchanged and no process is left running.
+        SmokeTestError (Vertex): The new version did not answer the sample instances; the
+            previous split is restored and the version undeployed.
     """
     percentage = check_percentage(_integral(request.traffic_percentage))
     keep_last_n = check_keep_last_n(_integral(request.keep_last_n))
@@ -66,7 +74,7 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
     if "@" not in model and request.model_version_id:
         # An imported google.VertexModel may carry the version in its metadata only.
         model = f"{model}@{request.model_version_id}"
-    return chosen.deploy(
+    outcome = chosen.deploy(
         DeploySpec(
             model_resource_name=model,
             endpoint_display_name=request.endpoint_display_name,
@@ -77,5 +85,8 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
             max_replica_count=int(request.max_replica_count),
             sample_instances=list(request.sample_instances),
             service_account=request.service_account,
+            gcp_resources_path=request.gcp_resources_path,
         )
     )
+    ensure_recorded(request.gcp_resources_path)
+    return outcome

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,10 +149,18 @@ def prepare(
         validation_weeks,
         window=_window_record(end, selection, weeks),
     )
-    from vertex_retrain.backends.local.storage import atomic_write_json
-
-    atomic_write_json(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
+    _write_manifest(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
     return PreparedDataset(manifest)
+
+
+def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Writes beside the target, then renames: a reader never sees half a manifest."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+    ) as handle:
+        json.dump(manifest, handle, indent=2, sort_keys=True)
+    os.replace(handle.name, path)
 
 
 def select_window(

@@ -9,6 +9,7 @@ from vertex_retrain.backends.base import Backend, RegisteredVersion, VersionSpec
 from vertex_retrain.rules.aliases import aliases_to_move, role_alias
 from vertex_retrain.rules.idempotency import registration_key
 from vertex_retrain.steps.backend import resolve_backend
+from vertex_retrain.steps.gcp_resources import ensure_recorded
 
 __all__ = [
     "RegisteredVersion",
@@ -41,6 +42,7 @@ class RegistrationRequest:
     pipeline_run: str = ""
     project: str = ""
     location: str = ""
+    gcp_resources_path: str = ""
 
 
 def serving_container(request: RegistrationRequest) -> dict[str, Any]:
@@ -93,6 +95,8 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
     alias move; otherwise the version gets the challenger alias (``rules.aliases``). A re-run
     of the same pipeline run returns the version it registered before
     (``rules.idempotency.registration_key``), and finishes an alias move a crash cut short.
+    On Vertex the upload operation is recorded in ``gcp_resources`` and a re-run of the task
+    waits for it instead of uploading again.
 
     Args:
         request: The version and the decision.
@@ -127,6 +131,8 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             sample_instances=list(request.sample_instances),
             pipeline_run=request.pipeline_run,
             dataset_uri=request.dataset_uri,
+            gcp_resources_path=request.gcp_resources_path,
         )
     )
+    ensure_recorded(request.gcp_resources_path)
     return chosen.move_aliases(version, aliases)

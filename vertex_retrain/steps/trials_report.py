@@ -1,15 +1,18 @@
-"""The tuning study's HTML report: the metric of every trial plotted, then the trials table."""
+"""The tuning study's HTML report: Optuna's plots of the study, then the trials table.
+
+The plots are Optuna's own visualisation (:mod:`vertex_retrain.steps.tuning_plots`); the page
+is a KFP ``HTML`` artifact, which the Vertex console renders.
+"""
 
 from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_WIDTH, _HEIGHT, _PAD = 640, 260, 40
+from vertex_retrain.steps.tuning_plots import study_plots_html
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class TrialRow:
 def render_trials_report(
     rows: Sequence[TrialRow], *, metric_id: str, goal: str, best_trial_id: str
 ) -> str:
-    """Renders a self-contained HTML page (inline SVG, no scripts) for KFP's HTML viewer.
+    """Renders a self-contained HTML page (plotly's script inlined) for KFP's HTML viewer.
 
     Args:
         rows: The trials, in trial order.
@@ -46,55 +49,10 @@ def render_trials_report(
             "td,th{border:1px solid #ccc;padding:2px 6px}.best{background:#e6ffe6}"
             ".failed{color:#a00}</style></head><body>",
             f"<h2>{title}</h2>",
-            _plot(rows, metric_id, best_trial_id),
+            study_plots_html(rows, metric_id=metric_id, goal=goal),
             _table(rows, metric_id, best_trial_id),
             "</body></html>",
         ]
-    )
-
-
-def _plot(rows: Sequence[TrialRow], metric_id: str, best_trial_id: str) -> str:
-    points = [
-        (index, row)
-        for index, row in enumerate(rows)
-        if row.metric is not None and math.isfinite(row.metric)
-    ]
-    if not points:
-        return "<p>No trial reported the metric, so there is nothing to plot.</p>"
-    values = [row.metric for _, row in points if row.metric is not None]
-    low, high = min(values), max(values)
-    span = (high - low) or 1.0
-    count = max(len(rows) - 1, 1)
-
-    def x_of(index: int) -> float:
-        return _PAD + (_WIDTH - 2 * _PAD) * index / count
-
-    def y_of(value: float) -> float:
-        return _HEIGHT - _PAD - (_HEIGHT - 2 * _PAD) * (value - low) / span
-
-    marks = []
-    for index, row in points:
-        assert row.metric is not None
-        colour = "#2a2" if row.trial_id == best_trial_id else "#36c"
-        marks.append(
-            f"<circle cx='{x_of(index):.1f}' cy='{y_of(row.metric):.1f}' r='5' "
-            f"fill='{colour}'><title>trial {html.escape(row.trial_id)}: "
-            f"{row.metric:.6g}</title></circle>"
-        )
-    axis = (
-        f"<line x1='{_PAD}' y1='{_HEIGHT - _PAD}' x2='{_WIDTH - _PAD}' "
-        f"y2='{_HEIGHT - _PAD}' stroke='#999'/>"
-        f"<line x1='{_PAD}' y1='{_PAD}' x2='{_PAD}' y2='{_HEIGHT - _PAD}' stroke='#999'/>"
-        f"<text x='{_WIDTH / 2}' y='{_HEIGHT - 8}' text-anchor='middle'>trial</text>"
-        f"<text x='4' y='{_PAD - 10}'>{html.escape(metric_id)}</text>"
-        f"<text x='4' y='{_PAD + 4}' font-size='10'>{high:.4g}</text>"
-        f"<text x='4' y='{_HEIGHT - _PAD}' font-size='10'>{low:.4g}</text>"
-    )
-    return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{_WIDTH}' height='{_HEIGHT}' "
-        f"role='img' aria-label='{html.escape(metric_id)} per trial'>{axis}"
-        + "".join(marks)
-        + "</svg>"
     )
 
 

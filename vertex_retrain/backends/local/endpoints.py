@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.local import model_server
+from vertex_retrain.backends.local.lifeline import bind_to_run
+from vertex_retrain.backends.local.pending_deploys import committing, reconcile_pending
 from vertex_retrain.backends.local.registry_db import (
     RegistryDatabase,
     RegistryInputError,
@@ -256,7 +258,9 @@ class LocalEndpoints:
                 is left running. The message carries the server's log tail.
         """
         check_percentage(traffic_percentage)
+        bind_to_run()  # in a pipeline task: a killed run stops this deploy
         with self.db.read() as connection:
+            reconcile_pending(self.db.path.parent, connection)  # servers of killed deploys
             endpoint = read_endpoint(connection, endpoint_display_name)
             model_id = model_id_for(connection, model_display_name)
             version_id = resolve_version(connection, model_id, version)
@@ -272,10 +276,12 @@ class LocalEndpoints:
             )
         with self.db.write() as connection:
             deployed_model_id = _next_deployed_model_id(connection)
+        # Leased: until `committing` releases it, the server dies with this process.
         server = model_server.start_checked_server(
             model_version.container_spec,
             sample_instances=samples,
             health_timeout_s=health_timeout_s,
+            lease=True,
             artifact_uri=model_version.artifact_uri,
             endpoint_id=endpoint.endpoint_id,
             deployed_model_id=str(deployed_model_id),
@@ -283,37 +289,37 @@ class LocalEndpoints:
             version_id=str(version_id),
             log_path=self._log_path(endpoint.endpoint_id, deployed_model_id),
         )
-        try:
-            with self.db.write() as connection:
-                current = read_endpoint(connection, endpoint_display_name)
-                split = allocate(current.traffic_split, str(deployed_model_id), traffic_percentage)
-                connection.execute(
-                    "INSERT INTO deployed_models (deployed_model_id, endpoint_id, model_id, "
-                    "version_id, traffic, pid, pid_start_time, port, log_path, predict_route, "
-                    "health_route, sample_instances_json, deployed_at) "
-                    "VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        deployed_model_id,
-                        int(current.endpoint_id),
-                        model_id,
-                        version_id,
-                        server.pid,
-                        server.start_time,
-                        server.port,
-                        str(server.log_path),
-                        server.predict_route,
-                        server.health_route,
-                        json.dumps(list(samples)),
-                        utc_now(),
-                    ),
-                )
-                _apply_split(
-                    connection, current.endpoint_id, split, f"{DEPLOY_ACTION}{deployed_model_id}"
-                )
-                deployed = read_endpoint(connection, endpoint_display_name)
-        except BaseException:
-            model_server.stop_server(server.pid, server.start_time)
-            raise
+        folder = self.db.path.parent
+        with (
+            committing(folder, deployed_model_id, endpoint_display_name, server),
+            self.db.write() as connection,
+        ):
+            current = read_endpoint(connection, endpoint_display_name)
+            split = allocate(current.traffic_split, str(deployed_model_id), traffic_percentage)
+            connection.execute(
+                "INSERT INTO deployed_models (deployed_model_id, endpoint_id, model_id, "
+                "version_id, traffic, pid, pid_start_time, port, log_path, predict_route, "
+                "health_route, sample_instances_json, deployed_at) "
+                "VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    deployed_model_id,
+                    int(current.endpoint_id),
+                    model_id,
+                    version_id,
+                    server.pid,
+                    server.start_time,
+                    server.port,
+                    str(server.log_path),
+                    server.predict_route,
+                    server.health_route,
+                    json.dumps(list(samples)),
+                    utc_now(),
+                ),
+            )
+            _apply_split(
+                connection, current.endpoint_id, split, f"{DEPLOY_ACTION}{deployed_model_id}"
+            )
+            deployed = read_endpoint(connection, endpoint_display_name)
         return next(
             m for m in deployed.deployed_models if m.deployed_model_id == str(deployed_model_id)
         )

@@ -3,7 +3,9 @@
 `run_custom_job` takes the Vertex REST CustomJob payload, sets each replica's environment
 as Vertex does, streams logs with a `[workerpoolN-i]` prefix into one file per replica under
 `<root>/jobs/<job_id>/logs/`, enforces `scheduling.timeout`, cancels on SIGINT/SIGTERM, and
-rehearses Spot preemptions when asked. The job's state is kept in `<root>/jobs/<id>/state.json`.
+rehearses Spot preemptions when asked. The job's state is kept in `<root>/jobs/<id>/state.json`,
+which names the process running the job while it runs, so that the next local run can tell a
+job whose process was killed from a running one (`reconcile`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from vertex_retrain.backends.local import job_payload as jp
 from vertex_retrain.backends.local.cluster_env import cluster_layout, output_dirs, replica_env
 from vertex_retrain.backends.local.exit_advice import advice_for, normalise_exit_code
+from vertex_retrain.backends.local.lifeline import JOB_ENV, RUN_ENV, bind_to_run, identity
 from vertex_retrain.backends.local.pool_launch import PoolLaunch, resolve_pool
 from vertex_retrain.backends.local.spot import (
     MAX_SPOT_RESTARTS,
@@ -36,6 +39,7 @@ from vertex_retrain.backends.local.supervisor import (
     run_attempt,
 )
 
+RUNNING = "JOB_STATE_RUNNING"
 SUCCEEDED = "JOB_STATE_SUCCEEDED"
 FAILED = "JOB_STATE_FAILED"
 CANCELLED = "JOB_STATE_CANCELLED"
@@ -45,6 +49,7 @@ LOG_TAIL_LINES = 40
 __all__ = [
     "CANCELLED",
     "FAILED",
+    "RUNNING",
     "SUCCEEDED",
     "LocalJobResult",
     "PreemptionSchedule",
@@ -170,6 +175,7 @@ def run_custom_job(
             program cannot be prepared; nothing was started.
     """
     spec = _checked_spec(payload, preemption)
+    bind_to_run()  # in a pipeline task: a killed run cancels the job (SIGTERM)
     root = (root or local_root()).resolve()
     scheduling = jp.scheduling_of(spec)
     timeout = jp.parse_duration(scheduling.get("timeout"), "jobSpec.scheduling.timeout")
@@ -187,8 +193,10 @@ def run_custom_job(
         job_dir / "state.json",
         {
             "job_id": job_id,
-            "state": "JOB_STATE_RUNNING",
+            "state": RUNNING,
             "display_name": payload.get("displayName"),
+            "owner": identity(),
+            "run": os.environ.get(RUN_ENV),
         },
     )
     sink = on_log or (lambda line: print(line, flush=True))
@@ -200,7 +208,8 @@ def run_custom_job(
     with cancel_on_signals(cancel):
         outcome = _run_attempts(
             spec, launches, job_id=job_id, job_dir=job_dir, root=root, sink=sink,
-            extra_env=extra_env or {}, trial_id=trial_id, grace_seconds=grace_seconds,
+            extra_env={**(extra_env or {}), JOB_ENV: str(job_dir)}, trial_id=trial_id,
+            grace_seconds=grace_seconds,
             cancel=cancel, timeout=timeout, preemption=preemption,
             restart_on_worker_failure=restart_on_worker_failure,
             checkpoint_path=checkpoint_path,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.backends.local import lifeline
 from vertex_retrain.backends.local.serving_spec import (
     expand_references,
     resolve_serving_launch,
@@ -158,8 +159,13 @@ def start_server(
     model_display_name: str,
     version_id: str,
     log_path: Path,
+    lease: bool = False,
 ) -> ServerProcess:
     """Start a prediction server process (not yet checked; see `start_checked_server`).
+
+    With `lease`, the server runs under a keeper that stops it if this process dies before
+    `lifeline.release(server.pid)` (a deploy releases it just before committing traffic).
+    Servers never carry the run marker `VERTEX_RETRAIN_RUN`: they are not part of a run.
 
     Raises:
         RegistryInputError: No local command can be determined from the spec.
@@ -188,6 +194,7 @@ def start_server(
         "LOCAL_BIND_HOST": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }
+    env.pop(lifeline.RUN_ENV, None)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         log.write(f"== deployed model {deployed_model_id}: {argv} port {port}\n".encode())
@@ -196,7 +203,7 @@ def start_server(
         log.flush()
         try:
             child = subprocess.Popen(
-                argv,
+                lifeline.keeper_argv(argv, env) if lease else argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -332,6 +339,7 @@ def start_checked_server(
     *,
     sample_instances: Sequence[Any],
     health_timeout_s: float = 60.0,
+    lease: bool = False,
     **identity: Any,
 ) -> ServerProcess:
     """Start a server, wait for health, and check a sample prediction.
@@ -340,6 +348,7 @@ def start_checked_server(
         container_spec: Validated serving container spec.
         sample_instances: Instances for the smoke-test prediction (at least one).
         health_timeout_s: How long to wait for the health route.
+        lease: Keep the server bound to this process until released (see `start_server`).
         **identity: `artifact_uri`, `endpoint_id`, `deployed_model_id`,
             `model_display_name`, `version_id`, `log_path` (see `start_server`).
 
@@ -349,7 +358,7 @@ def start_checked_server(
     Raises:
         ServerStartError: Any check failed; no process is left running.
     """
-    server = start_server(container_spec, **identity)
+    server = start_server(container_spec, lease=lease, **identity)
     try:
         wait_until_healthy(server, timeout_s=health_timeout_s)
         check_prediction(server, sample_instances)

@@ -109,7 +109,10 @@ class GoodputStats:
     """Runtime goodput of a job across its attempts.
 
     Attributes:
-        useful_steps: Steps that count toward the final model (the last attempt's step).
+        useful_steps: Steps of this job that count toward the final model: the last
+            attempt's step, less the step the job's first attempt resumed from (a job that
+            resumes another's checkpoints, such as an on-demand rerun after Spot, is not
+            credited with the other job's steps).
         executed_steps: Steps run across all attempts, including ones redone after a restart.
         goodput: useful_steps / executed_steps; None when the trainer wrote no progress file.
         time_lost_seconds: Per preempted attempt, the share of its running time spent on steps
@@ -120,6 +123,8 @@ class GoodputStats:
     """
 
     useful_steps: int | None = None
+    origin_step: int | None = None
+    """The step the first attempt started from (0, or an earlier job's checkpoint)."""
     executed_steps: int = 0
     goodput: float | None = None
     time_lost_seconds: float = 0.0
@@ -144,6 +149,8 @@ class GoodputStats:
             stop_seconds: Time spent stopping the replicas (part of `wall_seconds`).
         """
         start = before.checkpoint_step if before else 0
+        if self.origin_step is None:
+            self.origin_step = start
         executed = max(after.step - start, 0) if after else None
         saved = max(after.checkpoint_step - start, 0) if after else None
         self.attempts.append(
@@ -165,9 +172,9 @@ class GoodputStats:
                 lost = running
             self.time_lost_seconds += lost + stop_seconds
         if after is not None:
-            self.useful_steps = after.step
+            self.useful_steps = max(after.step - self.origin_step, 0)
             if self.executed_steps:
-                self.goodput = round(after.step / self.executed_steps, 4)
+                self.goodput = round(self.useful_steps / self.executed_steps, 4)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-JSON form, for the job's state file."""

@@ -2,7 +2,9 @@
 
 Each replica runs in its own session (so its process group holds it and every child it
 spawns); stopping a replica signals the whole group: SIGTERM, a grace period, then SIGKILL.
-Nothing a replica started survives the attempt.
+Nothing a replica started survives the attempt. A replica also dies when the process that
+started it dies, even by SIGKILL, with no one left to stop it (Linux's parent-death signal,
+see `lifeline.die_with_parent_argv`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from vertex_retrain.backends.local.lifeline import die_with_parent_argv
 
 POLL_SECONDS = 0.02
 LogSink = Callable[[str], None]
@@ -62,7 +66,7 @@ class _Replica:
         spec.log_file.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[str] = spec.log_file.open("a", encoding="utf-8", buffering=1)
         self.process = subprocess.Popen(
-            spec.argv,
+            die_with_parent_argv(spec.argv, spec.env),
             cwd=spec.cwd,
             env=spec.env,
             stdin=subprocess.DEVNULL,

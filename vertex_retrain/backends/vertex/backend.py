@@ -72,12 +72,15 @@ class VertexBackend:
         job_client_factory: Builds the JobServiceClient from (ClientOptions, ClientInfo).
         model_client: An ``aiplatform_v1.ModelServiceClient``.
         endpoint_client: An ``aiplatform_v1.EndpointServiceClient``.
+        prediction_client: An ``aiplatform_v1.PredictionServiceClient`` (a new deployment's
+            sample-instance check).
         build_client: A ``cloudbuild_v1.CloudBuildClient``.
         storage_client: A ``google.cloud.storage.Client``.
         pipeline_job_getter: Fetches a PipelineJob by resource name (task outputs).
         experiments: The Vertex AI Experiments seam (``experiments.ExperimentsClient``).
         connection_retries: Attempts per job API call on connection errors.
         retry_wait_s: Seconds between those attempts.
+        operation_poll_s: Seconds between polls of an upload or deploy operation.
 
     Every client left out is the real one, built when first needed.
     """
@@ -92,24 +95,28 @@ class VertexBackend:
         job_client_factory: JobClientFactory | None = None,
         model_client: Any = None,
         endpoint_client: Any = None,
+        prediction_client: Any = None,
         build_client: Any = None,
         storage_client: Any = None,
         pipeline_job_getter: PipelineJobGetter | None = None,
         experiments: Any = None,
         connection_retries: int = 5,
         retry_wait_s: float = 20.0,
+        operation_poll_s: float = 20.0,
     ) -> None:
         self.project = project
         self.location = location
         self._job_client_factory = job_client_factory
         self._model_client = model_client
         self._endpoint_client = endpoint_client
+        self._prediction_client = prediction_client
         self._build_client = build_client
         self._storage_client = storage_client
         self._pipeline_job_getter = pipeline_job_getter
         self._experiments = experiments
         self._connection_retries = connection_retries
         self._retry_wait_s = retry_wait_s
+        self._operation_poll_s = operation_poll_s
 
     def _models(self) -> Any:
         if self._model_client is None:
@@ -214,6 +221,8 @@ class VertexBackend:
                 labels=spec.labels,
                 description=spec.description,
                 model_client=self._models(),
+                gcp_resources_path=spec.gcp_resources_path,
+                poll_s=self._operation_poll_s,
             )
         )
 
@@ -247,7 +256,11 @@ class VertexBackend:
         return AliasHolder(str(found.get("versionId", "")), str(found.get("artifactUri", "")))
 
     def deploy(self, spec: DeploySpec) -> DeploymentOutcome:
-        """Deploys to the endpoint of that display name (created if missing)."""
+        """Deploys to the endpoint of that display name (created if missing).
+
+        The version is deployed with no traffic, given its share, and must answer the
+        sample instances through the endpoint, or it is withdrawn (``endpoints``).
+        """
         from vertex_retrain.backends.vertex.endpoints import deploy_model_version
 
         return _outcome(
@@ -265,6 +278,10 @@ class VertexBackend:
                 },
                 service_account=spec.service_account,
                 endpoint_client=self._endpoints(),
+                sample_instances=list(spec.sample_instances),
+                prediction_client=self._prediction_client,
+                gcp_resources_path=spec.gcp_resources_path,
+                poll_s=self._operation_poll_s,
             )
         )
 

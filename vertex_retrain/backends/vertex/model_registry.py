@@ -3,7 +3,9 @@
 Idempotency: every version this module uploads carries a label with the hash of the caller's
 request key (`vertex_retrain.rules.idempotency`). Before uploading, the versions of the model
 are searched for that label, so a re-run after a crash returns the version the first attempt
-uploaded.
+uploaded. An upload still in progress is not listed yet: its `UploadModel` operation is recorded
+in the task's `gcp_resources` (as GCPC's ModelUploadOp does, so the console links it), and a
+re-run waits for that operation instead of uploading again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from vertex_retrain.backends.vertex._protos import (
     request_key_label,
     resource_uri,
     to_rest_json,
+)
+from vertex_retrain.backends.vertex.operations import (
+    OperationFailedError,
+    record_operation,
+    recorded_operation,
+    wait_for_operation,
 )
 from vertex_retrain.rules.aliases import is_valid_alias
 
@@ -132,6 +140,8 @@ def register_model_version(
     description: str = "",
     upload_timeout_s: float = 1800.0,
     model_client: Any = None,
+    gcp_resources_path: str = "",
+    poll_s: float = 20.0,
 ) -> RegisteredModel:
     """Uploads a model version under the model with this display name, creating the model once.
 
@@ -151,6 +161,10 @@ def register_model_version(
         description: Version description.
         upload_timeout_s: How long to wait for the upload operation.
         model_client: An `aiplatform_v1.ModelServiceClient` (or a fake); built when omitted.
+        gcp_resources_path: The task's `gcp_resources` output: the `UploadModel` operation is
+            recorded there, and one recorded by an earlier attempt is waited for (empty:
+            nowhere).
+        poll_s: Seconds between polls of the operation.
 
     Returns:
         The registered version with its current aliases; `.uri` and `.artifact_metadata()`
@@ -158,6 +172,8 @@ def register_model_version(
 
     Raises:
         ValueError: Bad input (nothing is uploaded), or several models share the display name.
+        OperationTimeoutError: The upload is still running after `upload_timeout_s`; running
+            the task again waits for it.
     """
     from google.cloud import aiplatform_v1
 
@@ -181,18 +197,30 @@ def register_model_version(
     version = _find_version(client, model_name, label_value) if model_name else None
     created = version is None
     if version is None:
-        request = aiplatform_v1.UploadModelRequest(
-            parent=parent,
-            parent_model=model_name or "",
-            model=aiplatform_v1.Model(
-                display_name=display_name,
-                description=description,
-                artifact_uri=artifact_uri,
-                container_spec=container,
-                labels={**(labels or {}), REQUEST_KEY_LABEL: label_value},
-            ),
+        response = _resume_upload(
+            client, gcp_resources_path, location, parent, upload_timeout_s, poll_s
         )
-        response = client.upload_model(request=request).result(timeout=upload_timeout_s)
+        if response is None:
+            request = aiplatform_v1.UploadModelRequest(
+                parent=parent,
+                parent_model=model_name or "",
+                model=aiplatform_v1.Model(
+                    display_name=display_name,
+                    description=description,
+                    artifact_uri=artifact_uri,
+                    container_spec=container,
+                    labels={**(labels or {}), REQUEST_KEY_LABEL: label_value},
+                ),
+            )
+            name = str(client.upload_model(request=request).operation.name)
+            record_operation(gcp_resources_path, location, name)
+            response = wait_for_operation(
+                client,
+                name,
+                aiplatform_v1.UploadModelResponse,
+                timeout_s=upload_timeout_s,
+                poll_s=poll_s,
+            )
         model_name = response.model.split("@")[0]
         version = client.get_model(name=f"{model_name}@{response.model_version_id}")
     assert model_name is not None  # set by _find_model or by the upload response
@@ -203,6 +231,25 @@ def register_model_version(
         created=created,
         location=location,
     )
+
+
+def _resume_upload(
+    client: Any, path: str, location: str, parent: str, timeout_s: float, poll_s: float
+) -> Any | None:
+    """The response of an upload an earlier attempt recorded, once it finishes; None when
+    there is none, or it failed (then the caller uploads again)."""
+    from google.api_core import exceptions as api_exceptions
+    from google.cloud import aiplatform_v1
+
+    earlier = recorded_operation(path, location, parent)
+    if earlier is None:
+        return None
+    try:
+        return wait_for_operation(
+            client, earlier, aiplatform_v1.UploadModelResponse, timeout_s=timeout_s, poll_s=poll_s
+        )
+    except (OperationFailedError, api_exceptions.NotFound):
+        return None
 
 
 def merge_version_aliases(

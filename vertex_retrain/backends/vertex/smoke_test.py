@@ -96,10 +96,12 @@ def smoke_test(
     """
     from google.api_core import exceptions as api_exceptions
     from google.cloud import aiplatform_v1
-    from google.protobuf import json_format, struct_pb2
 
-    values = [json_format.ParseDict(instance, struct_pb2.Value()) for instance in instances]
-    request = aiplatform_v1.PredictRequest(endpoint=endpoint_name, instances=values)
+    values = list(instances)
+    request = aiplatform_v1.PredictRequest(endpoint=endpoint_name)
+    # proto-plus marshals google.protobuf.Value from plain JSON values when appended (its
+    # constructor refuses a list of them).
+    request.instances.extend(values)
     errors: list[str] = []
     budget = requests_needed(share_percent)
     for sent in range(1, budget + 1):

@@ -1,0 +1,293 @@
+"""The offline checks of ``compile.py preflight``, over one compiled pipeline and its arguments.
+
+Each check returns :class:`vertex_retrain.specs.problems.Problem` items (field, value, reason,
+alternatives), as ``validate`` does:
+
+- the component image is not the placeholder, and its registry serves the region;
+- the training job the arguments describe is valid (the job-spec validation), its machine and
+  accelerator are offered in the region, its executor image is a prebuilt training image, and
+  its package installs there (:mod:`vertex_retrain.specs.package_compat`);
+- no cached task can be served another week's output (:mod:`vertex_retrain.cli.cache_keys`);
+- for a submission: a service account is set and the pipeline root is ``gs://BUCKET/PATH``.
+
+Nothing here touches the network; :mod:`vertex_retrain.backends.vertex.preflight_online`
+holds the checks that need credentials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.specs.problems import Problem, error, warning
+
+__all__ = ["Settings", "executor_images", "pipeline_problems", "resolve_package"]
+
+BUILD_IMAGE_HINT = "compile.py build-image --project P --location L (prints the compile command)"
+_SERVICE_ACCOUNT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.-]+\.gserviceaccount\.com$")
+# Images Google publishes (GCPC's, Vertex's prebuilt ones): served to every region.
+_GOOGLE_PUBLISHED = re.compile(r"^(gcr\.io/ml-pipeline/|[a-z]+-docker\.pkg\.dev/vertex-ai[a-z-]*/)")
+_REFERENCE_WHEEL = "vertex_retrain_trainer-"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where and how the pipeline would run.
+
+    Attributes:
+        project: Google Cloud project (None: not given).
+        location: Vertex AI region (None: region checks are skipped, with a warning).
+        pipeline_root: ``gs://`` root of the run's artifacts.
+        service_account: Runtime service account.
+        submission: A run or schedule: the service account and pipeline root must be set.
+        component_image: Check the executors' images (a schedule's pinned template carries
+            its own, checked when it was uploaded).
+        today: Date for support and retirement dates (default: today).
+    """
+
+    project: str | None = None
+    location: str | None = None
+    pipeline_root: str | None = None
+    service_account: str | None = None
+    submission: bool = False
+    component_image: bool = True
+    today: dt.date | None = None
+
+
+def executor_images(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field path, image)`` of every executor of a compiled spec."""
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    return [
+        (f"deploymentSpec.executors.{name}.container.image", str(e["container"]["image"]))
+        for name, e in sorted(executors.items())
+        if isinstance(e, Mapping) and e.get("container", {}).get("image")
+    ]
+
+
+def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> list[Problem]:
+    from vertex_retrain.specs.registry_rules import image_location_problems, placeholder_problems
+
+    images = executor_images(spec)
+    problems = placeholder_problems(
+        images,
+        DEFAULT_COMPONENT_IMAGE,
+        [BUILD_IMAGE_HINT, "--component-image REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG"],
+    )
+    ours = [
+        (where, image)
+        for where, image in images
+        if image != DEFAULT_COMPONENT_IMAGE and not _GOOGLE_PUBLISHED.match(image)
+    ]
+    if settings.location:
+        # One problem per image, not per executor: they all run the same component image.
+        unique = list({image: (where, image) for where, image in ours}.values())
+        problems += image_location_problems(unique, settings.location, what="component image")
+    return problems
+
+
+def resolve_package(arguments: Mapping[str, Any]) -> tuple[str, Path | None]:
+    """The training package the arguments name, and a local copy of it to read, if any.
+
+    The reference trainer (a ``vertex_retrain_trainer-*`` wheel, or a ``.../trainer`` source
+    folder) is read from this clone's ``trainer/`` project; any other package from a local path,
+    or from the local storage root where a local run keeps ``gs://`` files.
+
+    Returns:
+        ``(package URI or "", local path or None)``.
+    """
+    from vertex_retrain.backends.local.storage import StorageError, to_local_path
+    from vertex_retrain.cli.local_setup import trainer_source
+
+    uri = str(arguments.get("package_uri") or arguments.get("source_uri") or "")
+    if not uri:
+        return "", None
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith(_REFERENCE_WHEEL) or name == "trainer":
+        source = trainer_source()
+        if source is not None:
+            return uri, source
+    if not uri.startswith(("gs://", "/gcs/")):
+        return uri, Path(uri) if Path(uri).exists() else None
+    try:
+        local = to_local_path(uri)
+    except StorageError:
+        return uri, None
+    return uri, local if local.exists() else None
+
+
+def _training_problems(arguments: Mapping[str, Any], settings: Settings) -> list[Problem]:
+    from vertex_retrain.build.context import BuildError
+    from vertex_retrain.build.package_metadata import read_package_metadata
+    from vertex_retrain.specs.package_compat import executor_image_problems, package_problems
+    from vertex_retrain.specs.region_rules import availability_problems
+    from vertex_retrain.steps.job_request import job_spec_from_request
+    from vertex_retrain.steps.training_cost import request_for_shape
+
+    if "executor_image_uri" not in arguments and "machine_type" not in arguments:
+        return []  # the pipeline runs no training job of its own
+    uri, local = resolve_package(arguments)
+    request = request_for_shape(arguments)
+    if uri.endswith((".whl", ".tar.gz", ".zip")) and uri.startswith("gs://"):
+        request = dataclasses.replace(request, package_uris=[uri])
+    job = job_spec_from_request(request)
+    problems = job.validate(today=settings.today)
+    payload = job.unvalidated_payload()
+    pool = "jobSpec.workerPoolSpecs[0].pythonPackageSpec"
+    image = request.executor_image_uri
+    problems += executor_image_problems(image, f"{pool}.executorImageUri", today=settings.today)
+    if settings.location:
+        problems += availability_problems(payload, settings.location)
+        problems += _executor_location_problems(
+            image, f"{pool}.executorImageUri", settings.location
+        )
+    package_field = f"{pool}.packageUris[0]"
+    if local is None:
+        if uri:
+            problems.append(
+                warning(
+                    package_field,
+                    uri,
+                    "The package cannot be read offline, so whether it installs on the "
+                    "executor image is not checked.",
+                    ["--param package_uri=PATH of a local wheel", "compile.py run NAME --local"],
+                    code="package-unread",
+                )
+            )
+        return problems
+    try:
+        metadata = read_package_metadata(local)
+    except BuildError as failure:
+        return [*problems, error(package_field, uri, str(failure), code="package-unreadable")]
+    return problems + package_problems(metadata, image, package_field)
+
+
+def _executor_location_problems(image: str, field: str, region: str) -> list[Problem]:
+    """A warning when the prebuilt executor image is pulled from another geography, naming
+    the copy of the same image that serves the region (Google serves each from three)."""
+    from vertex_retrain.specs.containers import image_name, load_containers
+    from vertex_retrain.specs.registry_rules import registry_location, serves_region
+
+    stored = registry_location(image).location
+    if stored is None or serves_region(stored, region):
+        return []
+    nearer = [
+        f"{base}/{image_name(image)}:latest"
+        for base in load_containers().registries["training"]
+        if serves_region(registry_location(base).location or "", region)
+    ]
+    return [
+        warning(
+            field,
+            image,
+            f"The executor image is stored in {stored}, outside {region}: every replica pulls "
+            "it across regions (a slower start).",
+            nearer,
+            code="registry-region",
+        )
+    ]
+
+
+def _cache_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    from vertex_retrain.cli.cache_keys import cache_key_problems
+
+    name = spec.get("pipelineInfo", {}).get("name", "pipeline")
+    return [
+        error(
+            "cachingOptions",
+            name,
+            sentence,
+            [
+                "an input from data_window or source_digest (the week or the content)",
+                ".set_caching_options(False) on the task",
+            ],
+            code="cache-key",
+        )
+        for sentence in cache_key_problems(spec)
+    ]
+
+
+def _submission_problems(settings: Settings) -> list[Problem]:
+    from vertex_retrain.cli.vertex_submit import PIPELINE_ROOT
+
+    problems: list[Problem] = []
+    account = settings.service_account
+    if settings.submission and not account:
+        problems.append(
+            error(
+                "--service-account",
+                None,
+                "No runtime service account: Vertex would run the pipeline as the project's "
+                "default compute account, which new projects grant no roles, so the first "
+                "task fails on permissions.",
+                ["--service-account NAME@PROJECT.iam.gserviceaccount.com"],
+                code="service-account",
+            )
+        )
+    elif account and not _SERVICE_ACCOUNT.match(account):
+        problems.append(
+            error(
+                "--service-account",
+                account,
+                "Not a service account e-mail.",
+                ["NAME@PROJECT.iam.gserviceaccount.com"],
+                code="service-account",
+            )
+        )
+    root = settings.pipeline_root
+    if settings.submission and not root:
+        problems.append(
+            error(
+                "--pipeline-root",
+                None,
+                "No pipeline root: Vertex needs a gs:// folder for the run's artifacts.",
+                ["--pipeline-root gs://BUCKET/pipeline-root"],
+                code="pipeline-root",
+            )
+        )
+    elif root and not PIPELINE_ROOT.fullmatch(root):
+        problems.append(
+            error(
+                "--pipeline-root",
+                root,
+                "Not a Cloud Storage folder: expected gs://BUCKET/PATH.",
+                ["gs://my-bucket/pipeline-root"],
+                code="pipeline-root",
+            )
+        )
+    if not settings.location:
+        problems.append(
+            warning(
+                "--location",
+                None,
+                "No region given: the registry and machine availability checks are skipped.",
+                ["--location europe-west4"],
+                code="location",
+            )
+        )
+    return problems
+
+
+def pipeline_problems(
+    spec: Mapping[str, Any], arguments: Mapping[str, Any], settings: Settings
+) -> list[Problem]:
+    """Every offline check of one compiled pipeline, errors first.
+
+    Args:
+        spec: The compiled pipeline.
+        arguments: Its parameter values (defaults with the run's overrides).
+        settings: Where and how it would run.
+
+    Returns:
+        The problems; the pipeline may be submitted when none is an error.
+    """
+    problems = _component_image_problems(spec, settings) if settings.component_image else []
+    problems += _training_problems(arguments, settings)
+    problems += _cache_problems(spec)
+    problems += _submission_problems(settings)
+    return sorted(problems, key=lambda p: p.severity != "error")

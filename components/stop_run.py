@@ -7,7 +7,7 @@ from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
 def stop_run(reason: str) -> None:
-    """Raises ``DataGateBreach(reason)``, so the run fails with the reason as its error.
+    """Raises ``DataGateBreachError(reason)``, so the run fails with the reason as its error.
 
     Put it in the branch a gate's verdict leads to, e.g.
     ``with dsl.Else(): stop_run(reason=gate.outputs["verdict"])``: the steps in the other
@@ -16,6 +16,6 @@ def stop_run(reason: str) -> None:
     Args:
         reason: The one line the run fails with.
     """
-    from vertex_retrain.steps.data_gate import DataGateBreach
+    from vertex_retrain.steps.data_gate import DataGateBreachError
 
-    raise DataGateBreach(reason)
+    raise DataGateBreachError(reason)

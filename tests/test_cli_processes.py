@@ -173,3 +173,7 @@ def test_endpoints_stop_and_undeploy_commands(root: Path) -> None:
     ]
     neither = argparse.Namespace(action="stop", endpoint=None, all=False)
     assert cli_endpoints(neither, io.StringIO()) == 2
+    history = io.StringIO()
+    assert cli_endpoints(argparse.Namespace(action="history", endpoint="ep"), history) == 0
+    assert history.getvalue().splitlines()[0].split()[:3] == ["#", "ACTION", "TRAFFIC"]
+    assert "undeploy 1" in history.getvalue() and "2=100" in history.getvalue()

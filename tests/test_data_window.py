@@ -89,7 +89,9 @@ def test_check_as_of_refuses_a_date_before_the_data_starts() -> None:
 def test_select_before_keeps_whole_weeks_strictly_before_the_cut() -> None:
     def span(path: str, first: str | None, last: str | None) -> FileSpan:
         parse = dt.datetime.fromisoformat
-        return FileSpan(path, 0 if first is None else 9, first and parse(first), last and parse(last))
+        return FileSpan(
+            path, 0 if first is None else 9, first and parse(first), last and parse(last)
+        )
 
     files = [
         span("w0", "2023-01-02T07:00", "2023-01-08T21:00"),

@@ -110,17 +110,29 @@ def _assert_consistent(
     serving = [m for m in endpoint.deployed_models if m.traffic_percentage > 0]
     assert all(_healthy(m) for m in serving)
     assert [m.model_version_id for m in serving] == [champions[0].version_id]
-    recorded = {m.pid for m in endpoint.deployed_models}
+    recorded = _groups(endpoint)
     assert orphans.isdisjoint(recorded)
-    alive = set(wait_until_gone_except(tag, recorded | orphans))
-    assert alive - orphans == recorded, "orphaned server process"
+    alive = {_group(pid) for pid in wait_until_gone_except(tag, recorded)}
+    assert alive == recorded, "orphaned server process"
+
+
+def _group(pid: int) -> int | None:
+    """The process group of `pid`: a server runs in the group of its recorded keeper."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _groups(endpoint: Any) -> set[int | None]:
+    return {m.pid for m in endpoint.deployed_models}
 
 
 def wait_until_gone_except(tag: str, keep: set[int | None]) -> dict[int, dict[str, str]]:
-    """Tagged processes after those not in `keep` had a moment to exit (stop is async)."""
-    for _ in range(100):
+    """Tagged processes after those outside the groups `keep` had a moment to exit."""
+    for _ in range(200):
         alive = tagged_processes(tag)
-        if set(alive) <= keep:
+        if {_group(pid) for pid in alive} <= keep:
             return alive
         threading.Event().wait(0.05)
     return tagged_processes(tag)
@@ -171,22 +183,26 @@ def test_register_and_deploy_rerun_after_a_crash_ends_consistent(
     assert len(LocalEndpoints().get(ENDPOINT).deployed_models) == 2  # keep_last_n
 
 
-def test_deploy_step_killed_after_server_start_reruns_consistent(tag: str, tmp_path: Path) -> None:
-    """The step's process dies (SIGKILL) while its new server is up but has no traffic yet."""
-    _weekly_step("run-1", 0)
-    version = _register("run-2", 100)
-    marker = tmp_path / "server-started"
+def _killed_deploy_step(version: RegisteredVersion, marker: Path, stall_in: str) -> int:
+    """Runs the deploy step in a process that stalls at `stall_in`, then SIGKILLs it.
+
+    `stall_in` is `start_checked_server` (the server passed its checks, not yet released
+    from its keeper) or `release` (released, traffic not committed). Returns the server's
+    recorded pid (its keeper, the leader of its process group).
+    """
     script = textwrap.dedent(
         f"""
         import pathlib, time
-        from vertex_retrain.backends.local import model_server
+        from vertex_retrain.backends.local import lifeline, model_server
         from vertex_retrain.steps.deploy import DeploymentRequest, deploy
-        started = model_server.start_checked_server
-        def start_then_stall(*args, **kwargs):
-            server = started(*args, **kwargs)
-            pathlib.Path({str(marker)!r}).write_text(str(server.pid))
+        target = model_server if {stall_in!r} == "start_checked_server" else lifeline
+        original = getattr(target, {stall_in!r})
+        def run_then_stall(*args, **kwargs):
+            result = original(*args, **kwargs)
+            pid = result.pid if result is not None else args[0]
+            pathlib.Path({str(marker)!r}).write_text(str(pid))
             time.sleep(600)
-        model_server.start_checked_server = start_then_stall
+        setattr(target, {stall_in!r}, run_then_stall)
         deploy(DeploymentRequest(backend="local", model_resource_name={version.resource_name!r},
             model_version_id={version.version_id!r}, endpoint_display_name={ENDPOINT!r}))
         """
@@ -199,18 +215,43 @@ def test_deploy_step_killed_after_server_start_reruns_consistent(tag: str, tmp_p
             if marker.is_file() or step.poll() is not None:
                 break
             threading.Event().wait(0.05)
-        assert marker.is_file(), "the step never started its server"
+        assert marker.is_file(), "the step never got that far"
     finally:
         step.kill()
         step.wait()
-    orphan = int(marker.read_text())
-    try:
-        assert LocalEndpoints().get(ENDPOINT).traffic_split == {"1": 100}  # nothing committed
-        _deploy(version)  # the retried task
-        _assert_consistent(["run-1", "run-2"], tag, orphans={orphan})
-    finally:
-        # Known limitation (docs/reliability.md): the killed step's server outlives it.
-        model_server.stop_server(orphan, None)
+    return int(marker.read_text())
+
+
+def test_deploy_step_killed_before_release_takes_its_server_with_it(
+    tag: str, tmp_path: Path
+) -> None:
+    """The step dies (SIGKILL) while its new server is up but has no traffic yet."""
+    _weekly_step("run-1", 0)
+    version = _register("run-2", 100)
+    orphan = _killed_deploy_step(version, tmp_path / "server-started", "start_checked_server")
+    # The keeper got the parent-death signal and stopped the server: no one else did.
+    left = wait_until_gone_except(tag, _groups(LocalEndpoints().get(ENDPOINT)))
+    assert orphan not in {_group(pid) for pid in left}, "the server outlived its deploy step"
+    assert LocalEndpoints().get(ENDPOINT).traffic_split == {"1": 100}  # nothing committed
+    _deploy(version)  # the retried task
+    _assert_consistent(["run-1", "run-2"], tag)
+
+
+def test_deploy_step_killed_after_release_is_cleaned_up_by_the_rerun(
+    tag: str, tmp_path: Path
+) -> None:
+    """Released from its keeper, not yet committed: the pending record names the server."""
+    _weekly_step("run-1", 0)
+    version = _register("run-2", 100)
+    orphan = _killed_deploy_step(version, tmp_path / "released", "release")
+    records = list((Path(os.environ["VERTEX_LOCAL_ROOT"]) / "serving" / "pending").iterdir())
+    assert len(records) == 1 and json.loads(records[0].read_text())["server"]["pid"] == orphan
+    assert model_server.is_running(orphan, None)  # released: it outlived the step
+    assert LocalEndpoints().get(ENDPOINT).traffic_split == {"1": 100}
+    _deploy(version)  # the retried task stops it first
+    assert not records[0].exists()
+    _assert_consistent(["run-1", "run-2"], tag, orphans={orphan})
+    assert not model_server.is_running(orphan, None)
 
 
 @pytest.mark.parametrize("keep_last_n", [2, 3])

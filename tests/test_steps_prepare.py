@@ -182,7 +182,10 @@ def test_prepare_on_a_week_boundary_keeps_the_week_that_just_ended(
 @pytest.mark.parametrize(
     ("as_of", "message"),
     [
-        ("2022-12-01", r"as_of 2022-12-01 is before the data starts \(first transaction 2023-01-02"),
+        (
+            "2022-12-01",
+            r"as_of 2022-12-01 is before the data starts \(first transaction 2023-01-02",
+        ),
         ("2023-01-04", r"leaves no complete week"),
         ("2999-01-01", r"as_of 2999-01-01 is in the future"),
         ("01/02/2023", r"as_of must be a date YYYY-MM-DD"),

@@ -15,7 +15,8 @@ consumes, an input that changes when its week or content does:
 
 A pipeline parameter alone is not a key: its default is the same every week. A task may opt
 out with ``.set_caching_options(False)``. The check follows inputs through condition and exit
-handler groups and through ``dsl.OneOf`` (every branch must be keyed). It is pure: it reads the compiled spec as a dict.
+handler groups, nested pipelines and ``dsl.OneOf`` (every branch must be keyed). It is pure:
+it reads the compiled spec as a dict.
 """
 
 from __future__ import annotations

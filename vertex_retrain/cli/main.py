@@ -14,6 +14,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
+
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
 # the process exit code.
 _HANDLERS: dict[str, str] = {
@@ -28,6 +30,8 @@ _HANDLERS: dict[str, str] = {
     "validate": "vertex_retrain.cli.validate_command:cli_validate",
     "upload": "vertex_retrain.cli.template_upload:cli_upload",
     "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
+    "preflight": "vertex_retrain.cli.preflight:cli_preflight",
+    "build-image": "vertex_retrain.cli.build_image:cli_build_image",
 }
 
 
@@ -344,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validate(subparsers)
     _add_upload(subparsers)
     _add_schedule(subparsers)
+    add_preflight(subparsers)
+    add_build_image(subparsers)
     _add_local_inspection(subparsers)
     _add_history(subparsers)
     _add_demo(subparsers)

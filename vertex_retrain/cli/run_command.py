@@ -59,7 +59,26 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    refused = _preflight(args, spec, {**default_arguments(spec), **overrides})
+    if refused is not None:
+        return refused
     return _submit(args, spec, overrides, out)
+
+
+def _preflight(args: argparse.Namespace, spec: dict, arguments: dict) -> int | None:
+    """The offline preflight: 2 (with one line per problem) when Vertex would fail the run;
+    nothing has touched the network yet (`compile.py preflight`)."""
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+
+    settings = Settings(
+        project=args.project,
+        location=args.location,
+        pipeline_root=args.pipeline_root,
+        service_account=args.service_account,
+        submission=True,
+    )
+    return refusal("run", pipeline_problems(spec, arguments, settings))
 
 
 def _run_local(

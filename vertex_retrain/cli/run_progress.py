@@ -31,7 +31,7 @@ _TRAINING = re.compile(
     r"^\s*(?:\[trial (?P<trial>\d+)\])?\s*\[workerpool\d+-\d+\].*?progress "
     r"step=(?P<step>\d+)/(?P<total>\d+) epoch=(?P<epoch>\d+) loss=(?P<loss>[-+\w.]+)"
 )
-_WARNING = re.compile(r"\[executor\] warning: (.+)$")
+_WARNING = re.compile(r"\[executor\] warning: (?:warning: )?(.+)$")
 _NOTICE = re.compile(r"\[executor\] (?!warning)(.+)$")
 _ERROR = re.compile(r"\bERROR\b")
 # Lines of vertex_retrain.backends.local.kfp_tasks: a task served from the cache, or skipped.

@@ -64,9 +64,7 @@ def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datet
 
     try:
         folder = open_dataset("local", uri)
-        spans = [
-            scan_file(pq.ParquetFile(p), p, folder.rel(p)).span for p in folder.transactions
-        ]
+        spans = [scan_file(pq.ParquetFile(p), p, folder.rel(p)).span for p in folder.transactions]
     except (OSError, ValueError):
         return None  # the run's own steps report what is wrong with the data
     firsts = [s.first for s in spans if s.first is not None]

@@ -329,6 +329,9 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
         target = DeploymentTarget(
             args.project, args.location, args.service_account, args.pipeline_root
         )
+        refused = None if args.dry_run else _preflight(declarations, target)
+        if refused is not None:
+            return refused
         try:
             if client is None:
                 from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
@@ -378,3 +381,29 @@ def _pinned_versions(
             )
         pinned[version.pipeline_name] = version.uri
     return pinned
+
+
+def _preflight(declarations: Sequence[ScheduleDeclaration], target: DeploymentTarget) -> int | None:
+    """The offline preflight of each scheduled pipeline, with the declared parameter values,
+    before Vertex is called (`compile.py preflight`): 2, with one line per problem, when the
+    scheduled runs would fail. The component image is not checked here: the pinned template
+    carries its own, checked by `upload`."""
+    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+    from vertex_retrain.pipelines import catalog
+
+    settings = Settings(
+        project=target.project,
+        location=target.location,
+        pipeline_root=target.pipeline_root,
+        service_account=target.service_account,
+        submission=True,
+        component_image=False,
+    )
+    problems = []
+    for declaration in declarations:
+        spec = compile_to_dict(catalog.pipeline_by_name(declaration.pipeline_name))
+        arguments = {**default_arguments(spec), **dict(declaration.parameter_values)}
+        problems += pipeline_problems(spec, arguments, settings)
+    return refusal("schedule", problems)

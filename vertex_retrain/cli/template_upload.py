@@ -363,6 +363,9 @@ def cli_upload(
                     "--location and --repository (or use --registry-dir DIR)"
                 )
             host = registry_host(args.project, args.location, args.repository)
+            refused = _preflight(files, args.location)
+            if refused is not None:
+                return refused
             if client_factory is None:
                 from kfp.registry import RegistryClient
 
@@ -376,3 +379,18 @@ def cli_upload(
         print(f"{result.pipeline_name}  {result.version}  tags: {', '.join(result.tags)}")
         print(f"  {result.location}")
     return 0
+
+
+def _preflight(files: Sequence[str | Path], location: str) -> int | None:
+    """The offline preflight of each template before anything is sent (`compile.py
+    preflight`): 2, with one line per problem, when a template would fail on Vertex."""
+    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+
+    problems = []
+    for path in files:
+        _name, content = read_template(path)
+        spec = load_pipeline_spec(content, source=str(path))
+        problems += pipeline_problems(spec, default_arguments(spec), Settings(location=location))
+    return refusal("upload", problems)

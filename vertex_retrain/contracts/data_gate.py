@@ -248,9 +248,13 @@ class GateReport:
         """The report for the pipeline UI."""
         lines = [f"# Data gate: {'passed' if self.passed else 'STOPPED'}", "", self.verdict(), ""]
         if self.breaches:
-            lines += ["| check | detail | value | threshold | accepted |", "| --- | --- | --- | --- | --- |"]
             lines += [
-                f"| {b.check} | {b.detail} | {b.value} | {b.threshold} | {'yes' if b.accepted else 'no'} |"
+                "| check | detail | value | threshold | accepted |",
+                "| --- | --- | --- | --- | --- |",
+            ]
+            lines += [
+                f"| {b.check} | {b.detail} | {b.value} | {b.threshold} | "
+                f"{'yes' if b.accepted else 'no'} |"
                 for b in self.breaches
             ]
             lines.append("")
@@ -260,7 +264,9 @@ class GateReport:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.4g}" if isinstance(value, float) and not value.is_integer() else f"{value:,.0f}"
+    return (
+        f"{value:,.4g}" if isinstance(value, float) and not value.is_integer() else f"{value:,.0f}"
+    )
 
 
 def evaluate_gate(
@@ -293,7 +299,9 @@ def evaluate_gate(
         Breach("schema", f"{p.path}: column {p.column!r} is {p.found}", p.found, p.expected)
         for p in schema_problems
     ]
-    found += [Breach("empty_file", f"{path} holds no rows", "0 rows", "> 0 rows") for path in empty_files]
+    found += [
+        Breach("empty_file", f"{path} holds no rows", "0 rows", "> 0 rows") for path in empty_files
+    ]
     if current is not None:
         found += _week_breaches(as_of, current, limits)
         if previous is not None:

@@ -74,25 +74,29 @@ def serves_region(location: str, region: str) -> bool:
 def placeholder_problems(
     images: Iterable[tuple[str, str]], placeholder: str, fix: Iterable[str]
 ) -> list[Problem]:
-    """An error per executor that still runs the placeholder image.
+    """One error naming every executor that still runs the placeholder image.
 
     Args:
         images: ``(field path, image URI)`` of each executor.
         placeholder: The placeholder URI.
         fix: How to set a real image (commands), shown as alternatives.
     """
-    alternatives = tuple(fix)
+    fields = [where for where, image in images if image == placeholder]
+    if not fields:
+        return []
+    executors = [field.split(".")[2] if field.count(".") > 2 else field for field in fields]
+    shown = ", ".join(executors[:4]) + (
+        f" and {len(executors) - 4} more" if len(executors) > 4 else ""
+    )
     return [
         error(
-            where,
-            image,
-            "The placeholder component image exists in no registry: every task of this "
-            "pipeline would fail to start on Vertex.",
-            alternatives,
+            fields[0] if len(fields) == 1 else "deploymentSpec.executors[*].container.image",
+            placeholder,
+            f"The placeholder component image exists in no registry: {len(fields)} "
+            f"executor(s) ({shown}) would fail to start on Vertex.",
+            tuple(fix),
             code="component-image-placeholder",
         )
-        for where, image in images
-        if image == placeholder
     ]
 
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
-    "DataGateBreach",
+    "DataGateBreachError",
     "DataGateInputError",
     "DataWindowError",
     "GateReport",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-class DataGateBreach(RuntimeError):
+class DataGateBreachError(RuntimeError):
     """The week broke the data gate; the message is the gate's one-line verdict."""
 
 

@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,7 +140,9 @@ def prepare(
     for (name, path), contract in zip(folder.catalogue.items(), (DRINKS, STORES), strict=True):
         _check_table(pq.ParquetFile(path), contract, f"{shown}/{name}")
     check_validation_weeks(validation_weeks, len({item.week for item in chosen}))
-    files = [WeekFile(item.rel, int(item.week or 0), item.rows, _sha256(item.path)) for item in chosen]
+    files = [
+        WeekFile(item.rel, int(item.week or 0), item.rows, _sha256(item.path)) for item in chosen
+    ]
     weeks = sorted({f.week for f in files})
     manifest = plan_time_split(
         transactions_uri,
@@ -156,11 +158,14 @@ def prepare(
 def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
     """Writes beside the target, then renames: a reader never sees half a manifest."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as handle:
-        json.dump(manifest, handle, indent=2, sort_keys=True)
-    os.replace(handle.name, path)
+    # A plain open() (not tempfile's 0600) keeps the umask's mode for the job that reads it.
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        with staging.open("w", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=2, sort_keys=True)
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
 
 
 def select_window(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 import math
 import warnings
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import optuna
@@ -23,10 +23,17 @@ if TYPE_CHECKING:
 class TrialLike(Protocol):
     """What a trial row provides (``vertex_retrain.steps.trials_report.TrialRow``)."""
 
-    trial_id: str
-    state: str
-    parameters: Any
-    metric: float | None
+    @property
+    def trial_id(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+    @property
+    def metric(self) -> float | None: ...
 
 
 def _is_number(value: Any) -> bool:
@@ -72,7 +79,9 @@ def study_from_trials(trials: Sequence[TrialLike], *, metric_id: str, goal: str)
         name: _distribution([t.parameters[name] for t in trials if name in t.parameters])
         for name in names
     }
-    direction = "minimize" if goal.upper() == "MINIMIZE" else "maximize"
+    direction: Literal["minimize", "maximize"] = (
+        "minimize" if goal.upper() == "MINIMIZE" else "maximize"
+    )
     study = optuna.create_study(direction=direction, study_name=metric_id)
     for trial in trials:
         complete = (

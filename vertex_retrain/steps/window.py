@@ -68,4 +68,3 @@ def window_end(as_of: str, *, now: dt.datetime | None = None) -> dt.date:
     latest = (clock.astimezone(dt.UTC) + _LATEST_OFFSET).date()
     check_as_of(date, today=latest, today_is="at the latest, anywhere on Earth")
     return date
-

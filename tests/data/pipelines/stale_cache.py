@@ -11,7 +11,6 @@ from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.source_digest import source_digest
-from vertex_retrain.components.train_custom_job import train_custom_job
 
 
 @dsl.pipeline(name="stale-dataset")

@@ -62,7 +62,7 @@ except OSError as error:
 
 _KEEPER = """\
 import ctypes, os, signal, sys
-owner, grace, argv = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+owner, grace, die_with_parent, argv = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
 prctl = ctypes.CDLL(None, use_errno=True).prctl
 child, stopping = 0, []
 def release(signum, frame):
@@ -82,11 +82,9 @@ for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 prctl(1, signal.SIGTERM, 0, 0, 0)
 if os.getppid() != owner or stopping:
     sys.exit(0)  # the deployer is gone, or the server was stopped: start nothing
-try:
-    child = os.posix_spawnp(argv[0], argv, os.environ)
-except OSError as error:
-    sys.stderr.write(f"cannot execute {argv[0]!r}: {error}\\n")
-    os._exit(127)
+# The server itself gets SIGKILL if the keeper dies, however it dies.
+wrapped = [sys.executable, "-I", "-S", "-c", die_with_parent, str(os.getpid()), *argv]
+child = os.posix_spawn(sys.executable, wrapped, os.environ)
 if stopping:
     stop(signal.SIGTERM, None)
 code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
@@ -157,7 +155,8 @@ def keeper_argv(argv: list[str], env: Mapping[str, str], *, grace_s: float = 5.0
     if not supported():
         return argv
     _require_executable(argv, env)
-    return [sys.executable, "-I", "-S", "-c", _KEEPER, str(os.getpid()), str(grace_s), *argv]
+    keeper = [sys.executable, "-I", "-S", "-c", _KEEPER, str(os.getpid()), str(grace_s)]
+    return [*keeper, _DIE_WITH_PARENT, *argv]
 
 
 def release(pid: int) -> None:

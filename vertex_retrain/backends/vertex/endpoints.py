@@ -50,7 +50,13 @@ from vertex_retrain.rules.traffic import (
     reassign,
 )
 
-__all__ = ["Deployment", "SmokeTestError", "deploy_model_version", "rollback_endpoint"]
+__all__ = [
+    "Deployment",
+    "SmokeTestError",
+    "deploy_model_version",
+    "find_endpoint",
+    "rollback_endpoint",
+]
 
 _VERSIONED_MODEL = re.compile(r"^(projects/[^/]+/locations/[^/]+/models/([^/@]+))@(\d+)$")
 _DEFAULT_RESOURCES: dict[str, Any] = {
@@ -105,7 +111,12 @@ def default_endpoint_client(location: str) -> Any:
     )
 
 
-def _find_endpoint(client: Any, parent: str, display_name: str) -> Any | None:
+def find_endpoint(client: Any, parent: str, display_name: str) -> Any | None:
+    """The endpoint with this display name (None when there is none).
+
+    Raises:
+        ValueError: Several endpoints share the name.
+    """
     from google.cloud import aiplatform_v1
 
     quoted = '"' + display_name.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -238,7 +249,7 @@ def deploy_model_version(
         "dedicated_resources",
     )
     client = endpoint_client or default_endpoint_client(location)
-    endpoint = _find_endpoint(client, parent, endpoint_display_name)
+    endpoint = find_endpoint(client, parent, endpoint_display_name)
     current = positive(endpoint.traffic_split) if endpoint else {}
     existing = [
         d
@@ -346,7 +357,7 @@ def rollback_endpoint(
     """
     parent = location_parent(project, location)
     client = endpoint_client or default_endpoint_client(location)
-    endpoint = _find_endpoint(client, parent, endpoint_display_name)
+    endpoint = find_endpoint(client, parent, endpoint_display_name)
     if endpoint is None:
         raise ValueError(f"no endpoint named {endpoint_display_name!r} in {parent}.")
     previous = previous_from_labels(dict(endpoint.labels))

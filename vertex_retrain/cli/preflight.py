@@ -1,0 +1,231 @@
+"""``compile.py preflight``: every check that can be done before a submission.
+
+Offline always (:mod:`vertex_retrain.cli.preflight_checks`); with ``--project`` and
+``--location`` also with credentials (:mod:`vertex_retrain.backends.vertex.preflight_online`):
+the images exist, the pipeline root's bucket and its region, the service account. ``run
+--project``, ``upload`` and ``schedule`` run the offline checks first (:func:`refusal`) and
+refuse on an error before any network call.
+
+Exit codes: 0 no error, 1 an error found, 2 bad input (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from vertex_retrain.cli.preflight_checks import Settings, executor_images, pipeline_problems
+from vertex_retrain.specs.problems import Problem, errors_of, warnings_of
+
+__all__ = ["PreflightTarget", "cli_preflight", "load_targets", "refusal", "report"]
+
+CheckerFactory = Callable[[str], Any]
+"""``project -> CloudChecker``; the default builds the Google one (credentials needed)."""
+
+
+class PreflightInputError(ValueError):
+    """Bad input: not a compiled pipeline, an unknown pipeline, a malformed --param."""
+
+
+@dataclass(frozen=True)
+class PreflightTarget:
+    """One pipeline to check: its name, compiled spec and arguments."""
+
+    name: str
+    spec: dict[str, Any]
+    arguments: dict[str, Any]
+
+
+def _compiled(name: str, component_image: str | None) -> dict[str, Any]:
+    from vertex_retrain.cli.compiling import compile_to_dict
+    from vertex_retrain.pipelines import catalog
+
+    try:
+        pipeline = catalog.pipeline_by_name(name)
+    except KeyError as error:
+        raise PreflightInputError(str(error.args[0])) from None
+    return compile_to_dict(pipeline, component_image=component_image)
+
+
+def load_targets(
+    names: Sequence[str], *, component_image: str | None = None, params: Sequence[str] = ()
+) -> list[PreflightTarget]:
+    """Compiles (or reads) the pipelines to check, with ``--param`` overrides applied.
+
+    Args:
+        names: Pipeline names of the catalog or compiled YAML files; empty: every pipeline.
+        component_image: Compile with this component image.
+        params: ``NAME=VALUE`` overrides.
+
+    Raises:
+        PreflightInputError: An unknown name, a file that is not a compiled pipeline, or a
+            malformed override (the message is one line).
+    """
+    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.params import (
+        ParameterError,
+        TemplateError,
+        load_pipeline_spec,
+        parameter_definitions,
+        parse_overrides,
+    )
+    from vertex_retrain.components.image import with_component_image
+    from vertex_retrain.pipelines import catalog
+
+    targets = []
+    for name in names or list(catalog.PIPELINES):
+        if name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file():
+            try:
+                spec = load_pipeline_spec(name)
+            except TemplateError as error:
+                raise PreflightInputError(" ".join(str(error).split())) from None
+            if component_image:
+                spec = with_component_image(spec, component_image)
+        else:
+            spec = _compiled(name, component_image)
+        arguments = default_arguments(spec)
+        try:
+            arguments.update(parse_overrides(list(params), parameter_definitions(spec)))
+        except ParameterError as error:
+            raise PreflightInputError("; ".join(error.problems)) from None
+        targets.append(PreflightTarget(str(spec["pipelineInfo"]["name"]), spec, arguments))
+    return targets
+
+
+def refusal(command: str, problems: Sequence[Problem], err: TextIO = sys.stderr) -> int | None:
+    """Prints the problems one line each; returns 2 when one is an error (the caller refuses).
+
+    Args:
+        command: The command's name for the lines (``run``, ``upload``...).
+        problems: The preflight's problems.
+        err: Where the lines go.
+
+    Returns:
+        2 to refuse, or None to go on (warnings printed).
+    """
+    refused = bool(errors_of(problems))
+    for problem in problems:
+        print(f"{command}: {problem.describe()}", file=err)
+    if refused:
+        print(
+            f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); nothing "
+            "was sent. `compile.py preflight` shows the same checks",
+            file=err,
+        )
+        return 2
+    return None
+
+
+def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
+    """Writes one pipeline's result: a summary line, then one line per problem."""
+    errors, warnings = errors_of(problems), warnings_of(problems)
+    verdict = "ready to submit" if not errors else "would fail on Vertex"
+    print(
+        f"preflight {name}: {len(errors)} error(s), {len(warnings)} warning(s): {verdict}", file=out
+    )
+    for problem in problems:
+        print(f"  {problem.describe()}", file=out)
+
+
+def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory) -> list[Problem]:
+    from vertex_retrain.backends.vertex.preflight_online import online_problems
+    from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+    from vertex_retrain.specs.problems import warning
+
+    assert settings.project and settings.location
+    try:
+        checker = factory(settings.project)
+    except Exception as failure:  # no credentials: say so, the offline result stands
+        return [
+            warning(
+                "--project",
+                settings.project,
+                f"Online checks skipped: {type(failure).__name__}: "
+                f"{' '.join(str(failure).split())[:200]}.",
+                ["gcloud auth application-default login"],
+                code="online-skipped",
+            )
+        ]
+    images = [(w, i) for w, i in executor_images(target.spec) if i != DEFAULT_COMPONENT_IMAGE]
+    executor = target.arguments.get("executor_image_uri")
+    if isinstance(executor, str) and executor:
+        images.append(("executor_image_uri", executor))
+    return online_problems(
+        checker,
+        images=images,
+        region=settings.location,
+        pipeline_root=settings.pipeline_root,
+        service_account=settings.service_account,
+    )
+
+
+def _default_factory(project: str) -> Any:
+    from vertex_retrain.backends.vertex.preflight_online import GoogleCloudChecker
+
+    return GoogleCloudChecker(project)
+
+
+def cli_preflight(
+    args: argparse.Namespace,
+    out: TextIO = sys.stdout,
+    *,
+    checker_factory: CheckerFactory | None = None,
+) -> int:
+    """Runs preflight on the named pipelines (default: all) and prints the problems.
+
+    Args:
+        args: Parsed arguments (pipelines, component_image, param, project, location,
+            pipeline_root, service_account, json).
+        out: Where the report goes.
+        checker_factory: Builds the online checker (tests pass a fake).
+
+    Returns:
+        0 when no pipeline has an error, 1 when one has, 2 on bad input.
+    """
+    try:
+        targets = load_targets(
+            list(args.pipelines),
+            component_image=getattr(args, "component_image", None),
+            params=list(args.param),
+        )
+    except (PreflightInputError, ValueError) as error:
+        print(f"preflight: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    submitting = bool(args.project)
+    settings = Settings(
+        project=args.project,
+        location=args.location,
+        pipeline_root=args.pipeline_root,
+        service_account=args.service_account,
+        submission=submitting,
+    )
+    results: dict[str, list[Problem]] = {}
+    for target in targets:
+        problems = pipeline_problems(target.spec, target.arguments, settings)
+        if args.project and args.location:
+            problems += _online(target, settings, checker_factory or _default_factory)
+        results[target.name] = sorted(problems, key=lambda p: p.severity != "error")
+    if getattr(args, "json", False):
+        from vertex_retrain.cli.console import print_json
+
+        print_json(out, _as_json(results))
+    else:
+        for name, problems in results.items():
+            report(name, problems, out)
+    return 1 if any(errors_of(problems) for problems in results.values()) else 0
+
+
+def _as_json(results: Mapping[str, list[Problem]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "pipeline": name,
+            "errors": len(errors_of(problems)),
+            "warnings": len(warnings_of(problems)),
+            "problems": [problem.to_dict() for problem in problems],
+        }
+        for name, problems in results.items()
+    ]

@@ -1,0 +1,284 @@
+"""Carrying out a smoke plan (:mod:`vertex_retrain.cli.smoke_vertex`) through injected clients.
+
+Every step prints one line. Whatever happens after the first resource exists, the clean-up
+runs: the endpoint is emptied and deleted, the model deleted, the run's objects removed; and the
+cost is printed from what was measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from vertex_retrain.cli.smoke_vertex import (
+    SAMPLE_INSTANCES,
+    SAMPLE_SCALE,
+    SERVING_MACHINE,
+    SmokeClients,
+    SmokePlan,
+)
+
+__all__ = ["SmokeOutcome", "apply_smoke", "default_clients"]
+
+
+@dataclass
+class SmokeOutcome:
+    """What the run did and measured (filled in as it goes, so a failure keeps it)."""
+
+    pipeline_state: str = ""
+    training_seconds: float = 0.0
+    serving_seconds: float = 0.0
+    model_name: str = ""
+    endpoint_name: str = ""
+    prediction: Any = None
+    deleted: list[str] = field(default_factory=list)
+
+
+def _find_version(plan: SmokePlan, clients: SmokeClients) -> str:
+    from vertex_retrain.backends.vertex.model_registry import find_model_version
+
+    found = find_model_version(
+        project=plan.project,
+        location=plan.location,
+        display_name=plan.model_display_name,
+        alias="default",
+        model_client=clients.models,
+    )
+    if found is None:
+        raise RuntimeError(f"the pipeline registered no model {plan.model_display_name}")
+    return f"{str(found['name']).split('@')[0]}@{found['versionId']}"
+
+
+def _deploy_and_predict(
+    plan: SmokePlan, clients: SmokeClients, version: str, outcome: SmokeOutcome, out: TextIO
+) -> None:
+    from google.cloud import aiplatform_v1
+
+    from vertex_retrain.backends.vertex.endpoints import deploy_model_version
+
+    deployment = deploy_model_version(
+        project=plan.project,
+        location=plan.location,
+        endpoint_display_name=plan.endpoint_display_name,
+        model_resource_name=version,
+        traffic_percentage=100,
+        dedicated_resources={
+            "machineSpec": {"machineType": SERVING_MACHINE},
+            "minReplicaCount": 1,
+            "maxReplicaCount": 1,
+        },
+        endpoint_client=clients.endpoints,
+    )
+    outcome.endpoint_name = deployment.endpoint_name
+    print(f"deployed {version} to {deployment.endpoint_name}", file=out)
+    request = aiplatform_v1.PredictRequest(endpoint=deployment.endpoint_name)
+    request.instances.extend(SAMPLE_INSTANCES)
+    response = clients.predictions.predict(request=request)
+    outcome.prediction = [dict(p) if hasattr(p, "items") else p for p in response.predictions]
+    print(f"predicted: {outcome.prediction}", file=out)
+
+
+def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out: TextIO) -> None:
+    """Deletes what the run created; each part is tried even when another fails."""
+    from google.cloud import aiplatform_v1
+
+    from vertex_retrain.backends.vertex._protos import location_parent
+    from vertex_retrain.backends.vertex.endpoints import find_endpoint
+
+    parent = location_parent(plan.project, plan.location)
+    failures = []
+    try:
+        endpoint = find_endpoint(clients.endpoints, parent, plan.endpoint_display_name)
+        if endpoint is not None:
+            for deployed in endpoint.deployed_models:
+                clients.endpoints.undeploy_model(
+                    request=aiplatform_v1.UndeployModelRequest(
+                        endpoint=endpoint.name, deployed_model_id=deployed.id, traffic_split={}
+                    )
+                ).result(timeout=1800)
+            clients.endpoints.delete_endpoint(name=endpoint.name).result(timeout=600)
+            outcome.deleted.append(f"endpoint {endpoint.name}")
+    except Exception as error:  # keep cleaning; report at the end
+        failures.append(f"endpoint: {error}")
+    try:
+        models = clients.models.list_models(
+            request={"parent": parent, "filter": f'display_name="{plan.model_display_name}"'}
+        )
+        for name in sorted({m.name.split("@")[0] for m in models}):
+            clients.models.delete_model(name=name).result(timeout=600)
+            outcome.deleted.append(f"model {name}")
+    except Exception as error:
+        failures.append(f"model: {error}")
+    try:
+        prefix = plan.prefix.removeprefix(f"gs://{plan.bucket}/") + "/"
+        blobs = list(clients.storage.list_blobs(plan.bucket, prefix=prefix))
+        for blob in blobs:
+            blob.delete()
+        outcome.deleted.append(f"{len(blobs)} object(s) under {plan.prefix}/")
+    except Exception as error:
+        failures.append(f"objects: {error}")
+    for line in outcome.deleted:
+        print(f"deleted {line}", file=out)
+    if failures:
+        print("clean-up left something behind: " + "; ".join(failures), file=sys.stderr)
+
+
+def cost_lines(plan: SmokePlan, outcome: SmokeOutcome) -> list[str]:
+    """What the run cost: training at the price book's figure, serving as node-hours."""
+    from vertex_retrain.specs import load_prices
+    from vertex_retrain.specs.cost import format_money
+
+    prices = load_prices()
+    figure = prices.machine(plan.location, plan.machine_type).on_demand
+    hours = outcome.training_seconds / 3600
+    if figure.amount is None:
+        training = f"{hours:.2f} h of {plan.machine_type} (no price recorded for {plan.location})"
+    else:
+        amount = format_money(figure.amount * hours, prices.currency)
+        training = (
+            f"at most {amount}: {hours:.2f} h (the whole pipeline run) of {plan.machine_type} "
+            f"at {figure.amount:.4f}/h ({figure.citation()})"
+        )
+    serving_hours = outcome.serving_seconds / 3600
+    return [
+        f"cost, training: {training}",
+        f"cost, serving: {serving_hours:.2f} node-hour(s) of {SERVING_MACHINE} (prediction "
+        "prices are not in the price book)",
+        "not included: the pipeline's own steps, Cloud Build minutes, storage and network",
+    ]
+
+
+def apply_smoke(
+    plan: SmokePlan, clients: SmokeClients, spec: dict[str, Any], out: TextIO
+) -> SmokeOutcome:
+    """Runs the plan; cleans up and prints the cost whatever happens.
+
+    Args:
+        plan: From :func:`vertex_retrain.cli.smoke_vertex.plan_smoke`.
+        clients: The services.
+        spec: ``train-only`` compiled with the component image.
+        out: Where the progress lines go.
+
+    Returns:
+        What was done and measured.
+
+    Raises:
+        RuntimeError: A step failed (after the clean-up).
+    """
+    outcome = SmokeOutcome()
+    try:
+        parameters = {**plan.parameters, **clients.prepare_inputs(plan, clients.storage)}
+        started = clients.clock()
+        outcome.pipeline_state = clients.run_pipeline(spec, plan, parameters)
+        outcome.training_seconds = clients.clock() - started
+        print(f"train-only ended {outcome.pipeline_state}", file=out)
+        if outcome.pipeline_state != "PIPELINE_STATE_SUCCEEDED":
+            raise RuntimeError(f"the pipeline run ended {outcome.pipeline_state}")
+        version = _find_version(plan, clients)
+        outcome.model_name = version
+        serving = clients.clock()
+        try:
+            _deploy_and_predict(plan, clients, version, outcome, out)
+        finally:
+            outcome.serving_seconds = clients.clock() - serving
+    finally:
+        _clean_up(plan, clients, outcome, out)
+        for line in cost_lines(plan, outcome):
+            print(line, file=out)
+    return outcome
+
+
+def upload_folder(storage: Any, folder: Path, uri: str) -> int:
+    """Uploads a local folder's files under ``gs://BUCKET/PATH``; returns how many."""
+    bucket, _, prefix = uri.removeprefix("gs://").partition("/")
+    count = 0
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        storage.bucket(bucket).blob(
+            f"{prefix}/{path.relative_to(folder).as_posix()}"
+        ).upload_from_filename(str(path))
+        count += 1
+    return count
+
+
+def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
+    """Generates and uploads the sample data, builds and uploads the trainer's wheel.
+
+    Returns:
+        ``package_uri`` and ``as_of`` (the day after the generated data ends).
+    """
+    import json
+
+    from vertex_retrain.backends.vertex.cloud_build import upload_python_package
+    from vertex_retrain.build.wheel import build_wheel, package_source
+    from vertex_retrain.cli.local_setup import trainer_source
+
+    source = trainer_source()
+    if source is None:
+        raise RuntimeError("no trainer/ folder: run the smoke test from a clone")
+    with tempfile.TemporaryDirectory(prefix="vertex-retrain-smoke-") as scratch:
+        data = Path(scratch) / "transactions"
+        flags = [f"--{name}={value}" for name, value in SAMPLE_SCALE.items()]
+        subprocess.run(
+            [sys.executable, "-m", "trainer.data", "generate", *flags, f"--out={data}"],
+            check=True,
+            capture_output=True,
+        )
+        summary = json.loads((data / "generation.json").read_text())
+        upload_folder(storage, data, plan.parameters["transactions_uri"])
+        wheel = build_wheel(package_source(source), Path(scratch) / "dist")
+        uploaded = upload_python_package(
+            wheel,
+            project=plan.project,
+            destination_uri=f"{plan.prefix}/packages",
+            storage_client=storage,
+        )
+    start = dt.date.fromisoformat(str(summary["start_date"]))
+    as_of = start + dt.timedelta(weeks=int(SAMPLE_SCALE["weeks"]))
+    return {"package_uri": uploaded.uri, "as_of": as_of.isoformat()}
+
+
+def default_clients(plan: SmokePlan) -> SmokeClients:
+    """The real clients, with application default credentials."""
+    import google.cloud.storage
+
+    from vertex_retrain.backends.vertex.endpoints import default_endpoint_client
+    from vertex_retrain.backends.vertex.model_registry import default_model_client
+    from vertex_retrain.backends.vertex.smoke_test import default_prediction_client
+
+    def run_pipeline(spec: dict[str, Any], plan: SmokePlan, parameters: dict[str, Any]) -> str:
+        from vertex_retrain.cli.compiling import write_spec
+        from vertex_retrain.cli.vertex_submit import build_pipeline_job, submit
+
+        with tempfile.TemporaryDirectory() as scratch:
+            template = Path(scratch) / "train-only.yaml"
+            write_spec(spec, template)
+            job = build_pipeline_job(
+                str(template),
+                project=plan.project,
+                location=plan.location,
+                pipeline_root=plan.pipeline_root,
+                parameter_values={"backend": "vertex", **parameters},
+                display_name=f"vertex-retrain-smoke-{plan.run_id}",
+                enable_caching=False,
+            )
+            submit(job, service_account=plan.service_account)
+        try:
+            job.wait()
+        except RuntimeError:
+            pass  # the state says how it ended
+        return str(getattr(job.state, "name", job.state))
+
+    return SmokeClients(
+        storage=google.cloud.storage.Client(project=plan.project),
+        build=None,
+        models=default_model_client(plan.location),
+        endpoints=default_endpoint_client(plan.location),
+        predictions=default_prediction_client(plan.location),
+        run_pipeline=run_pipeline,
+        prepare_inputs=prepare_inputs,
+    )

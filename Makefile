@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck unit bench compile clean
+.PHONY: install demo test lint typecheck unit bench compile clean smoke-vertex
 
 $(STAMP): pyproject.toml trainer/pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required; set PYTHON=python3.11")'
@@ -36,6 +36,17 @@ compile: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.report
+
+# Opt-in and never part of `make test` or CI: one small real run on Vertex AI (train-only on
+# the smallest CPU machine, register, deploy one replica, predict once), then everything it
+# created is deleted and its cost printed. It needs credentials and costs money. PLAN=1 only
+# prints the plan. See docs/vertex-backend.md.
+smoke-vertex: $(STAMP)
+	@test -n "$(PROJECT)" && test -n "$(LOCATION)" && test -n "$(BUCKET)" || { \
+	  echo "usage: make smoke-vertex PROJECT=... LOCATION=... BUCKET=... [SERVICE_ACCOUNT=...] [PLAN=1]"; exit 2; }
+	$(PY) -m vertex_retrain.cli.smoke_vertex --project "$(PROJECT)" --location "$(LOCATION)" \
+	  --bucket "$(BUCKET)" $(if $(SERVICE_ACCOUNT),--service-account "$(SERVICE_ACCOUNT)") \
+	  $(if $(PLAN),--plan)
 
 clean:
 	rm -rf dist .pytest_cache .mypy_cache .ruff_cache

@@ -125,7 +125,7 @@ def run(quick: bool) -> dict[str, Any]:
             (f"{label}: evaluate peak RSS", result["evaluate"]["peak_rss_gib"], "GiB"),
         ]
     return figure(
-        name="Scaling curve: members 10k to 500k",
+        name=f"Scaling curve: members {sizes[0] // 1000}k to {sizes[-1] // 1000}k",
         what=(
             f"Wall time and peak RSS of generate, train ({steps:,} steps of {BATCH}) and "
             f"evaluate, as processes, for {', '.join(f'{m:,}' for m in sizes)} members "

@@ -58,5 +58,10 @@ def test_run_train_only_local_works_on_a_fresh_clone_with_every_default(
             continue
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o044 == 0o044, f"{path} is {oct(mode)}"
-    registry_json = json.dumps(sorted(str(p.relative_to(root)) for p in root.iterdir()))
-    assert "pipeline-root" in registry_json and "registry.db" in registry_json
+    # A second run finds the data and the package; --json: the summary alone on stdout.
+    assert main(["run", "train-only", "--local", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["state"] == "SUCCEEDED" and summary["model"]["version"] == "2"
+    assert summary["pipeline_root"].startswith(str(root / "pipeline-root"))
+    assert "sample data generated" not in captured.err and "✓ step" in captured.err

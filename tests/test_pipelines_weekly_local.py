@@ -187,3 +187,26 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
     newest = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)[-1]
     assert newest.labels["data_as_of"] == as_of.isoformat()
     assert newest.labels["data_from"] == "2023-01-02"
+
+
+def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(
+    local_root: Path,
+) -> None:
+    from vertex_retrain.cli.local_run import task_errors
+
+    # Seven days of sales can never cover eight: a breach on clean data.
+    outcome = _run({"data_gate_thresholds": {"min_days_covered": 8}})
+    assert not outcome.succeeded
+    assert outcome.summary is not None
+    gate = outcome.summary["data_gate"]
+    assert gate["passed"] is False
+    assert gate["breaches"] == [
+        next(line for line in gate["breaches"] if line.startswith("days_covered: "))
+    ]
+    assert "threshold >= 8 (min_days_covered)" in gate["verdict"]
+    assert "decision" not in outcome.summary
+    assert outcome.run_dir is not None and not (outcome.run_dir / "train-custom-job").exists()
+    errors = task_errors(outcome.log_path.read_text(encoding="utf-8").splitlines())
+    assert any(
+        e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors
+    ), errors

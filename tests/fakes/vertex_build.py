@@ -55,6 +55,13 @@ class _FakeBlob:
     def exists(self) -> bool:
         return self._uri in self._store
 
+    @property
+    def name(self) -> str:
+        return self._uri.split("/", 3)[3]
+
+    def delete(self) -> None:
+        del self._store[self._uri]
+
     def upload_from_filename(self, filename: str, if_generation_match: int | None = None) -> None:
         from google.api_core import exceptions as api_exceptions
 
@@ -81,3 +88,10 @@ class FakeStorageClient:
     def bucket(self, name: str) -> _FakeBucket:
         """Returns a bucket handle."""
         return _FakeBucket(self.objects, name)
+
+    def list_blobs(self, bucket: str, prefix: str = "") -> list[_FakeBlob]:
+        """Storage.list_blobs."""
+        start = f"gs://{bucket}/{prefix}"
+        return [
+            _FakeBlob(self.objects, uri) for uri in sorted(self.objects) if uri.startswith(start)
+        ]

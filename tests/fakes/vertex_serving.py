@@ -110,6 +110,12 @@ class FakeModelServiceClient:
         self.calls.append("get_model")
         return copy_message(self._version(name))
 
+    def delete_model(self, name: str) -> FakeOperation:
+        """ModelService.DeleteModel (every version of the model)."""
+        self.calls.append("delete_model")
+        del self.versions[name]
+        return FakeOperation(None)
+
     def merge_version_aliases(self, request: Any) -> Any:
         """ModelService.MergeVersionAliases."""
         self.calls.append("merge_version_aliases")
@@ -165,6 +171,16 @@ class FakeEndpointServiceClient:
         endpoint.name = f"{request.parent}/endpoints/{700 + len(self.endpoints)}"
         self.endpoints[endpoint.name] = endpoint
         return FakeOperation(copy_message(endpoint))
+
+    def delete_endpoint(self, name: str) -> FakeOperation:
+        """EndpointService.DeleteEndpoint; refused while models are deployed."""
+        from google.api_core import exceptions as api_exceptions
+
+        self.calls.append("delete_endpoint")
+        if self.endpoints[name].deployed_models:
+            raise api_exceptions.FailedPrecondition("the endpoint still has deployed models")
+        del self.endpoints[name]
+        return FakeOperation(None)
 
     def update_endpoint(self, request: Any) -> Any:
         """EndpointService.UpdateEndpoint (labels and traffic_split masks)."""

@@ -61,7 +61,7 @@ def stage_context(repo: Path, target: Path, dockerfile: str = COMPONENT_DOCKERFI
 
 def cli_build_image(
     args: argparse.Namespace,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     *,
     build_client: Any = None,
     storage_client: Any = None,
@@ -86,6 +86,7 @@ def cli_build_image(
     )
     from vertex_retrain.build.context import BuildError
 
+    out = out or sys.stdout
     image = f"{args.location}-docker.pkg.dev/{args.project}/{args.repository}/{IMAGE_NAME}"
     staging = args.staging_bucket or f"gs://{args.project}-vertex-retrain-staging"
     try:

@@ -96,7 +96,9 @@ def load_targets(
     return targets
 
 
-def refusal(command: str, problems: Sequence[Problem], err: TextIO = sys.stderr) -> int | None:
+def refusal(
+    command: str, problems: Sequence[Problem], err: TextIO | None = None
+) -> int | None:
     """Prints the problems one line each; returns 2 when one is an error (the caller refuses).
 
     Args:
@@ -107,6 +109,7 @@ def refusal(command: str, problems: Sequence[Problem], err: TextIO = sys.stderr)
     Returns:
         2 to refuse, or None to go on (warnings printed).
     """
+    err = err or sys.stderr
     refused = bool(errors_of(problems))
     for problem in problems:
         print(f"{command}: {problem.describe()}", file=err)
@@ -171,7 +174,7 @@ def _default_factory(project: str) -> Any:
 
 def cli_preflight(
     args: argparse.Namespace,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     *,
     checker_factory: CheckerFactory | None = None,
 ) -> int:
@@ -186,6 +189,7 @@ def cli_preflight(
     Returns:
         0 when no pipeline has an error, 1 when one has, 2 on bad input.
     """
+    out = out or sys.stdout
     try:
         targets = load_targets(
             list(args.pipelines),

@@ -287,20 +287,16 @@ def format_plans(plans: Sequence[SchedulePlan], *, dry_run: bool) -> str:
 def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = None) -> int:
     """``compile.py schedule``: reconciles :data:`DECLARED_SCHEDULES` and prints the diff.
 
-    ``--dry-run`` needs no flag and no credentials: it prints the declared schedules, their
-    next runs and pinned templates (:mod:`vertex_retrain.cli.schedule_offline`), and the diff
-    against Vertex when every flag is given and Vertex answers.
+    ``--dry-run`` needs no flag nor credentials (:mod:`vertex_retrain.cli.schedule_offline`);
+    the diff is added when every flag is given and Vertex answers.
 
     Args:
         args: Parsed arguments (project, location, service_account, pipeline_root,
             template_version, repository, dry_run).
-        client: The Vertex boundary; default
-            :class:`vertex_retrain.cli.vertex_schedule_client.VertexScheduleClient`
-            (tests pass a fake).
+        client: The Vertex boundary; default ``VertexScheduleClient`` (tests pass a fake).
 
     Returns:
-        0 on success, 1 when Vertex cannot be reached to apply, 2 on invalid input (message
-        on stderr, nothing changed).
+        0 on success, 1 when Vertex cannot be reached to apply, 2 on invalid input.
     """
     from vertex_retrain.cli.schedule_offline import format_declared, missing_vertex_flags
 

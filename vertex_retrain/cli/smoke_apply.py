@@ -7,6 +7,7 @@ cost is printed from what was measured.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import subprocess
 import sys
@@ -267,10 +268,8 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
                 enable_caching=False,
             )
             submit(job, service_account=plan.service_account)
-        try:
+        with contextlib.suppress(RuntimeError):  # the state says how it ended
             job.wait()
-        except RuntimeError:
-            pass  # the state says how it ended
         return str(getattr(job.state, "name", job.state))
 
     return SmokeClients(

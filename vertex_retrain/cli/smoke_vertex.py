@@ -28,7 +28,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["SmokePlan", "apply_smoke", "format_plan", "main", "plan_smoke", "smallest_cpu_machine"]
+__all__ = [
+    "SmokeClients",
+    "SmokePlan",
+    "format_plan",
+    "main",
+    "plan_smoke",
+    "smallest_cpu_machine",
+]
 
 SAMPLE_SCALE = {"members": 400, "stores": 5, "weeks": 8, "seed": 7}
 SERVING_MACHINE = "n1-standard-2"
@@ -54,12 +61,16 @@ def smallest_cpu_machine(location: str) -> str:
     return chosen.name
 
 
-def _cpu_executor_image() -> str:
+def _cpu_executor_image(location: str) -> str:
+    """The newest CPU PyTorch training image, from Google's registry nearest ``location``."""
     from vertex_retrain.specs.containers import load_containers
+    from vertex_retrain.specs.registry_rules import registry_location, serves_region
 
     containers = load_containers()
     torch = [i for i in containers.training_images(framework="torch") if i.accelerator == "cpu"]
-    return f"{containers.registries['training'][0]}/{torch[0].name}:latest"
+    registries = containers.registries["training"]
+    near = [r for r in registries if serves_region(registry_location(r).location or "", location)]
+    return f"{(near or registries)[0]}/{torch[0].name}:latest"
 
 
 @dataclass(frozen=True)
@@ -141,7 +152,7 @@ def plan_smoke(
         "transactions_uri": f"{prefix}/transactions",
         "output_root": f"{prefix}/runs",
         "model_display_name": name,
-        "executor_image_uri": _cpu_executor_image(),
+        "executor_image_uri": _cpu_executor_image(location),
         "machine_type": machine,
         "accelerator_type": "",
         "accelerator_count": 0,
@@ -249,7 +260,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--project", required=True)
     parser.add_argument("--location", required=True)
     parser.add_argument("--bucket", required=True, help="bucket for the run's files and root")
-    parser.add_argument("--service-account", required=True, help="pipeline runtime account")
+    parser.add_argument(
+        "--service-account",
+        help="pipeline runtime account (default vertex-retrain@PROJECT.iam.gserviceaccount.com)",
+    )
     parser.add_argument("--repository", default="vertex-retrain", help="Docker repository")
     parser.add_argument("--component-image", help="an existing component image (skip build)")
     parser.add_argument("--serving-image", help="an existing serving image (skip build)")
@@ -258,20 +272,22 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """``make smoke-vertex``: prints the plan, then (without ``--plan``) carries it out.
 
     Returns:
         0 when the run succeeded and was cleaned up, 1 when a step failed, 2 when the
         preflight refused it.
     """
+    out = out or sys.stdout
     args = _arguments(argv)
     run_id = args.run_id or dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    account = args.service_account or f"vertex-retrain@{args.project}.iam.gserviceaccount.com"
     plan = plan_smoke(
         args.project,
         args.location,
         args.bucket,
-        service_account=args.service_account,
+        service_account=account,
         run_id=run_id,
         repository=args.repository,
         component_image=args.component_image,

@@ -13,8 +13,9 @@ found it. Three mechanisms close that, all from Linux's parent-death signal
   them, and `exec` the replica's program: same pid, same environment, same arguments. The
   parent is the task's supervisor; its own graceful stop (SIGTERM, grace period, SIGKILL)
   is unchanged.
-- **A task** binds itself to the run that started it (`bind_to_run`): SIGTERM on the run's
-  death, which the executor turns into a cancelled job (replicas stopped, state written).
+- **A task** follows the run that started it (`bind_to_run`): SIGTERM on the run's death,
+  which the executor turns into a cancelled job (replicas stopped, state written). kfp.local
+  starts tasks through a shell, so here a thread waits on a pidfd of the run instead.
 - **A model server of a deploy** must outlive the deploy (it serves afterwards) but not a
   deploy killed half-way. It runs under a small keeper (`keeper_argv`) that holds the
   parent-death signal until the deploy calls `release`, just before it commits traffic: a
@@ -30,11 +31,13 @@ processes of a dead run from those of a live one; model servers never carry it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
+import select
 import shutil
 import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -43,8 +46,8 @@ RUN_ENV = "VERTEX_RETRAIN_RUN"
 JOB_ENV = "VERTEX_LOCAL_JOB"
 """The job folder (`<root>/jobs/<id>`) of a replica, set on every replica of a local job."""
 
-_PR_SET_PDEATHSIG = 1
 _PROC = Path("/proc")
+_FOLLOW_POLL_S = 0.5
 
 # Run as `python -I -S -c`: no site import, nothing of this library, a few milliseconds.
 _DIE_WITH_PARENT = """\
@@ -62,7 +65,8 @@ except OSError as error:
 
 _KEEPER = """\
 import ctypes, os, signal, sys
-owner, grace, die_with_parent, argv = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+owner, grace = int(sys.argv[1]), float(sys.argv[2])
+die_with_parent, argv = sys.argv[3], sys.argv[4:]
 prctl = ctypes.CDLL(None, use_errno=True).prctl
 child, stopping = 0, []
 def release(signum, frame):
@@ -95,14 +99,6 @@ os._exit(128 - code if code < 0 else code)
 def supported() -> bool:
     """Whether this system has the parent-death signal (Linux)."""
     return sys.platform.startswith("linux")
-
-
-def _prctl_pdeathsig(signum: int) -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def _require_executable(argv: list[str], env: Mapping[str, str]) -> None:
@@ -219,25 +215,47 @@ def run_scope(root: Path) -> Iterator[str]:
             os.environ[RUN_ENV] = previous
 
 
-def bind_to_run() -> bool:
-    """In a pipeline task: get SIGTERM when the run that started it dies.
+_WATCHED: set[str] = set()
 
-    Does nothing unless `VERTEX_RETRAIN_RUN` names this process's parent (the run starts
-    each task directly). If the run died before the request took effect, SIGTERM is raised
-    now, as the kernel would have sent it.
+
+def _follow(run_pid: int, run_started: str | None) -> None:
+    """Waits for the run to exit, then sends this process SIGTERM (a daemon thread)."""
+    descriptor = None
+    with contextlib.suppress(OSError, AttributeError):
+        descriptor = os.pidfd_open(run_pid)  # Linux >= 5.3: readable once the process exits
+    try:
+        if descriptor is not None and alive(run_pid, run_started):
+            select.select([descriptor], [], [])
+        else:
+            while alive(run_pid, run_started):
+                time.sleep(_FOLLOW_POLL_S)
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def bind_to_run() -> bool:
+    """In a pipeline task: get SIGTERM when the run that started it dies, however it dies.
+
+    kfp.local starts each task through `sh -c`, so the run is the task's grandparent and
+    the parent-death signal would follow the shell. A daemon thread waits on a pidfd of the
+    run instead (polling where pidfds are missing) and sends SIGTERM to this process when
+    the run is gone; the executor turns that into a cancelled job. Calling it again is free.
 
     Returns:
-        True when the task is bound.
+        True when this process follows a run (`VERTEX_RETRAIN_RUN` names a live run that is
+        not this process).
     """
-    parsed = parse_run_marker(os.environ.get(RUN_ENV, ""))
-    if parsed is None or not supported():
+    marker = os.environ.get(RUN_ENV, "")
+    parsed = parse_run_marker(marker)
+    if parsed is None or parsed[0] == os.getpid() or not supported():
         return False
+    if marker in _WATCHED:
+        return True
     run_pid, run_started, _ = parsed
-    if not alive(run_pid, run_started):
-        os.kill(os.getpid(), signal.SIGTERM)  # the run is gone already: follow it
-        return False
-    if os.getppid() != run_pid or not _prctl_pdeathsig(signal.SIGTERM):
-        return False  # started further down the tree (the run binds only its own tasks)
-    if os.getppid() != run_pid:
-        os.kill(os.getpid(), signal.SIGTERM)  # it died between the check and the request
+    _WATCHED.add(marker)
+    threading.Thread(
+        target=_follow, args=(run_pid, run_started), name="follow-run", daemon=True
+    ).start()
     return True

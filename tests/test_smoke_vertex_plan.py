@@ -1,0 +1,158 @@
+"""``make smoke-vertex`` offline: its plan, and its apply step against fakes (never Vertex)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from tests.fakes.vertex_build import FakeStorageClient
+from tests.fakes.vertex_serving import (
+    FakeEndpointServiceClient,
+    FakeModelServiceClient,
+    FakePredictionServiceClient,
+)
+from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+from vertex_retrain.cli.smoke_apply import apply_smoke
+from vertex_retrain.cli.smoke_vertex import (
+    SmokeClients,
+    SmokePlan,
+    format_plan,
+    main,
+    plan_smoke,
+    smallest_cpu_machine,
+)
+from vertex_retrain.pipelines import catalog
+from vertex_retrain.specs import load_catalog
+
+ACCOUNT = "smoke-runner@drink-shops.iam.gserviceaccount.com"
+
+
+def _plan(**kw: Any) -> SmokePlan:
+    return plan_smoke(
+        "drink-shops", "europe-west4", "gs://drink-shops-ml", service_account=ACCOUNT,
+        run_id="t1", **kw,
+    )  # fmt: skip
+
+
+def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names() -> None:
+    plan = _plan()
+    machines = load_catalog().machines
+    chosen = machines[plan.machine_type]
+    assert plan.machine_type == smallest_cpu_machine("europe-west4")
+    assert all(
+        (m.vcpus or 0, m.memory_gb or 0) >= (chosen.vcpus, chosen.memory_gb)
+        for m in machines.values()
+        if m.family in ("n1", "n2", "e2", "c2") and m.vcpus
+    )
+    assert plan.parameters["accelerator_type"] == "" and plan.parameters["accelerator_count"] == 0
+    assert plan.parameters["scheduling_strategy"] == "STANDARD"
+    assert plan.executor_image_uri.startswith(
+        "europe-docker.pkg.dev/vertex-ai/training/pytorch-xla."
+    )
+    assert plan.prefix == "gs://drink-shops-ml/vertex-retrain-smoke/t1"
+    assert plan.parameters["transactions_uri"].startswith(plan.prefix)
+    assert plan.pipeline_root.startswith(plan.prefix)
+    assert plan.model_display_name == plan.endpoint_display_name == "vertex-retrain-smoke-t1"
+    assert any(plan.prefix in d for d in plan.deletes)
+
+
+def test_plan_passes_the_offline_preflight_once_its_inputs_exist() -> None:
+    plan = _plan(component_image="europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain:1")
+    spec = compile_to_dict(
+        catalog.pipeline_by_name("train-only"), component_image=str(plan.component_image)
+    )
+    parameters = {
+        **default_arguments(spec),
+        **plan.parameters,
+        "package_uri": f"{plan.prefix}/packages/ab/vertex_retrain_trainer-1.0.0-py3-none-any.whl",
+        "as_of": "2023-03-01",
+    }
+    settings = Settings(
+        project=plan.project, location=plan.location, pipeline_root=plan.pipeline_root,
+        service_account=plan.service_account, submission=True,
+    )  # fmt: skip
+    errors = [p for p in pipeline_problems(spec, parameters, settings) if p.severity == "error"]
+    assert errors == [], [p.describe() for p in errors]
+
+
+def test_make_smoke_vertex_plan_prints_and_does_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    code = main(
+        ["--project", "drink-shops", "--location", "europe-west4", "--bucket", "drink-shops-ml",
+         "--run-id", "t1", "--plan"],
+        out,
+    )  # fmt: skip
+    assert code == 0
+    text = out.getvalue()
+    assert text == format_plan(
+        plan_smoke(
+            "drink-shops",
+            "europe-west4",
+            "drink-shops-ml",
+            run_id="t1",
+            service_account="vertex-retrain@drink-shops.iam.gserviceaccount.com",
+        )  # fmt: skip
+    )
+    assert "predict once" in text and "then delete:" in text
+
+
+def _clients(
+    models: FakeModelServiceClient, state: str = "PIPELINE_STATE_SUCCEEDED"
+) -> tuple[SmokeClients, FakeEndpointServiceClient, FakeStorageClient]:
+    from google.cloud import aiplatform_v1
+
+    endpoints, storage = FakeEndpointServiceClient(), FakeStorageClient()
+    ticks = iter(range(0, 100000, 900))
+
+    def prepare(plan: SmokePlan, storage_client: Any) -> dict[str, Any]:
+        storage_client.objects[f"{plan.prefix}/transactions/week.parquet"] = b"rows"
+        return {"package_uri": f"{plan.prefix}/packages/trainer.whl", "as_of": "2023-03-01"}
+
+    def run_pipeline(spec: dict[str, Any], plan: SmokePlan, parameters: dict[str, Any]) -> str:
+        if state == "PIPELINE_STATE_SUCCEEDED":  # train-only registers the model
+            models.upload_model(
+                aiplatform_v1.UploadModelRequest(
+                    parent=f"projects/{plan.project}/locations/{plan.location}",
+                    model=aiplatform_v1.Model(display_name=parameters["model_display_name"]),
+                )
+            ).result()
+        return state
+
+    clients = SmokeClients(
+        storage=storage,
+        build=None,
+        models=models,
+        endpoints=endpoints,
+        predictions=FakePredictionServiceClient(endpoints),
+        run_pipeline=run_pipeline,
+        prepare_inputs=prepare,
+        clock=lambda: float(next(ticks)),
+    )
+    return clients, endpoints, storage
+
+
+def test_apply_deploys_predicts_once_then_deletes_everything_and_prints_the_cost() -> None:
+    models = FakeModelServiceClient()
+    clients, endpoints, storage = _clients(models)
+    out = io.StringIO()
+    outcome = apply_smoke(_plan(), clients, {}, out)
+    assert outcome.pipeline_state == "PIPELINE_STATE_SUCCEEDED"
+    assert outcome.prediction == [{"echo": True}]
+    assert len(clients.predictions.requests) == 1  # predicted once
+    assert endpoints.endpoints == {} and models.versions == {} and storage.objects == {}
+    text = out.getvalue()
+    assert "cost, training: at most" in text and "0.25 h" in text  # 900 s by the fake clock
+    assert "cost, serving: 0.25 node-hour(s) of n1-standard-2" in text
+
+
+def test_apply_cleans_up_and_prints_the_cost_when_the_pipeline_fails() -> None:
+    models = FakeModelServiceClient()
+    clients, endpoints, storage = _clients(models, state="PIPELINE_STATE_FAILED")
+    out = io.StringIO()
+    with pytest.raises(RuntimeError, match="ended PIPELINE_STATE_FAILED"):
+        apply_smoke(_plan(), clients, {}, out)
+    assert storage.objects == {} and endpoints.endpoints == {}
+    assert "cost, training" in out.getvalue()

@@ -1,0 +1,69 @@
+"""The run summary carries the run's data window and the data gate's verdict."""
+
+from __future__ import annotations
+
+from vertex_retrain.backends.base import TaskOutputs
+from vertex_retrain.steps.summary import build_summary, render_markdown
+
+
+def test_summary_records_the_window_and_the_gate() -> None:
+    outputs = {
+        "data-window": TaskOutputs(parameters={"as_of": "2026-11-23", "source": "schedule"}),
+        "check-data": TaskOutputs(
+            parameters={"passed": True, "verdict": "data gate passed for week 41", "breaches": []},
+            artifacts={"statistics": {"uri": "", "metadata": {"rows": 1200, "week": 41}}},
+        ),
+        "prepare-dataset": TaskOutputs(
+            parameters={"as_of": "2026-11-23"},
+            artifacts={
+                "dataset": {
+                    "uri": "/tmp/d",
+                    "metadata": {
+                        "as_of": "2026-11-23",
+                        "first_transaction": "2023-01-02T07:01:00",
+                        "last_transaction": "2026-11-22T21:59:00",
+                        "content_hash": "abc",
+                    },
+                }
+            },
+        ),
+    }
+    facts = build_summary(
+        outputs,
+        run_name="weekly-1",
+        state="SUCCEEDED",
+        error_message="",
+        job_shape={},
+        expected_training_hours=1.0,
+    )
+    assert facts["data_window"]["source"] == "schedule"
+    assert facts["data_window"]["content_hash"] == "abc"
+    assert facts["data_gate"] == {
+        "passed": True,
+        "verdict": "data gate passed for week 41",
+        "breaches": [],
+        "statistics": {"rows": 1200, "week": 41},
+    }
+    text = render_markdown(facts)
+    assert (
+        "**Data window:** transactions before 2026-11-23 (schedule): "
+        "2023-01-02T07:01:00 .. 2026-11-22T21:59:00" in text
+    )
+    assert "**Data gate:** data gate passed for week 41" in text
+
+
+def test_summary_of_a_run_stopped_at_the_gate_has_a_window_but_no_split() -> None:
+    outputs = {
+        "data-window": TaskOutputs(parameters={"as_of": "2026-11-23", "source": "parameter"}),
+        "check-data": TaskOutputs(parameters={"passed": False, "verdict": "stopped", "breaches": ["x"]}),
+    }
+    facts = build_summary(
+        outputs,
+        run_name="r",
+        state="FAILED",
+        error_message="",
+        job_shape={},
+        expected_training_hours=1.0,
+    )
+    assert facts["data_window"] == {"as_of": "2026-11-23", "source": "parameter"}
+    assert facts["data_gate"]["passed"] is False and "decision" not in facts

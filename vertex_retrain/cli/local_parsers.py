@@ -1,0 +1,78 @@
+"""Arguments of the commands on the local registry: ``models``, ``endpoints``, ``serve``.
+
+Standard library only, like :mod:`vertex_retrain.cli.main`, so ``--help`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_listing_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
+    """``--json`` and ``--wide`` of a listing command."""
+    # A nested action's copies have no default, so they never overwrite the parent's value.
+    default = argparse.SUPPRESS if nested else False
+    parser.add_argument(
+        "--json", action="store_true", default=default, help="print the records as JSON"
+    )
+    parser.add_argument(
+        "--wide", action="store_true", default=default, help="show every column whole"
+    )
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db PATH``: the local registry database."""
+    parser.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
+    )
+
+
+def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
+    """``models``, ``endpoints [stop|undeploy|history]`` and ``serve``."""
+    models = subparsers.add_parser(
+        "models", help="list the local model registry (or one model's versions and aliases)"
+    )
+    models.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
+    add_listing_options(models)
+    endpoints = subparsers.add_parser(
+        "endpoints",
+        help="list the local endpoints; stop their servers, undeploy, show traffic history",
+        description=(
+            "Without an action, list the local endpoints, their deployed models, traffic and "
+            "server state. `stop` stops model servers (deployments stay; `serve` starts them "
+            "again), `undeploy` removes a deployed model, `history` shows traffic changes."
+        ),
+    )
+    add_listing_options(endpoints)
+    actions = endpoints.add_subparsers(dest="action", metavar="ACTION")
+    stop = actions.add_parser("stop", help="stop the model servers of NAME, or of every endpoint")
+    stop.add_argument("endpoint", nargs="?", metavar="NAME", help="endpoint display name")
+    stop.add_argument("--all", action="store_true", help="every local endpoint")
+    undeploy = actions.add_parser("undeploy", help="remove a deployed model from endpoint NAME")
+    undeploy.add_argument("endpoint", metavar="NAME", help="endpoint display name")
+    undeploy.add_argument(
+        "--model",
+        required=True,
+        metavar="ID_OR_MODEL@VERSION",
+        help="the deployed model: its id (see `endpoints`) or MODEL@VERSION",
+    )
+    history = actions.add_parser("history", help="traffic changes of endpoint NAME")
+    history.add_argument("endpoint", metavar="NAME", help="endpoint display name")
+    add_listing_options(history, nested=True)
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve a local endpoint on 127.0.0.1 until Ctrl-C (its traffic split applies)",
+        description=(
+            "Start the endpoint's model servers and a router; Ctrl-C or SIGTERM stops all of "
+            "them (deployments and traffic stay)."
+        ),
+    )
+    serve.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+    serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
+    for parser in (models, endpoints, stop, undeploy, history, serve):
+        add_db_option(parser)

@@ -207,6 +207,4 @@ def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(
     assert "decision" not in outcome.summary
     assert outcome.run_dir is not None and not (outcome.run_dir / "train-custom-job").exists()
     errors = task_errors(outcome.log_path.read_text(encoding="utf-8").splitlines())
-    assert any(
-        e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors
-    ), errors
+    assert any(e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors), errors

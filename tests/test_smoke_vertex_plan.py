@@ -87,15 +87,11 @@ def test_make_smoke_vertex_plan_prints_and_does_nothing(capsys: pytest.CaptureFi
     )  # fmt: skip
     assert code == 0
     text = out.getvalue()
-    assert text == format_plan(
-        plan_smoke(
-            "drink-shops",
-            "europe-west4",
-            "drink-shops-ml",
-            run_id="t1",
-            service_account="vertex-retrain@drink-shops.iam.gserviceaccount.com",
-        )  # fmt: skip
+    account = "vertex-retrain@drink-shops.iam.gserviceaccount.com"
+    expected = plan_smoke(
+        "drink-shops", "europe-west4", "drink-shops-ml", run_id="t1", service_account=account
     )
+    assert text == format_plan(expected)
     assert "predict once" in text and "then delete:" in text
 
 

@@ -55,7 +55,9 @@ def test_summary_records_the_window_and_the_gate() -> None:
 def test_summary_of_a_run_stopped_at_the_gate_has_a_window_but_no_split() -> None:
     outputs = {
         "data-window": TaskOutputs(parameters={"as_of": "2026-11-23", "source": "parameter"}),
-        "check-data": TaskOutputs(parameters={"passed": False, "verdict": "stopped", "breaches": ["x"]}),
+        "check-data": TaskOutputs(
+            parameters={"passed": False, "verdict": "stopped", "breaches": ["x"]}
+        ),
     }
     facts = build_summary(
         outputs,

@@ -1,7 +1,10 @@
 """Synthetic transactions: `python -m trainer.data generate --members N --stores S --weeks W ...`.
 
 Each week is drawn from its own seeded generator and written as its own Parquet file, so the
-full scale (500,000 members × 156 weeks) streams one week at a time.
+full scale (500,000 members × 156 weeks) streams one week at a time, and large datasets are
+sampled by several worker processes (`default_workers`) with the same files as one process.
+A drink is chosen by Gumbel-max over utilities; `trainer.gumbel` makes that choice exactly as
+`Generator.gumbel` would, without computing a Gumbel variate for every (visit, drink) cell.
 """
 
 from __future__ import annotations

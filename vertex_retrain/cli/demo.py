@@ -29,7 +29,7 @@ from vertex_retrain.pipelines import defaults
 DEMO_PARAMETERS: dict[str, Any] = {
     "source_uri": str(REPO_ROOT / "trainer"),
     "epochs": 1,
-    "batch_size": 1024,
+    "batch_size": 2048,
     "learning_rate": 0.01,
 }
 

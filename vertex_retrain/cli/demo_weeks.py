@@ -143,7 +143,10 @@ def _statistics(stats: Mapping[str, Any]) -> str:
     ):
         if name in stats:
             value = stats[name]
-            text = f"{value:g}" if isinstance(value, float) else str(value)
+            if name.endswith("_share"):
+                text = f"{100 * float(value):.2f}%"
+            else:
+                text = f"{value:g}" if isinstance(value, float) else str(value)
             shown.append(f"{label} {text}")
     return ", ".join(shown) or "-"
 

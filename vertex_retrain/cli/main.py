@@ -185,7 +185,10 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="generate small data and run weekly-retraining locally end to end (make demo)",
+        help=(
+            "generate small data and run weekly-retraining locally for two consecutive weeks "
+            "(make demo)"
+        ),
     )
     parser.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"

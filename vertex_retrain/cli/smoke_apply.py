@@ -1,4 +1,4 @@
-"""Carrying out a smoke plan (:mod:`vertex_retrain.cli.smoke_vertex`) through injected clients.
+"""Carrying out a smoke plan (:mod:`vertex_retrain.cli.smoke_plan`) through injected clients.
 
 Every step prints one line. Whatever happens after the first resource exists, the clean-up
 runs: the endpoint is emptied and deleted, the model deleted, the run's objects removed; and the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from vertex_retrain.cli.smoke_vertex import (
+from vertex_retrain.cli.smoke_plan import (
     SAMPLE_INSTANCES,
     SAMPLE_SCALE,
     SERVING_MACHINE,
@@ -89,6 +89,7 @@ def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out
     from google.cloud import aiplatform_v1
 
     from vertex_retrain.backends.vertex._protos import location_parent
+    from vertex_retrain.backends.vertex.endpoint_state import set_traffic
     from vertex_retrain.backends.vertex.endpoints import find_endpoint
 
     parent = location_parent(plan.project, plan.location)
@@ -96,6 +97,8 @@ def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out
     try:
         endpoint = find_endpoint(clients.endpoints, parent, plan.endpoint_display_name)
         if endpoint is not None:
+            # No traffic first: a deployed model with traffic cannot be undeployed.
+            set_traffic(clients.endpoints, endpoint.name, {})
             for deployed in endpoint.deployed_models:
                 clients.endpoints.undeploy_model(
                     request=aiplatform_v1.UndeployModelRequest(
@@ -160,7 +163,7 @@ def apply_smoke(
     """Runs the plan; cleans up and prints the cost whatever happens.
 
     Args:
-        plan: From :func:`vertex_retrain.cli.smoke_vertex.plan_smoke`.
+        plan: From :func:`vertex_retrain.cli.smoke_plan.plan_smoke`.
         clients: The services.
         spec: ``train-only`` compiled with the component image.
         out: Where the progress lines go.

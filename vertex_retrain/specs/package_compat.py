@@ -98,7 +98,8 @@ def installed_requires_python(name: str, version: str) -> str | None:
             return None
     except (importlib.metadata.PackageNotFoundError, InvalidVersion):
         return None
-    return str(found.metadata.get("Requires-Python") or "")
+    declared = found.metadata.get_all("Requires-Python") or [""]
+    return str(declared[0] or "")
 
 
 def _image_for(uri: str, catalog: ContainerCatalog) -> PrebuiltImage | None:

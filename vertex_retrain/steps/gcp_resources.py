@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-EMPTY = {"resources": []}
+EMPTY: dict[str, list[dict[str, str]]] = {"resources": []}
 """What a task records when it started no Vertex operation (a local run, or a re-run that
 found its version or deployment done)."""
 

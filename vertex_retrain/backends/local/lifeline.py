@@ -5,8 +5,9 @@ child (kfp.local), and a task starts replicas and model servers. A SIGKILL reach
 process it is sent to, and replicas run in sessions of their own (so that stopping one stops
 its children), so nothing used to stop them when the run or the task was killed: a replica
 went on training for a minute, and a model server of an unfinished deploy ran until someone
-found it. Three mechanisms close that, all from Linux's parent-death signal
-(`prctl(PR_SET_PDEATHSIG)`, which the kernel delivers when the parent dies, however it dies):
+found it. Three mechanisms close that, each triggered by the kernel when a process dies,
+however it dies (Linux's parent-death signal `prctl(PR_SET_PDEATHSIG)`, a pidfd, the end of
+a pipe):
 
 - **Replicas** are started through a few lines of Python (`die_with_parent_argv`) that ask
   for SIGKILL on the parent's death, check that the parent is still the one that started
@@ -17,12 +18,12 @@ found it. Three mechanisms close that, all from Linux's parent-death signal
   which the executor turns into a cancelled job (replicas stopped, state written). kfp.local
   starts tasks through a shell, so here a thread waits on a pidfd of the run instead.
 - **A model server of a deploy** must outlive the deploy (it serves afterwards) but not a
-  deploy killed half-way. It runs under a small keeper (`keeper_argv`) that holds the
-  parent-death signal until the deploy calls `release`, just before it commits traffic: a
-  deployer killed earlier takes the server with it. A server released but not committed is
-  left to the pending-deployment record (`pending_deploys`).
+  deploy killed half-way. It runs under a small keeper (`KeeperLaunch`) that holds a lease
+  from the deployer, a pipe, until the deploy calls `release` just before it commits
+  traffic: a deployer killed earlier takes the server with it. A server released but not
+  committed is left to the pending-deployment record (`pending_deploys`).
 
-Where the signal is not available (not Linux) programs start as before, and only the next
+Where these are not available (not Linux) programs start as before, and only the next
 run's reconciliation (`reconcile`) finds what is left. The run marks its tree with the
 environment variable `VERTEX_RETRAIN_RUN` (`run_scope`), so that reconciliation can tell the
 processes of a dead run from those of a live one; model servers never carry it.
@@ -39,6 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 RUN_ENV = "VERTEX_RETRAIN_RUN"
@@ -64,36 +66,38 @@ except OSError as error:
 """
 
 _KEEPER = """\
-import ctypes, os, signal, sys
-owner, grace = int(sys.argv[1]), float(sys.argv[2])
+import os, signal, sys, threading
+lease, grace = int(sys.argv[1]), float(sys.argv[2])
 die_with_parent, argv = sys.argv[3], sys.argv[4:]
-prctl = ctypes.CDLL(None, use_errno=True).prctl
 child, stopping = 0, []
-def release(signum, frame):
-    prctl(1, 0, 0, 0, 0)  # released: the server outlives the deployer from now on
-def stop(signum, frame):
-    stopping.append(signum)
+def stop(*_):
+    stopping.append(1)
     if child:
         os.kill(child, signal.SIGTERM)
         signal.setitimer(signal.ITIMER_REAL, grace)
-def kill(signum, frame):
+def kill(*_):
     if child:
         os.kill(child, signal.SIGKILL)
-signal.signal(signal.SIGUSR1, release)
+def follow():
+    if os.read(lease, 1) != b"r":  # end of file: the deployer died before releasing
+        stop()
+    os.close(lease)
 signal.signal(signal.SIGALRM, kill)
 for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(signum, stop)
-prctl(1, signal.SIGTERM, 0, 0, 0)
-if os.getppid() != owner or stopping:
-    sys.exit(0)  # the deployer is gone, or the server was stopped: start nothing
-# The server itself gets SIGKILL if the keeper dies, however it dies.
+threading.Thread(target=follow, daemon=True).start()
+if stopping:
+    sys.exit(0)
+# The server gets SIGKILL if the keeper dies, however it dies.
 wrapped = [sys.executable, "-I", "-S", "-c", die_with_parent, str(os.getpid()), *argv]
 child = os.posix_spawn(sys.executable, wrapped, os.environ)
 if stopping:
-    stop(signal.SIGTERM, None)
+    stop()
 code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 os._exit(128 - code if code < 0 else code)
 """
+_LEASES: dict[int, int] = {}
+"""Keeper pid -> the write end of its lease pipe, held by this process until `release`."""
 
 
 def supported() -> bool:
@@ -135,31 +139,63 @@ def die_with_parent_argv(argv: list[str], env: Mapping[str, str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *argv]
 
 
-def keeper_argv(argv: list[str], env: Mapping[str, str], *, grace_s: float = 5.0) -> list[str]:
-    """The command that runs a server under a keeper bound to this process until `release`.
+@dataclass
+class KeeperLaunch:
+    """How to start a server under a keeper that this process holds on a lease.
 
-    The keeper is the process the caller starts (and records): it starts the server as its
-    child in its own process group, exits with the server's exit code, and passes SIGTERM on
-    (SIGKILL after `grace_s`). Before `release` it stops the server when this process dies.
-
-    Returns:
-        `argv` itself where the signal is not available.
-
-    Raises:
-        FileNotFoundError: The program does not exist or is not executable.
+    Start `argv` with `pass_fds=pass_fds`, then call `started(pid)` (or `failed()` when the
+    start failed). The keeper is the process the caller starts and records: it starts the
+    server as its child, in its process group, exits with the server's exit code and passes
+    SIGTERM on (SIGKILL after the grace period); the server gets SIGKILL if the keeper dies.
+    The lease is a pipe whose only write end this process holds: it reads end-of-file when
+    this process dies, however it dies, and then stops the server, unless `release` wrote
+    to it first. The byte is in the pipe before `release` returns, so a deployer killed
+    right after releasing never takes the server with it.
     """
-    if not supported():
-        return argv
-    _require_executable(argv, env)
-    keeper = [sys.executable, "-I", "-S", "-c", _KEEPER, str(os.getpid()), str(grace_s)]
-    return [*keeper, _DIE_WITH_PARENT, *argv]
+
+    argv: list[str]
+    pass_fds: tuple[int, ...]
+    _write: int
+
+    @classmethod
+    def create(
+        cls, argv: list[str], env: Mapping[str, str], *, grace_s: float = 5.0
+    ) -> KeeperLaunch:
+        """Prepares the keeper of `argv`.
+
+        Raises:
+            FileNotFoundError: The program does not exist or is not executable.
+        """
+        _require_executable(argv, env)
+        read, write = os.pipe()
+        keeper = [sys.executable, "-I", "-S", "-c", _KEEPER, str(read), str(grace_s)]
+        return cls([*keeper, _DIE_WITH_PARENT, *argv], (read,), write)
+
+    def started(self, pid: int) -> None:
+        """Hands the lease of the keeper `pid` to this process (see `release`)."""
+        os.close(self.pass_fds[0])
+        _LEASES[pid] = self._write
+
+    def failed(self) -> None:
+        """The keeper did not start: closes the pipe."""
+        os.close(self.pass_fds[0])
+        os.close(self._write)
 
 
 def release(pid: int) -> None:
-    """Let a server started with `keeper_argv` outlive this process from now on."""
-    if supported():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGUSR1)
+    """Lets the server of keeper `pid` outlive this process from now on."""
+    write = _LEASES.pop(pid, None)
+    if write is not None:
+        with contextlib.suppress(OSError):  # a keeper gone already: nothing to release
+            os.write(write, b"r")
+        os.close(write)
+
+
+def drop_lease(pid: int) -> None:
+    """Ends the lease of keeper `pid` without releasing it: the keeper stops its server."""
+    write = _LEASES.pop(pid, None)
+    if write is not None:
+        os.close(write)
 
 
 def start_time(pid: int) -> str | None:

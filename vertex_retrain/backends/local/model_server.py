@@ -135,6 +135,8 @@ def stop_server(pid: int | None, start_time: str | None, *, grace_s: float = 5.0
     Returns:
         True if a running process was stopped, False if it was already gone.
     """
+    if pid is not None:
+        lifeline.drop_lease(pid)  # a leased server being stopped is never released
     if pid is None or not is_running(pid, start_time):
         return False
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
@@ -163,8 +165,9 @@ def start_server(
 ) -> ServerProcess:
     """Start a prediction server process (not yet checked; see `start_checked_server`).
 
-    With `lease`, the server runs under a keeper that stops it if this process dies before
-    `lifeline.release(server.pid)` (a deploy releases it just before committing traffic).
+    With `lease` (Linux), the server runs under a keeper that stops it if this process dies
+    before `lifeline.release(server.pid)` (a deploy releases it just before committing
+    traffic); `server.pid` is then the keeper's, the leader of the server's process group.
     Servers never carry the run marker `VERTEX_RETRAIN_RUN`: they are not part of a run.
 
     Raises:
@@ -201,23 +204,32 @@ def start_server(
         for warning in launch.warnings:
             log.write(f"== warning: {warning}\n".encode())
         log.flush()
+        keeper = None
         try:
+            keeper = (
+                lifeline.KeeperLaunch.create(argv, env) if lease and lifeline.supported() else None
+            )
             child = subprocess.Popen(
-                lifeline.keeper_argv(argv, env) if lease else argv,
+                keeper.argv if keeper else argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=launch.cwd,
                 start_new_session=True,
+                pass_fds=keeper.pass_fds if keeper else (),
             )
         except OSError as error:
+            if keeper is not None:
+                keeper.failed()
             raise ServerStartError(
                 f"could not execute the serving command {argv}: {error}; fix 'command' in "
                 "the model version's serving container spec",
                 pid=None,
                 log_path=log_path,
             ) from error
+    if keeper is not None:
+        keeper.started(child.pid)
     _CHILDREN[child.pid] = child
     return ServerProcess(
         pid=child.pid,

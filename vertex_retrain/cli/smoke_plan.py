@@ -1,0 +1,218 @@
+"""The plan of ``make smoke-vertex`` (:mod:`vertex_retrain.cli.smoke_vertex`): pure, decided
+before anything is created, and the clients its apply step (:mod:`.smoke_apply`) uses.
+
+``make smoke-vertex``: one real, small run on Vertex AI, and everything it made deleted.
+
+Opt-in and never run by the tests or CI: it needs a project, credentials, a bucket and money.
+The plan (:func:`plan_smoke`) is pure and tested offline; :func:`apply_smoke` carries it out
+through injected clients:
+
+1. build the component image and the serving image with Cloud Build (skipped when unchanged);
+2. generate a small sample dataset and upload it, build and upload the trainer's wheel, under
+   one prefix of the bucket that belongs to this smoke run;
+3. run ``train-only`` on the smallest CPU machine of the catalog, on demand (the preflight
+   checks it first), which trains and registers a model of this run's own display name;
+4. deploy that version to an endpoint of its own with one replica, predict once;
+5. undeploy, delete the endpoint, the model and the prefix (also after a failure), and print
+   what the run cost (training at the price book's figure; serving as node-hours).
+
+The images, the pipeline run's record and its jobs' records are kept (the images are reused by
+the next run; records cost nothing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "SAMPLE_INSTANCES",
+    "SAMPLE_SCALE",
+    "SERVING_MACHINE",
+    "SmokeClients",
+    "SmokePlan",
+    "format_plan",
+    "plan_smoke",
+    "smallest_cpu_machine",
+]
+
+SAMPLE_SCALE = {"members": 400, "stores": 5, "weeks": 8, "seed": 7}
+SERVING_MACHINE = "n1-standard-2"
+SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
+
+
+def smallest_cpu_machine(location: str) -> str:
+    """The catalog's smallest CPU machine (fewest vCPUs, then least memory) with a recorded
+    price in ``location`` (any region when none has one)."""
+    from vertex_retrain.specs import load_catalog, load_prices
+
+    catalog, prices = load_catalog(), load_prices()
+    cpu = [
+        m
+        for m in catalog.machines.values()
+        if m.vcpus
+        and m.memory_gb
+        and m.name not in catalog.bundled_gpus
+        and m.family in ("n1", "n2", "e2", "c2")
+    ]
+    priced = [m for m in cpu if prices.machine(location, m.name).on_demand.amount is not None]
+    chosen = min(priced or cpu, key=lambda m: (m.vcpus or 0, m.memory_gb or 0.0, m.name))
+    return chosen.name
+
+
+def _cpu_executor_image(location: str) -> str:
+    """The newest CPU PyTorch training image, from Google's registry nearest ``location``."""
+    from vertex_retrain.specs.containers import load_containers
+    from vertex_retrain.specs.registry_rules import registry_location, serves_region
+
+    containers = load_containers()
+    torch = [i for i in containers.training_images(framework="torch") if i.accelerator == "cpu"]
+    registries = containers.registries["training"]
+    near = [r for r in registries if serves_region(registry_location(r).location or "", location)]
+    return f"{(near or registries)[0]}/{torch[0].name}:latest"
+
+
+@dataclass(frozen=True)
+class SmokePlan:
+    """Everything the smoke run will create, run and delete, decided before anything happens.
+
+    Attributes:
+        project: Google Cloud project.
+        location: Vertex AI region.
+        bucket: Bucket (``gs://`` name) for the run's files and the pipeline root.
+        run_id: This smoke run's id (names every resource it creates).
+        prefix: ``gs://BUCKET/vertex-retrain-smoke/RUN``: every object the run writes.
+        repository: Artifact Registry repository of the images.
+        component_image: Given component image, or None (built).
+        serving_image: Given serving image, or None (built).
+        service_account: Runtime service account of the pipeline.
+        machine_type: The training machine (smallest CPU machine).
+        executor_image_uri: The CPU PyTorch executor image.
+        model_display_name: The registry model this run creates.
+        endpoint_display_name: The endpoint this run creates.
+        parameters: ``train-only``'s parameters (``package_uri`` and ``as_of`` are set when
+            the package and the data exist).
+        deletes: What the clean-up removes.
+    """
+
+    project: str
+    location: str
+    bucket: str
+    run_id: str
+    prefix: str
+    repository: str
+    component_image: str | None
+    serving_image: str | None
+    service_account: str
+    machine_type: str
+    executor_image_uri: str
+    model_display_name: str
+    endpoint_display_name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    deletes: tuple[str, ...] = ()
+
+    @property
+    def pipeline_root(self) -> str:
+        """Where the pipeline run writes its artifacts (inside the prefix)."""
+        return f"{self.prefix}/pipeline-root"
+
+
+def plan_smoke(
+    project: str,
+    location: str,
+    bucket: str,
+    *,
+    service_account: str,
+    run_id: str,
+    repository: str = "vertex-retrain",
+    component_image: str | None = None,
+    serving_image: str | None = None,
+) -> SmokePlan:
+    """Decides the smoke run without touching anything.
+
+    Args:
+        project: Google Cloud project.
+        location: Vertex AI region.
+        bucket: A bucket the credentials can write (``my-bucket`` or ``gs://my-bucket``).
+        service_account: The pipeline's runtime service account.
+        run_id: Names the run's resources (``[a-z0-9-]``).
+        repository: Artifact Registry Docker repository for the images.
+        component_image: An existing component image (skips its build).
+        serving_image: An existing serving image (skips its build).
+
+    Returns:
+        The plan.
+    """
+    bucket_name = bucket.removeprefix("gs://").strip("/")
+    prefix = f"gs://{bucket_name}/vertex-retrain-smoke/{run_id}"
+    name = f"vertex-retrain-smoke-{run_id}"
+    machine = smallest_cpu_machine(location)
+    parameters = {
+        "transactions_uri": f"{prefix}/transactions",
+        "output_root": f"{prefix}/runs",
+        "model_display_name": name,
+        "executor_image_uri": _cpu_executor_image(location),
+        "machine_type": machine,
+        "accelerator_type": "",
+        "accelerator_count": 0,
+        "scheduling_strategy": "STANDARD",
+        "timeout_seconds": 3600,
+        "epochs": 1,
+        "service_account": service_account,
+    }
+    return SmokePlan(
+        project=project,
+        location=location,
+        bucket=bucket_name,
+        run_id=run_id,
+        prefix=prefix,
+        repository=repository,
+        component_image=component_image,
+        serving_image=serving_image,
+        service_account=service_account,
+        machine_type=machine,
+        executor_image_uri=str(parameters["executor_image_uri"]),
+        model_display_name=name,
+        endpoint_display_name=name,
+        parameters=parameters,
+        deletes=(
+            f"endpoint {name} (after undeploying its model)",
+            f"model {name} (every version)",
+            f"every object under {prefix}/",
+        ),
+    )
+
+
+def format_plan(plan: SmokePlan) -> str:
+    """The plan as the lines ``make smoke-vertex`` prints before it starts."""
+    image_host = f"{plan.location}-docker.pkg.dev/{plan.project}/{plan.repository}"
+    lines = [
+        f"smoke run {plan.run_id} in {plan.project}/{plan.location}:",
+        f"  component image: {plan.component_image or f'build {image_host}/vertex-retrain'}",
+        f"  serving image:   {plan.serving_image or f'build {image_host}/vertex-retrain-serve'}",
+        f"  data and wheel:  {plan.prefix}/ ({SAMPLE_SCALE['members']} members, "
+        f"{SAMPLE_SCALE['weeks']} weeks)",
+        f"  train-only on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}",
+        f"  deploy {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
+        f"(1 x {SERVING_MACHINE}), predict once",
+        "  then delete: " + "; ".join(plan.deletes),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class SmokeClients:
+    """The services the smoke run calls (the real ones by :func:`default_clients`)."""
+
+    storage: Any
+    build: Any
+    models: Any
+    endpoints: Any
+    predictions: Any
+    run_pipeline: Callable[[dict[str, Any], SmokePlan, dict[str, Any]], str]
+    """``(compiled spec, plan, parameters) -> final state``: submits and waits."""
+    prepare_inputs: Callable[[SmokePlan, Any], dict[str, Any]]
+    """``(plan, storage) -> parameters``: uploads data and wheel, returns their parameters."""
+    clock: Callable[[], float] = time.monotonic

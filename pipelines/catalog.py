@@ -46,3 +46,15 @@ def pipeline_by_name(name: str) -> Any:
             f"no pipeline named {name!r}; known pipelines: {', '.join(sorted(PIPELINES))}"
         )
     return load(PIPELINES[key])
+
+
+def parameter_ranges(name: str) -> dict[str, tuple[int | float, int | float]]:
+    """The allowed range of each numeric parameter of pipeline ``name`` (see
+    :data:`vertex_retrain.pipelines.defaults.PARAMETER_RANGES`); empty for a pipeline that
+    is not in this catalog (a template of someone else's)."""
+    aliases = {key.replace("-", "_"): key for key in PIPELINES}
+    if aliases.get(name, name) not in PIPELINES:
+        return {}
+    from . import defaults
+
+    return dict(defaults.PARAMETER_RANGES)

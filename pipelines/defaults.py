@@ -10,6 +10,7 @@ called alone run the same job. Only what belongs to this worked example is defin
 from __future__ import annotations
 
 from vertex_retrain.contracts.data_gate import GateThresholds
+from vertex_retrain.rules.retention import MIN_KEEP_LAST_N
 from vertex_retrain.specs.defaults import TRAINING, TUNING
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MODEL_DISPLAY_NAME",
     "OUTPUT_ROOT",
     "PACKAGES_URI",
+    "PARAMETER_RANGES",
     "SAMPLE_INSTANCES",
     "SERVING_COMMAND",
     "SERVING_IMAGE_URI",
@@ -51,3 +53,30 @@ that Monday and the window ends with Sunday's sales)."""
 
 DATA_GATE_THRESHOLDS: dict[str, float | int] = GateThresholds().as_dict()
 """The data gate's thresholds (the library's defaults), shown as the pipelines' parameter."""
+
+WEEK_S = 7 * 24 * 3600
+PARAMETER_RANGES: dict[str, tuple[int | float, int | float]] = {
+    "validation_weeks": (1, 52),
+    "max_trial_count": (1, 1000),
+    "parallel_trial_count": (1, 100),
+    "epochs": (1, 1000),
+    "learning_rate": (1e-7, 1.0),
+    "embedding_dim": (1, 1024),
+    "batch_size": (1, 65536),
+    "accelerator_count": (0, 16),
+    "worker_count": (0, 64),
+    "timeout_seconds": (60, WEEK_S),
+    "expected_training_hours": (0, 168),
+    "min_improvement": (-1.0, 1.0),
+    "traffic_percentage": (0, 100),
+    "keep_last_n": (MIN_KEEP_LAST_N, 100),
+    "local_preemption_after_seconds": (0, WEEK_S),
+    "spot_fallback_deadline_seconds": (0, WEEK_S),
+}
+"""The allowed range (both ends included) of every numeric parameter of the pipelines here.
+
+``compile.py run``, ``estimate``, ``demo`` and ``preflight`` refuse a value outside it before
+anything runs, naming the parameter and the range (`vertex_retrain.cli.params`); a run that
+started with ``accelerator_count=-1`` or ``batch_size=0`` would only fail later, in a step,
+with a message about something else. tests/test_params.py checks that every numeric
+parameter of every pipeline has a range here and that its default lies inside it."""

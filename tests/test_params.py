@@ -143,7 +143,7 @@ _JSON = st.recursive(
 
 
 @given(
-    epochs=st.integers(),
+    epochs=st.integers(min_value=-(2**53), max_value=2**53),  # a double holds these exactly
     rate=st.floats(allow_nan=False, allow_infinity=False),
     tune=st.booleans(),
     shops=st.lists(_JSON, max_size=4),

@@ -6,6 +6,7 @@ Standard library only, like :mod:`vertex_retrain.cli.main`, so ``--help`` stays 
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def add_listing_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
@@ -20,13 +21,56 @@ def add_listing_options(parser: argparse.ArgumentParser, *, nested: bool = False
     )
 
 
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    """``--db PATH``: the local registry database."""
+def add_db_option(parser: argparse.ArgumentParser, *, create: bool = True) -> None:
+    """``--db PATH`` (the local registry database) and, for commands that may make it,
+    ``--create``."""
     parser.add_argument(
         "--db",
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="registry database (default $VERTEX_LOCAL_ROOT/registry.db)",
+        help=(
+            "registry database (default $VERTEX_LOCAL_ROOT/registry.db, made when missing); "
+            "another path must hold a registry already" + (", unless --create" if create else "")
+        ),
+    )
+    if not create:
+        return
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="make a new, empty registry at --db when there is none",
+    )
+
+
+def port_number(text: str) -> int:
+    """``--port``: an integer from 0 (any free port) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number: use 0 (any) to 65535")
+    return port
+
+
+def local_root_problem(value: str | None) -> str | None:
+    """Why ``VERTEX_LOCAL_ROOT=value`` cannot be the local root, or None.
+
+    The root is a folder, made when missing; a file there, or a file in its way, would
+    fail every command that writes under it.
+    """
+    if not value:
+        return None
+    path = os.path.abspath(os.path.expanduser(value))
+    while not os.path.lexists(path):
+        path = os.path.dirname(path)
+    if os.path.isdir(path):
+        return None
+    what = "is a file" if path == os.path.abspath(value) else f"has a file in its way ({path})"
+    return (
+        f"VERTEX_LOCAL_ROOT={value} {what}, not a folder; point it at a folder (it is made when "
+        "missing), e.g. export VERTEX_LOCAL_ROOT=$PWD/.local-vertex"
     )
 
 
@@ -72,7 +116,9 @@ def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("endpoint", metavar="ENDPOINT", help="endpoint display name")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any)")
+    serve.add_argument(
+        "--port", type=port_number, default=8080, help="port (default 8080; 0: any free port)"
+    )
     serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
     for parser in (models, endpoints, stop, undeploy, history, serve):
         add_db_option(parser)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -18,6 +20,7 @@ from vertex_retrain.cli.local_parsers import (
     add_db_option,
     add_listing_options,
     add_local_inspection,
+    local_root_problem,
 )
 from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
 
@@ -38,6 +41,10 @@ _HANDLERS: dict[str, str] = {
     "preflight": "vertex_retrain.cli.preflight:cli_preflight",
     "build-image": "vertex_retrain.cli.build_image:cli_build_image",
 }
+
+
+# Commands that read or write under the local root (and `run --local`).
+_LOCAL_ROOT_COMMANDS = frozenset({"models", "endpoints", "serve", "demo", "history"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,6 +137,17 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
 PRICE_LOCATIONS = ("asia-east1", "europe-west4", "us-central1")
 
 
+def _hours(text: str) -> float:
+    """``--training-hours``: a finite number of hours, 0 or more."""
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not math.isfinite(hours) or hours < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of hours: pass 0 or more")
+    return hours
+
+
 def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "estimate",
@@ -141,7 +159,7 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--training-hours",
-        type=float,
+        type=_hours,
         default=None,
         metavar="H",
         help=(
@@ -179,7 +197,7 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", metavar="PATH", help="write the plot here (a .png file)")
     parser.add_argument("--no-plot", action="store_true", help="write no plot")
     add_listing_options(parser)
-    add_db_option(parser)
+    add_db_option(parser, create=False)  # history only reads
 
 
 def _add_demo(subparsers: argparse._SubParsersAction) -> None:
@@ -317,6 +335,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args.command = "compile"
+    if args.command in _LOCAL_ROOT_COMMANDS or getattr(args, "local", False):
+        problem = local_root_problem(os.environ.get("VERTEX_LOCAL_ROOT"))
+        if problem:
+            print(f"{args.command}: error: {problem}", file=sys.stderr)
+            return 2
     try:
         handler = _resolve(_HANDLERS[args.command])
     except ValueError as error:

@@ -54,6 +54,11 @@ PARAMETER_TYPES: dict[str, tuple[str, str]] = {
 }
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBERS = frozenset({"NUMBER_INTEGER", "NUMBER_DOUBLE"})
+RANGE_KEY = "range"
+"""Key of a numeric parameter's ``[low, high]`` in :func:`parameter_definitions`."""
+MAX_EXACT_INTEGER = 2**53
+"""Largest integer a double holds exactly; Vertex carries parameter numbers as doubles."""
 # JSON-like decimal literal; float() alone would also take "nan", "1_0" and " 1 ".
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -124,7 +129,9 @@ def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
     Returns:
         ``root.inputDefinitions.parameters``: parameter name -> definition (``parameterType``,
-        optionally ``defaultValue`` and ``isOptional``). Empty when the pipeline has none.
+        optionally ``defaultValue`` and ``isOptional``), plus ``range`` (``[low, high]``) for
+        the numeric parameters of the pipelines of this library (their declared
+        ``PARAMETER_RANGES``). Empty when the pipeline has none.
 
     Raises:
         TemplateError: The section is not a mapping of mappings.
@@ -134,7 +141,14 @@ def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         isinstance(value, dict) for value in definitions.values()
     ):
         raise TemplateError("root.inputDefinitions.parameters is not a mapping of definitions")
-    return {str(name): dict(value) for name, value in definitions.items()}
+    from vertex_retrain.pipelines.catalog import parameter_ranges
+
+    ranges = parameter_ranges(str(spec.get("pipelineInfo", {}).get("name", "")))
+    found = {str(name): dict(value) for name, value in definitions.items()}
+    for name, definition in found.items():
+        if name in ranges and _type_of(name, definition) in _NUMBERS:
+            definition[RANGE_KEY] = list(ranges[name])
+    return found
 
 
 def load_parameter_definitions(template: str | Path) -> dict[str, dict[str, Any]]:
@@ -186,7 +200,10 @@ def _convert(text: str, parameter_type: str) -> Any:
     if parameter_type == "NUMBER_INTEGER":
         if not _INTEGER.fullmatch(text):
             raise ValueError("not an integer")
-        return int(text)
+        if abs(number := int(text)) > MAX_EXACT_INTEGER:
+            # Vertex carries every parameter number as a double: it would arrive rounded.
+            raise ValueError("beyond ±2^53, where a double (Vertex's number) loses digits")
+        return number
     if parameter_type == "NUMBER_DOUBLE":
         number = float(text) if _DOUBLE.fullmatch(text) else math.nan
         if not math.isfinite(number):
@@ -248,8 +265,15 @@ def parse_overrides(
         else:
             try:
                 values[name] = convert_value(name, text, _type_of(name, parameters[name]))
+                outside = _range_problem(name, values[name], parameters[name])
             except ParameterError as error:
-                problems.extend(f"--param {pair!r}: {problem}" for problem in error.problems)
+                # A number too large for a double is out of its range too: say the range.
+                outside = _range_problem(name, _number(text), parameters[name])
+                found = [outside] if outside else error.problems
+                problems.extend(f"--param {pair!r}: {problem}" for problem in found)
+            else:
+                if outside:
+                    problems.append(f"--param {pair!r}: {outside}")
     if problems:
         raise ParameterError(problems)
     return values
@@ -284,6 +308,8 @@ def check_values(
             problems.append(f"parameter {name!r} has unsupported type {parameter_type!r}")
         elif not _fits(value, parameter_type):
             problems.append(_type_message(name, parameter_type, value, type(value).__name__))
+        elif outside := _range_problem(name, value, parameters[name]):
+            problems.append(outside)
     if require_all:
         for name, spec in parameters.items():
             required = "defaultValue" not in spec and not spec.get("isOptional", False)
@@ -312,6 +338,26 @@ def _fits(value: object, parameter_type: str) -> bool:
     if parameter_type == "LIST":
         return isinstance(value, list | tuple)
     return isinstance(value, dict)
+
+
+def _number(text: str) -> int | float | None:
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    return float(text) if _DOUBLE.fullmatch(text) else None
+
+
+def _range_problem(name: str, value: object, definition: Mapping[str, Any]) -> str | None:
+    """Why a typed number is outside the parameter's declared range, or None."""
+    bounds = definition.get(RANGE_KEY)
+    if not bounds or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    low, high = bounds
+    if low <= value <= high:
+        return None
+    return (
+        f"parameter {name!r} must be from {low} to {high}, got {value} (the range the "
+        "pipeline declares in PARAMETER_RANGES)"
+    )
 
 
 def _type_of(name: str, spec: Mapping[str, Any]) -> str:

@@ -96,9 +96,7 @@ def load_targets(
     return targets
 
 
-def refusal(
-    command: str, problems: Sequence[Problem], err: TextIO | None = None
-) -> int | None:
+def refusal(command: str, problems: Sequence[Problem], err: TextIO | None = None) -> int | None:
     """Prints the problems one line each; returns 2 when one is an error (the caller refuses).
 
     Args:

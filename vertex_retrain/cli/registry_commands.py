@@ -8,12 +8,17 @@ are one line on stderr with exit code 1; bad input is one line with exit code 2.
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
+import stat
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.backends.local.model_server import ServerStartError
 from vertex_retrain.backends.local.registry_db import (
+    DB_FILENAME,
     RegistryError,
     RegistryInputError,
     RegistryNotFoundError,
@@ -67,6 +72,74 @@ class _InputError(ValueError):
     """Bad input found by a handler (exit 2)."""
 
 
+def _database(args: argparse.Namespace) -> str | None:
+    """The `--db` path, checked: an existing registry, unless `--create` asks for a new one.
+
+    Only the default database (`$VERTEX_LOCAL_ROOT/registry.db`) is made without asking: a
+    mistyped `--db` or an empty file would otherwise become a new, empty registry silently.
+
+    Raises:
+        _InputError: Missing without `--create`, a folder, not a regular file (`/dev/null`),
+            or an empty file without `--create`.
+    """
+    db = getattr(args, "db", None)
+    if db is None:
+        return None
+    create = bool(getattr(args, "create", False))
+    path = Path(db).expanduser()
+    try:
+        mode, size = (info := path.stat()).st_mode, info.st_size
+    except FileNotFoundError:
+        if create:
+            return db
+        raise _InputError(
+            f"--db {db}: no registry database there; check the path, or pass --create to make "
+            "a new registry at it"
+        ) from None
+    except OSError as error:
+        raise _InputError(f"--db {db}: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        example = path / DB_FILENAME
+        raise _InputError(f"--db {db} is a folder; pass the database file, e.g. {example}")
+    if not stat.S_ISREG(mode):
+        raise _InputError(f"--db {db} is not a regular file (a device, FIFO or socket)")
+    if size == 0 and not create:
+        raise _InputError(
+            f"--db {db} is an empty file, not a registry database; pass --create to make a new "
+            "registry in it"
+        )
+    return db
+
+
+def _check_bind(host: str, port: int) -> None:
+    """Refuses, before any model server starts, an address `serve` could not listen on."""
+    from vertex_retrain.backends.local.asgi_guard import Limits
+    from vertex_retrain.backends.local.asgi_runner import bind
+
+    try:
+        bind(host, port, Limits()).close()
+    except OSError as error:
+        raise _InputError(_bind_problem(host, port, error)) from None
+
+
+def _bind_problem(host: str, port: int, error: OSError) -> str:
+    if isinstance(error, socket.gaierror):
+        return f"--host {host}: not an address or a name this machine can resolve ({error})"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another server?); pass --port 0 for any free "
+            "port, or another --port"
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"--host {host} is not an address of this machine; use 127.0.0.1 (the default) or "
+            "one of this machine's own addresses"
+        )
+    if error.errno == errno.EACCES:
+        return f"not allowed to listen on port {port} (below 1024?); pass a port >= 1024"
+    return f"cannot listen on {host}:{port}: {error.strerror or error}"
+
+
 def _guarded(action: Callable[[], None]) -> int:
     try:
         action()
@@ -102,9 +175,9 @@ def cli_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     out = out or sys.stdout
     model = getattr(args, "model", None)
-    db = getattr(args, "db", None)
 
     def show() -> None:
+        db = _database(args)
         if model:
             _show(args, VERSION_COLUMNS, version_records(model, db), out)
         else:
@@ -122,16 +195,15 @@ def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """
     out = out or sys.stdout
     action = getattr(args, "action", None)
-    db = getattr(args, "db", None)
     if action == "stop":
-        return _guarded(lambda: _stop(args, db, out))
+        return _guarded(lambda: _stop(args, _database(args), out))
     if action == "undeploy":
-        return _guarded(lambda: _undeploy(args.endpoint, args.model, db, out))
+        return _guarded(lambda: _undeploy(args.endpoint, args.model, _database(args), out))
     if action == "history":
-        return _guarded(lambda: _history(args, db, out))
+        return _guarded(lambda: _history(args, _database(args), out))
     from vertex_retrain.backends.local.registry_tables import endpoint_records
 
-    return _guarded(lambda: _show(args, ENDPOINT_COLUMNS, endpoint_records(db), out))
+    return _guarded(lambda: _show(args, ENDPOINT_COLUMNS, endpoint_records(_database(args)), out))
 
 
 def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
@@ -213,17 +285,18 @@ def cli_serve(args: argparse.Namespace) -> int:
     from vertex_retrain.backends.local.endpoint_servers import stop_servers
     from vertex_retrain.backends.local.router import serve_endpoint
 
-    db = getattr(args, "db", None)
+    host = getattr(args, "host", None) or "127.0.0.1"
+    port = getattr(args, "port", None) or 0
 
     def serve() -> None:
+        db = _database(args)
+        _check_bind(host, port)  # before any model server starts
         try:
-            serve_endpoint(
-                args.endpoint,
-                getattr(args, "host", None) or "127.0.0.1",
-                getattr(args, "port", None) or 0,
-                db_path=db,
-                seed=getattr(args, "seed", None),
-            )
+            serve_endpoint(args.endpoint, host, port, db_path=db, seed=getattr(args, "seed", None))
+        except OSError as error:
+            if error.errno not in {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}:
+                raise
+            raise _InputError(_bind_problem(host, port, error)) from None  # taken meanwhile
         finally:
             try:
                 stopped = stop_servers(args.endpoint, db_path=db)

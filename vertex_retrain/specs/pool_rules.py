@@ -2,7 +2,11 @@
 
 Vertex gives pools their roles by position: [0] primary (exactly one replica), [1] workers,
 [2] parameter servers or Reduction Server, [3] evaluators. An unused role in the middle is an
-empty ``{}`` pool.
+empty ``{}`` pool, which the Vertex launcher keeps in place (GCPC's launcher would drop it:
+``vertex_retrain.backends.vertex._launcher``), so any subset of roles with a primary can be
+expressed. What Vertex cannot express is refused here with the reason: no primary, more than
+four pools, a primary of several replicas, parameter servers or a Reduction Server without
+workers in [1], a Reduction Server outside [2].
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from data.faults.support import TAG_VARIABLE, wait_until_gone
 from trainer.data import generate
 from trainer.faults import faults_env, pause_marker
 from trainer.world import WorldConfig
+from vertex_retrain.backends.local import lifeline
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.pipelines import defaults
 
@@ -74,17 +75,43 @@ def _state(job_dir: Path) -> dict[str, object]:
     return loaded
 
 
-def test_sigkill_of_the_run_cancels_its_job_and_leaves_no_process(
+def test_sigkill_of_the_run_cancels_its_job_and_a_rerun_never_overlaps_it(
     root: Path, tmp_path: Path
 ) -> None:
     run, job_dir = _start_held_run(root, tmp_path / "run.log")
     assert _state(job_dir)["state"] == "JOB_STATE_RUNNING"
+    held = _replica_pid(job_dir)
     os.kill(run.pid, signal.SIGKILL)  # the run only: its task and the replica live on
     run.wait()
-    # The task got SIGTERM (parent-death signal) and cancelled the job: replica stopped.
+    # A re-run at once: by the time it trains, the killed run's replica must be gone (its
+    # task cancelled the job on the run's death, or the re-run stopped what was left).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with (tmp_path / "rerun.log").open("wb") as out:
+        rerun = subprocess.Popen([*RUN, *PARAMS], cwd=REPO, env=env, stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 240
+        while rerun.poll() is None and time.monotonic() < deadline:
+            if [
+                p
+                for p in root.glob("jobs/*/logs/workerpool0-0.log")
+                if p.parent != job_dir / "logs"
+            ]:
+                assert lifeline.start_time(held) is None, "the re-run trained beside the orphan"
+                break
+            time.sleep(0.02)
+        assert rerun.wait(timeout=240) == 0, (tmp_path / "rerun.log").read_text()[-3000:]
+    finally:
+        if rerun.poll() is None:
+            rerun.kill()
+            rerun.wait()
     assert wait_until_gone(os.environ[TAG_VARIABLE], seconds=60) == {}
     state = _state(job_dir)
     assert state["state"] == "JOB_STATE_CANCELLED", state
+
+
+def _replica_pid(job_dir: Path) -> int:
+    text = (job_dir / "logs" / "workerpool0-0.log").read_text(errors="replace")
+    return int(text.split(HELD)[0].rsplit(" pid ", 1)[1])
 
 
 def test_sigkill_of_the_run_s_process_group_is_reconciled_by_the_next_run(

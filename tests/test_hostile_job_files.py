@@ -36,10 +36,7 @@ POOL = (
 )
 ALIAS_BOMB = "\n".join(
     ["a: &a [x, x, x, x, x, x, x, x, x]"]
-    + [
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]"
-        for i in range(8)
-    ]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
     + ["jobSpec: *i"]
 )
 

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -184,22 +185,49 @@ def _choose_drink(
     daypart = np.select([hour < 11, (hour >= 13) & (hour < 18), hour >= 18], [1, 2, 3], 0)
     context_row = daypart * len(REGIONS) + store_region
     scale = 2.0 / np.sqrt(TASTE_DIM)
-    scratch = np.empty((_BLOCK, category.size))
+    # float32 copies for the approximate scores `gumbel_argmax` screens cells with.
+    base32, sign32 = base.astype(np.float32), sign.astype(np.float32)
+    context32 = context.astype(np.float32)
     for start in range(0, explore.size, _TASTE_CHUNK):
         rows = explore[start : start + _TASTE_CHUNK]
         # One BLAS call per 65,536 rows, as since v1: other shapes may round differently.
         taste = world.member_taste[member[rows]] @ world.drink_taste.T
         heat = 0.9 * (temperature[rows] - 22.0) / 6.0
+        situation = context_row[rows]
+        # float32 rounding of |terms| <= `largest` stays far below this bound.
+        largest = float(np.abs(taste).max()) * scale + np.abs(base).max() + np.abs(heat).max() + 1
+        error = 1e-3 + 1e-6 * largest
         for block in range(0, rows.size, _BLOCK):
             part = slice(block, block + _BLOCK)
-            utility = taste[part] * scale
-            utility += base
-            utility += np.multiply(sign, heat[part, None], out=scratch[: utility.shape[0]])
-            utility += np.take(
-                context, context_row[rows[part]], axis=0, out=scratch[: utility.shape[0]]
+            approx = taste[part] * np.float32(scale)
+            approx += base32
+            approx += sign32 * heat[part, None]
+            approx += context32[situation[part]]
+
+            exact = partial(
+                _exact_utility, taste[part], heat[part], situation[part], base, sign, context, scale
             )
-            drink[rows[part]] = gumbel_argmax(rng, utility)
+            drink[rows[part]] = gumbel_argmax(rng, approx, exact, error)
     return drink
+
+
+def _exact_utility(
+    taste: np.ndarray,
+    heat: np.ndarray,
+    situation: np.ndarray,
+    base: np.ndarray,
+    sign: np.ndarray,
+    context: np.ndarray,
+    scale: float,
+    rows: np.ndarray,
+    columns: np.ndarray,
+) -> np.ndarray:
+    """The float64 utility of the given cells: version 1's operations, in its order."""
+    utility = taste[rows, columns] * scale
+    utility += base[columns]
+    utility += sign[columns] * heat[rows]
+    utility += context[situation[rows], columns]
+    return np.asarray(utility)
 
 
 def drinks_table(world: World) -> pa.Table:

@@ -124,7 +124,9 @@ def _plan(archive: Path, members: list[tarfile.TarInfo]) -> list[_Entry]:
             if not parts and kind != "folder":
                 raise _RefusedError("names the context folder itself")
             for depth in range(1, len(parts)):
-                above = kinds.get(parts[:depth], "folder")
+                # A folder made implicitly for this member stays a folder: a later member may
+                # not turn it into a link.
+                above = kinds.setdefault(parts[:depth], "folder")
                 if above != "folder":
                     raise _RefusedError(
                         f"lies below the {above} {'/'.join(parts[:depth])!r}; "

@@ -129,4 +129,3 @@ def context_digest(context: Path, files: list[str], extra: bytes = b"") -> str:
             digest.update(b"x" if info.st_mode & 0o111 else b"-")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
-

@@ -200,10 +200,10 @@ def _convert(text: str, parameter_type: str) -> Any:
     if parameter_type == "NUMBER_INTEGER":
         if not _INTEGER.fullmatch(text):
             raise ValueError("not an integer")
-        if abs(number := int(text)) > MAX_EXACT_INTEGER:
+        if abs(integer := int(text)) > MAX_EXACT_INTEGER:
             # Vertex carries every parameter number as a double: it would arrive rounded.
             raise ValueError("beyond ±2^53, where a double (Vertex's number) loses digits")
-        return number
+        return integer
     if parameter_type == "NUMBER_DOUBLE":
         number = float(text) if _DOUBLE.fullmatch(text) else math.nan
         if not math.isfinite(number):
@@ -341,9 +341,12 @@ def _fits(value: object, parameter_type: str) -> bool:
 
 
 def _number(text: str) -> int | float | None:
-    if _INTEGER.fullmatch(text):
-        return int(text)
-    return float(text) if _DOUBLE.fullmatch(text) else None
+    try:
+        if _INTEGER.fullmatch(text):
+            return int(text)
+        return float(text) if _DOUBLE.fullmatch(text) else None
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        return None
 
 
 def _range_problem(name: str, value: object, definition: Mapping[str, Any]) -> str | None:

@@ -110,8 +110,10 @@ def reconcile_pending(
         server = record.get("server") or {}
         pid, started = server.get("pid"), server.get("start_time")
         deployed_id = str(record.get("deployed_model_id", ""))
-        uncommitted = not _committed(connection, deployed_id) and isinstance(pid, int)
-        if uncommitted and model_server.stop_server(pid, started):
+        if not isinstance(pid, int) or _committed(connection, deployed_id):
+            remove_pending(path)  # committed: the endpoint's record names the server
+            continue
+        if model_server.stop_server(pid, started):
             stopped.append(StoppedServer(deployed_id, str(record.get("endpoint")), pid))
         remove_pending(path)
     return stopped

@@ -102,7 +102,8 @@ def _orphaned_jobs(root: Path) -> dict[Path, dict[str, Any]]:
         state = _read_state(path)
         if state is None or state.get("state") != RUNNING:
             continue
-        owner = state.get("owner") if isinstance(state.get("owner"), dict) else {}
+        owner = state.get("owner")
+        owner = owner if isinstance(owner, dict) else {}
         if not lifeline.alive(owner.get("pid"), owner.get("start_time")):
             found[path.parent] = state
     return found

@@ -37,27 +37,32 @@ QUICK_SCALE = {"members": 100_000, "stores": 500, "weeks": 26, "seed": 0}
 TARGET_SECONDS, TARGET_ROWS_PER_S, TARGET_RSS_BYTES = 90.0, 1e6, 2 * 1024**3
 
 
-def _v1_gumbel_argmax(rng: np.random.Generator, scores: np.ndarray) -> np.ndarray:
-    """The version-1 choice: one Gumbel variate per cell (two logarithms each)."""
-    return (scores + rng.gumbel(size=scores.shape)).argmax(axis=1)
+def _v1_gumbel_argmax(
+    rng: np.random.Generator, approx: np.ndarray, exact: Any, error: float
+) -> np.ndarray:
+    """The version-1 choice: every cell's float64 utility and one Gumbel variate per cell."""
+    n, width = approx.shape
+    scores = exact(np.repeat(np.arange(n), width), np.tile(np.arange(width), n))
+    return (scores.reshape(n, width) + rng.gumbel(size=approx.shape)).argmax(axis=1)
 
 
 @contextmanager
 def _sampler(choice: Any) -> Iterator[None]:
-    import trainer.data as data
+    import trainer.sampling as sampling
 
-    saved = data.gumbel_argmax
-    data.gumbel_argmax = choice
+    saved = sampling.gumbel_argmax
+    sampling.gumbel_argmax = choice
     try:
         yield
     finally:
-        data.gumbel_argmax = saved
+        sampling.gumbel_argmax = saved
 
 
 def _sample_weeks(scale: dict[str, int], weeks: list[int]) -> dict[str, Any]:
     """Rows/s of both samplers in this process on `weeks`, and whether their bytes agree."""
-    from trainer.data import parquet_bytes, sample_week
+    from trainer.data import parquet_bytes
     from trainer.gumbel import gumbel_argmax
+    from trainer.sampling import sample_week
     from trainer.world import WorldConfig, build_world
 
     world = build_world(WorldConfig(**scale))

@@ -36,7 +36,8 @@ from typing import Any
 from bench.figures import figure, print_figure
 
 TARGET_OVERHEAD = 0.25
-JOB_TASKS = re.compile(r"^(train-custom-job|hp-tune)(-\d+)?$")
+# Tasks whose user code runs as local CustomJobs (evaluation runs the package's entry point).
+JOB_TASKS = re.compile(r"^(train-custom-job|hp-tune|evaluate-model)(-\d+)?$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _EVENT = re.compile(
     r"^(?P<clock>\d\d:\d\d:\d\d\.\d+) - \w+ - "

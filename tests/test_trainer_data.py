@@ -189,6 +189,24 @@ def test_gumbel_argmax_matches_numpy_gumbel_and_generator_state(seed: int) -> No
     assert ours.random() == theirs.random()  # both generators moved by the same draws
 
 
+def test_gumbel_argmax_screens_with_approximate_scores_and_stays_exact() -> None:
+    rng = np.random.default_rng(4)
+    scores = rng.normal(0.0, 2.0, (2000, 30))
+    scores[rng.random(scores.shape) < 0.25] = -np.inf
+    # Scores off by up to 0.01, in float32: the screen must still keep every contender.
+    approx = (scores + rng.uniform(-0.01, 0.01, scores.shape)).astype(np.float32)
+    calls = []
+
+    def exact(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        calls.append(rows.size)
+        return scores[rows, columns]
+
+    ours, theirs = np.random.default_rng(11), np.random.default_rng(11)
+    got = gumbel_argmax(ours, approx, exact, error=0.011)
+    assert np.array_equal(got, (scores + theirs.gumbel(size=scores.shape)).argmax(axis=1))
+    assert sum(calls) < 3 * len(scores)  # exact scores for a few cells a row, not all 30
+
+
 class _ZeroFirstDraw:
     """A generator whose next uniform draw is exactly 0 (numpy's Gumbel sampler redraws it)."""
 

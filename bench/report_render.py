@@ -26,7 +26,7 @@ ISSUE_TARGETS = {
     "bench_goodput": "runtime goodput >= 0.95",
 }
 HOW_TO = [
-    "How to run: `make bench` (full, about 15 minutes on 2 cores), "
+    "How to run: `make bench` (full, about 30 minutes on 2 cores), "
     "`python -m bench.report --quick` (a fast pass), `--only bench_goodput` (repeatable) for "
     "some benchmarks, or `python -m bench.bench_<name> [--quick]` to print one benchmark's "
     "figures. Each `bench/bench_*.py` runs in its own process with a time limit; one that "

@@ -117,6 +117,23 @@ def test_estimate_prices_each_line_in_the_given_location(location: str, t4_on_de
     assert "S9: Cyclenerd" in text  # every cited source is listed once, with its date
 
 
+def test_estimate_json_carries_totals_labels_and_sources() -> None:
+    import json
+
+    args = argparse.Namespace(
+        name="train-only", param=[], training_hours=3.0, location="europe-west4", json=True
+    )
+    out = io.StringIO()
+    assert cli_estimate(args, out=out) == 0
+    document = json.loads(out.getvalue())  # the whole output is one JSON document
+    assert document["location"] == "europe-west4"
+    assert document["assumed_training_hours"] == 3.0
+    (step,) = document["steps"]
+    lines = {line["item"]: line for line in step["lines"]}
+    assert lines["NVIDIA_TESLA_T4"]["on_demand"]["label"] == "derived"
+    assert document["on_demand_cost"] > document["spot_cost"] > 0
+
+
 def test_estimate_help_says_which_location_is_the_default() -> None:
     parser = build_parser()
     args = parser.parse_args(["estimate", "train-only", "--location", "europe-west4"])

@@ -26,7 +26,6 @@ import numpy as np
 
 _SLACK = 1e-3  # relative margin on the float32 candidate test: far above its rounding error
 _NEAR_TIE = 1e-9  # keys closer than this (relative) are recomputed with the C library's log
-_EXP_FLOOR = np.float32(-80.0)  # float32 exp() stays normal above about -87
 
 ExactScores = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """`(rows, columns) -> float64 exact scores of those cells` (-inf where not allowed)."""
@@ -75,8 +74,9 @@ def gumbel_argmax(
     # Rows with nothing allowed compute NaNs below and fall through to column 0, as argmax does.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         weight = scores32 - top[:, None]
-        # A floor only lets more cells through the test below, never fewer.
-        np.maximum(weight, _EXP_FLOOR, out=weight)
+        # Below about -87 the weight underflows to 0 and the cell is never a contender: its
+        # key is at most its score + 36.7 (the largest Gumbel variate a double draw gives),
+        # while the row's best cell scores at least top - 3.6.
         np.exp(weight, out=weight)
         ratio = np.divide(uniform.astype(np.float32), weight, out=weight)
         guess = ratio.argmin(axis=1)

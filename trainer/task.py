@@ -212,10 +212,10 @@ def run(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         amp=args.amp,
     )
-    startup = seconds_since_start()
+    ready = seconds_since_start()
     log.info(
-        "training starts %.1f s after the process started (%.1f s of CPU)",
-        startup,
+        "data and model ready %.1f s after the process started (%.1f s of CPU)",
+        ready,
         time.process_time(),
     )
     writer = ScalarWriter(dirs["AIP_TENSORBOARD_LOG_DIR"]) if info.is_primary else None
@@ -232,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
         writer=writer,
         faults=faults,
     )
+    startup = ready + result.warmup_seconds  # the checkpoint restore and the epoch's order
+    log.info("training started %.1f s after the process started", startup)
     if result.preempted or stop.is_set():
         log.warning(
             "stopped at step %d of %d on SIGTERM; checkpoint saved, exiting %d",
@@ -260,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
             "train_rows": len(data.train),
             "samples_per_second": result.samples * info.world_size / max(result.seconds, 1e-9),
             "startup_seconds": startup,
+            "warmup_seconds": result.warmup_seconds,
             "encoded_cache": {"built": data.built, "seconds": data.seconds},
             "checkpoints": result.checkpoint_summary(),
             "amp": args.amp,

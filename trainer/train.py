@@ -77,6 +77,7 @@ class LoopResult:
     samples: int = 0  # rows processed by this replica in this process
     seconds: float = 0.0
     checkpoints: list[dict[str, float]] = field(default_factory=list)  # step, seconds, bytes
+    warmup_seconds: float = 0.0  # from the call to the first step: restore, the epoch's order
 
     def checkpoint_summary(self) -> dict[str, float]:
         """Count, mean and largest time and size of the checkpoints this process wrote."""
@@ -200,6 +201,7 @@ def train_loop(
     if cfg.max_steps is not None:
         total = min(total, cfg.max_steps)
 
+    entered = time.perf_counter()
     step, history, resumed_from = 0, [], None
     restored = checkpoints.load_latest() if checkpoints else None
     if restored is not None:
@@ -256,6 +258,8 @@ def train_loop(
             if distributed
             else batch["drink"]
         )
+        if not result.warmup_seconds:
+            result.warmup_seconds = time.perf_counter() - entered
         with autocast:
             loss = sampled_softmax_loss(
                 model, cat, batch, global_drinks, info.rank * cfg.batch_size

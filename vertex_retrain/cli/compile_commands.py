@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -103,6 +104,17 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         message = error.args[0] if isinstance(error, KeyError) else error
         print(f"error: {message}", file=sys.stderr)
         return 2
+    if getattr(args, "json", False):
+        document = {
+            "pipeline": args.name,
+            "location": location,
+            "location_origin": origin,
+            "assumed_training_hours": hours,
+            **estimate.to_dict(),
+            "not_included": NOT_INCLUDED,
+        }
+        print(json.dumps(document, indent=2, sort_keys=True), file=out)
+        return 0
     print(f"prices: {location} ({origin})", file=out)
     print(estimate.describe(), file=out)
     print(

@@ -177,6 +177,9 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
             f"{', '.join(PRICE_LOCATIONS)}"
         ),
     )
+    parser.add_argument(
+        "--json", action="store_true", help="print the estimate as JSON (labels and sources too)"
+    )
 
 
 def _add_history(subparsers: argparse._SubParsersAction) -> None:

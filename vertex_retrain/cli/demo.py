@@ -100,7 +100,14 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
         shares = ", ".join(f"deployed model {k}: {v}%" for k, v in sorted(traffic.items()))
         print(f"endpoint {defaults.ENDPOINT_DISPLAY_NAME} ({changed}): {shares}", file=out)
-        print(f"sample prediction via POST {url}:\n  {json.dumps(top)[:300]}", file=out)
+        drinks = top.get("drinks") if isinstance(top, dict) else None
+        if isinstance(drinks, list) and drinks:
+            shown = ", ".join(
+                f"{d.get('name', d.get('drink_id'))} ({d.get('score', 0):.2f})" for d in drinks[:3]
+            )
+            print(f"sample prediction via POST {url}:\n  top 3: {shown}", file=out)
+        else:
+            print(f"sample prediction via POST {url}:\n  {json.dumps(top)[:300]}", file=out)
     cost = summary.get("cost_on_vertex", {})
     if "unavailable" in cost:
         print(f"cost on Vertex: unavailable: {cost['unavailable']}", file=out)
@@ -114,7 +121,9 @@ def print_report(summary: dict[str, Any], out: TextIO) -> None:
         print(
             f"the same training on Vertex ({hardware}, {cost['assumed_training_hours']:g} h "
             f"assumed): on-demand {format_money(cost['on_demand'], currency)}, "
-            f"Spot {format_money(cost['spot'], currency)} ({'; '.join(cost['notes'])})",
+            f"Spot {format_money(cost['spot'], currency)}"
+            + (f" in {cost['location']}" if cost.get("location") else "")
+            + (f" ({'; '.join(cost['notes'])})" if cost.get("notes") else ""),
             file=out,
         )
 

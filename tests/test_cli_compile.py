@@ -134,6 +134,20 @@ def test_estimate_json_carries_totals_labels_and_sources() -> None:
     assert document["on_demand_cost"] > document["spot_cost"] > 0
 
 
+def test_estimate_table_lists_each_step_and_the_total_without_ansi() -> None:
+    args = argparse.Namespace(
+        name="weekly-retraining", param=["tune=true"], training_hours=2.0, location=None
+    )
+    out = io.StringIO()  # not a terminal: plain text
+    assert cli_estimate(args, out=out) == 0
+    lines = out.getvalue().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("STEP"))
+    rows = {line.split()[0]: line.split() for line in lines[header + 1 : header + 4]}
+    assert set(rows) == {"tune", "train", "total"}
+    assert rows["total"][2:4] == ["10.00", "18.00"]  # 8 h of trials, 2 at a time, + 2 h
+    assert "\x1b[" not in out.getvalue()
+
+
 def test_estimate_help_says_which_location_is_the_default() -> None:
     parser = build_parser()
     args = parser.parse_args(["estimate", "train-only", "--location", "europe-west4"])

@@ -116,6 +116,7 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print(json.dumps(document, indent=2, sort_keys=True), file=out)
         return 0
     print(f"prices: {location} ({origin})", file=out)
+    _print_step_table(estimate, out, wide=bool(getattr(args, "wide", False)))
     print(estimate.describe(), file=out)
     print(
         f"assumption: one training job takes {hours:g} h on one GPU "
@@ -125,3 +126,41 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     )
     print(NOT_INCLUDED, file=out)
     return 0
+
+
+def _print_step_table(estimate: Any, out: TextIO, *, wide: bool) -> None:
+    """The run's cost per step as a table; the details and their sources follow it."""
+    from vertex_retrain.cli.console import Column, render_table
+    from vertex_retrain.specs.cost import format_money
+
+    currency = estimate.steps[0].currency if estimate.steps else ""
+    records = [
+        {
+            "step": step.label,
+            "gpus": step.gpus,
+            "wall_hours": f"{step.wall_hours:.2f}",
+            "gpu_hours": f"{step.gpu_hours:.2f}",
+            "on_demand": format_money(step.on_demand_cost, currency),
+            "spot": format_money(step.spot_cost, currency),
+        }
+        for step in estimate.steps
+    ]
+    records.append(
+        {
+            "step": "total",
+            "gpus": "",
+            "wall_hours": f"{estimate.wall_hours:.2f}",
+            "gpu_hours": f"{estimate.gpu_hours:.2f}",
+            "on_demand": format_money(estimate.on_demand_cost, currency),
+            "spot": format_money(estimate.spot_cost, currency),
+        }
+    )
+    columns = [
+        Column("step", "STEP", max_width=24),
+        Column("gpus", "GPUS"),
+        Column("wall_hours", "WALL H"),
+        Column("gpu_hours", "GPU-H"),
+        Column("on_demand", "ON-DEMAND"),
+        Column("spot", "SPOT"),
+    ]
+    render_table(out, columns, records, wide=wide)

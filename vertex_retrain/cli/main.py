@@ -180,6 +180,7 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the estimate as JSON (labels and sources too)"
     )
+    parser.add_argument("--wide", action="store_true", help="show cut table cells whole")
 
 
 def _add_history(subparsers: argparse._SubParsersAction) -> None:

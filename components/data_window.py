@@ -2,12 +2,10 @@
 
 from typing import NamedTuple
 
-from kfp import dsl
-
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def data_window(
     as_of: str = "",
     scheduled_time: str = "",

@@ -3,13 +3,12 @@
 from typing import NamedTuple
 
 from google_cloud_pipeline_components.types.artifact_types import VertexEndpoint, VertexModel
-from kfp import dsl
 from kfp.dsl import Input, Output, OutputPath
 
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def deploy_model(
     backend: str,
     vertex_model: Input[VertexModel],

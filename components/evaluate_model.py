@@ -2,17 +2,16 @@
 
 from typing import NamedTuple
 
-from kfp import dsl
 from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
 # The evaluation job's defaults below are literal copies of
 # vertex_retrain.specs.defaults.EVALUATION: KFP embeds this function's source and runs it on its
 # own, where a reference to that module would be a NameError. tests/test_steps_evaluate.py
 # fails when a copy differs.
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def evaluate_model(
     backend: str,
     candidate: Input[Model],

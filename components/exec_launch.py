@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
+
+from kfp import dsl
+
+from .image import DEFAULT_COMPONENT_IMAGE
 
 EXECUTOR_MODULE = "kfp.dsl.executor_main"
 """The module KFP's lightweight components run."""
@@ -70,3 +75,38 @@ def with_exec_launcher(pipeline_spec: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(program, str):
                     command[index + 2] = exec_script(program)
     return updated
+
+
+def exec_launched(component: Any) -> Any:
+    """Rewrites one component's own command so its shell ``exec``s the executor.
+
+    Done on the component itself, not only on our compiled YAML, so a pipeline another team
+    compiles from our Python components with plain ``kfp.compiler`` can be cancelled too.
+
+    Args:
+        component: A ``@dsl.component`` (a KFP ``PythonComponent``).
+
+    Returns:
+        The same component, its container command rewritten in place.
+    """
+    container = component.component_spec.implementation.container
+    command = list(container.command or [])
+    for index, part in enumerate(command[:-2]):
+        if part in ("sh", "/bin/sh", "bash", "/bin/bash") and command[index + 1] in ("-c", "-ec"):
+            program = command[index + 2]
+            if isinstance(program, str):
+                command[index + 2] = exec_script(program)
+    container.command = command
+    return component
+
+
+def lightweight_component(func: Callable[..., Any]) -> Any:
+    """``@dsl.component`` as every vertex-retrain component is declared.
+
+    The component image is the placeholder until ``compile.py compile --component-image``
+    sets it, the image already carries kfp (nothing is pip-installed at run time), and the
+    shell ``exec``s the executor so a cancelled task's SIGTERM reaches Python.
+    """
+    return exec_launched(
+        dsl.component(func, base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+    )

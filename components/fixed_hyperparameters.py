@@ -1,11 +1,9 @@
 """fixed_hyperparameters: pass hyperparameters through, for the branch that skips tuning."""
 
-from kfp import dsl
-
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def fixed_hyperparameters(values: dict) -> dict:
     """Returns ``values`` unchanged.
 

@@ -2,17 +2,16 @@
 
 from typing import NamedTuple
 
-from kfp import dsl
-from kfp.dsl import HTML, Dataset, Input, Model, Output, OutputPath
+from kfp.dsl import HTML, Dataset, Input, Metrics, Model, Output, OutputPath
 
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
 # The study and trial-shape defaults below are literal copies of
 # vertex_retrain.specs.defaults.TUNING and TRAINING: KFP embeds this function's source and runs
 # it on its own, where a reference to that module would be a NameError.
 # tests/test_specs_defaults.py fails when a copy differs.
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def hp_tune(
     backend: str,
     display_name: str,
@@ -21,6 +20,7 @@ def hp_tune(
     metric_id: str,
     best_model: Output[Model],
     trials_report: Output[HTML],
+    metrics: Output[Metrics],
     gcp_resources: OutputPath(str),
     goal: str = "MAXIMIZE",
     algorithm: str = "",
@@ -44,6 +44,9 @@ def hp_tune(
     service_account: str = "",
     network: str = "",
     labels: dict = {},  # noqa: B006
+    local_preemption_after_seconds: float = 0.0,
+    spot_fallback: bool = False,
+    spot_fallback_deadline_seconds: int = 0,
     pipeline_run: str = "",
     pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
@@ -71,6 +74,9 @@ def hp_tune(
         metric_id: The metric the trials report (e.g. ``ndcg_at_10``).
         best_model: Output: the best trial's model directory.
         trials_report: Output: HTML with the metric per trial and the trials table.
+        metrics: Output: the trials run and succeeded and, after a Spot fallback,
+            ``spot_fallback``, ``spot_seconds``, ``on_demand_seconds``, ``spot_trials_kept``
+            and ``on_demand_trials``.
         gcp_resources: Output: the Vertex job resource.
         goal: ``MAXIMIZE`` or ``MINIMIZE``.
         algorithm: ``""`` (Bayesian), ``GRID_SEARCH`` or ``RANDOM_SEARCH``.
@@ -95,6 +101,15 @@ def hp_tune(
         service_account: Service account the trials run as.
         network: VPC network for the trials.
         labels: Labels on the job.
+        local_preemption_after_seconds: Local backend, SPOT only: rehearse a preemption
+            this many seconds into each attempt of each trial (0 disables).
+        spot_fallback: When the SPOT study fails from lost capacity (a trial preempted past
+            Vertex's six restarts, or STOCKOUT), keep its succeeded trials and run the rest
+            of ``max_trial_count`` as an on-demand (STANDARD) study; the best trial is chosen
+            over both (the on-demand trials' ids follow the Spot study's).
+        spot_fallback_deadline_seconds: Seconds from the start of this step by which the
+            on-demand study must end (each trial's timeout is cut to fit); 0: only
+            ``timeout_seconds``.
         pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
             ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
         pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
@@ -106,6 +121,7 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
+    from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
@@ -136,6 +152,7 @@ def hp_tune(
                 timeout_seconds=timeout_seconds,
                 service_account=service_account,
                 network=network,
+                local_preemption_after_seconds=local_preemption_after_seconds,
                 project=project,
                 location=location,
             ),
@@ -152,7 +169,10 @@ def hp_tune(
         gcp_resources_path=gcp_resources,
         request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
         report_path=trials_report.path,
+        fallback=FallbackPolicy(spot_fallback, spot_fallback_deadline_seconds),
     )
     best_model.uri = result.best_model_uri
     best_model.metadata.update({"trial_id": result.best_trial_id, metric_id: result.best_metric})
+    for name, value in result.metrics.items():
+        metrics.log_metric(name, value)
     return (result.best_parameters, result.best_metric, result.best_trial_id)

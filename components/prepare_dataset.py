@@ -2,13 +2,12 @@
 
 from typing import NamedTuple
 
-from kfp import dsl
 from kfp.dsl import Dataset, Output
 
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def prepare_dataset(
     backend: str,
     transactions_uri: str,

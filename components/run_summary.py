@@ -7,14 +7,14 @@ Vertex as a Vertex AI Experiments run, and as the ``metrics`` artifact the conso
 from kfp import dsl
 from kfp.dsl import Artifact, Markdown, Metrics, Output
 
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
 # expected_training_hours defaults to a literal copy of
 # vertex_retrain.specs.defaults.TRAINING.expected_training_hours: KFP embeds this function's
 # source and runs it on its own, where a reference to that module would be a NameError.
 # tests/test_specs_defaults.py fails when the copy differs.
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def run_summary(
     status: dsl.PipelineTaskFinalStatus,
     backend: str,

@@ -1,11 +1,9 @@
 """source_digest: the digest of the training code, read fresh every run (never cached)."""
 
-from kfp import dsl
-
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def source_digest(
     backend: str,
     source_uri: str,

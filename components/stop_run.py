@@ -1,11 +1,9 @@
 """stop_run: fail the run on purpose, with the reason as the error (e.g. the data gate's)."""
 
-from kfp import dsl
-
-from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.components.exec_launch import lightweight_component
 
 
-@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+@lightweight_component
 def stop_run(reason: str) -> None:
     """Raises ``DataGateBreachError(reason)``, so the run fails with the reason as its error.
 

@@ -61,7 +61,9 @@ def with_failure_notice(
         notice.set_display_name("failure-notice")
         notice.set_caching_options(False)  # a notice is about this run, never an earlier one
         with dsl.ExitHandler(notice, name="failure-notice"):
-            run(**arguments).set_display_name("run")
+            # The week's own tasks carry their cache keys; the group task that holds them has
+            # the same inputs every week, so it must never be served from the cache.
+            run(**arguments).set_display_name("run").set_caching_options(False)
 
     # KFP reads a pipeline's parameters from its signature and calls it positionally.
     notified.__signature__ = signature  # type: ignore[attr-defined]

@@ -7,8 +7,6 @@ data window (``as_of``) and a data gate before training.
 
 from kfp import dsl
 
-from vertex_retrain.components.check_data import check_data
-from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
@@ -16,6 +14,7 @@ from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 
 from . import defaults
+from .data_week import week_and_data_gate
 
 PIPELINE_NAME = "train-only"
 
@@ -56,21 +55,14 @@ def train_only(
     ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
     creation time) in ``data_time_zone`` gives the week.
     """
-    window = data_window(
-        as_of=as_of,
-        scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
-        created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
-        time_zone=data_time_zone,
-    ).set_display_name("data-window")
-    window.set_caching_options(False)  # the run's week: the cache key of what follows
-    week = window.outputs["as_of"]
-    gate = check_data(
+    week, gate = week_and_data_gate(
         backend=backend,
         transactions_uri=transactions_uri,
-        as_of=week,
+        as_of=as_of,
+        time_zone=data_time_zone,
         thresholds=data_gate_thresholds,
         accept=data_gate_accept,
-    ).set_display_name("data-gate")
+    )
     with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
         data = prepare_dataset(
             backend=backend,

@@ -7,7 +7,8 @@ training code is hashed (source digest) and built in parallel. A gate breach sto
 before training, with the gate's report as the error. An exit handler writes a run summary
 either way, and records the week (local registry database, or a Vertex AI Experiments run).
 The whole run sits under the failure notice: Vertex e-mails ``notification_emails`` when it
-ends. A Spot training job that loses its capacity falls back to on-demand (``spot_fallback``).
+ends. A Spot training job or tuning study that loses its capacity falls back to on-demand
+(``spot_fallback``).
 
 Cache keys: every cached task takes the week (``data_window``'s ``as_of``), the source digest
 or an output of a task that does, so Vertex reuses an output only for the same week and the
@@ -18,8 +19,6 @@ same code; the tasks that read the clock or the source run with caching off
 from kfp import dsl
 
 from vertex_retrain.components.build_container import build_container
-from vertex_retrain.components.check_data import check_data
-from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
@@ -32,6 +31,7 @@ from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 
 from . import defaults
+from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
 
 PIPELINE_NAME = "weekly-retraining"
@@ -104,7 +104,9 @@ def weekly_week(
 
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
-    ``spot_fallback_deadline_seconds`` of the start of training. ``notification_emails``
+    ``spot_fallback_deadline_seconds`` of the start of training; a Spot tuning study that
+    lost its capacity keeps its succeeded trials and runs the rest on demand, within the
+    same deadline counted from the start of tuning. ``notification_emails``
     (at most three) get Vertex's e-mail when the run ends (``with_failure_notice``).
     """
     summary = run_summary(
@@ -125,15 +127,14 @@ def weekly_week(
     # It reports this run's outcome: an earlier run's summary is never the answer.
     summary.set_caching_options(False)
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
-        # Never cached: the run's week, read from its schedule or creation time.
-        window = data_window(
+        week, gate = week_and_data_gate(
+            backend=backend,
+            transactions_uri=transactions_uri,
             as_of=as_of,
-            scheduled_time=dsl.PIPELINE_JOB_SCHEDULE_TIME_UTC_PLACEHOLDER,
-            created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER,
             time_zone=data_time_zone,
-        ).set_display_name("data-window")
-        window.set_caching_options(False)
-        week = window.outputs["as_of"]
+            thresholds=data_gate_thresholds,
+            accept=data_gate_accept,
+        )
         # Never cached: the code's digest, read afresh; the build below is keyed on it.
         code = source_digest(
             backend=backend, source_uri=source_uri, kind="python_package"
@@ -148,13 +149,6 @@ def weekly_week(
             project=project,
             location=location,
         ).set_display_name("build")
-        gate = check_data(
-            backend=backend,
-            transactions_uri=transactions_uri,
-            as_of=week,
-            thresholds=data_gate_thresholds,
-            accept=data_gate_accept,
-        ).set_display_name("data-gate")
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
@@ -188,6 +182,8 @@ def weekly_week(
                     package_uris=[package.outputs["reference"]],
                     dataset=data.outputs["dataset"],
                     hyperparameters={"epochs": epochs, "batch_size": batch_size},
+                    spot_fallback=spot_fallback,
+                    spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
                     **common,
                 ).set_display_name("tune")
                 tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.leftover_processes import kill, leftovers, live_processes
+from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import local_root
 
 # Hypothesis's default 200 ms deadline per example and its too_slow health check are timed
@@ -22,10 +23,28 @@ settings.load_profile("vertex-retrain")
 
 
 @pytest.fixture
+def fast_gcpc_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GCPC's job launcher polls a (fake) job at once instead of every 20 s, and reads no
+    pipeline run labels from the environment. Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("fast_gcpc_polling")``."""
+    from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
+
+    monkeypatch.setattr(job_remote_runner, "_POLLING_INTERVAL_IN_SECONDS", 0)
+    monkeypatch.delenv("VERTEX_AI_PIPELINES_RUN_LABELS", raising=False)
+
+
+@pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh local storage root (``VERTEX_LOCAL_ROOT``) for one test."""
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
     return local_root()
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelRegistry:
+    """A local model registry in a fresh local root (``VERTEX_LOCAL_ROOT``) for one test."""
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    return ModelRegistry()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -144,6 +144,34 @@ def test_preflight_needs_a_service_account_and_a_gs_pipeline_root(
     assert problem.field == field
 
 
+def test_preflight_accepts_the_projects_default_compute_account(
+    train_only: dict[str, Any],
+) -> None:
+    settings = Settings(
+        **{**SUBMIT.__dict__, "service_account": "123456789-compute@developer.gserviceaccount.com"}
+    )
+    assert [p for p in _problems(train_only, settings) if p.severity == "error"] == []
+
+
+@pytest.mark.parametrize(
+    ("emails", "message"),
+    [
+        (["a@x.com", "b@x.com", "c@x.com", "d@x.com"], "at most 3"),
+        (["not-an-email"], "Not an e-mail address"),
+    ],
+)
+def test_preflight_refuses_notification_emails_vertex_would_refuse(
+    emails: list[str], message: str
+) -> None:
+    spec = compile_to_dict(catalog.pipeline_by_name("weekly-retraining"))
+    arguments = {**default_arguments(spec), "notification_emails": emails}
+    problems = pipeline_problems(spec, arguments, SUBMIT)
+    assert any(
+        p.severity == "error" and p.field == "--param notification_emails" and message in p.message
+        for p in problems
+    ), problems
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

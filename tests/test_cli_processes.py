@@ -152,6 +152,34 @@ def test_serve_stops_its_model_servers_on_sigterm_and_ctrl_c(
 
 
 @pytest.mark.slow
+def test_serve_model_servers_die_with_serve_on_sigkill(root: Path, tmp_path: Path) -> None:
+    _deployed_endpoint()
+    cli_endpoints(argparse.Namespace(action="stop", endpoint=None, all=True), out=io.StringIO())
+    serve = subprocess.Popen(
+        [sys.executable, str(REPO / "compile.py"), "serve", "ep", "--port", "0"],
+        cwd=tmp_path, env=_env(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        banner = serve.stdout.readline()
+        assert "serving endpoint 'ep'" in banner, banner
+        assert "deployed model 1: 50%" in banner and "{" not in banner, banner
+        servers = set(processes_mentioning(str(root))) - {serve.pid}
+        assert len(servers) >= 2  # two model servers (and their keepers)
+        serve.kill()
+        serve.wait(timeout=30)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    # No `finally:` ran in serve: only the servers' lease can have stopped them.
+    assert _wait_until(lambda: processes_mentioning(str(root)) == [], 30), [
+        (pid, Path(f"/proc/{pid}/cmdline").read_bytes()[:200])
+        for pid in processes_mentioning(str(root))
+    ]
+
+
+@pytest.mark.slow
 def test_endpoints_stop_and_undeploy_commands(root: Path) -> None:
     _deployed_endpoint()
     out = io.StringIO()

@@ -122,6 +122,25 @@ def test_exec_launcher_rewrites_every_lightweight_component_of_the_pipelines() -
                 assert "exec python3 -m kfp.dsl.executor_main" in command[2], executor_name
 
 
+def test_components_exec_their_executor_when_compiled_with_plain_kfp(tmp_path: Path) -> None:
+    # Another team compiles its own pipeline from our Python components with KFP's compiler,
+    # not ours: the exec form must already be in the components themselves.
+    import yaml
+    from kfp import compiler, dsl
+
+    from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
+
+    @dsl.pipeline(name="theirs")
+    def theirs():  # no annotation: this module postpones them, KFP would read "None"
+        fixed_hyperparameters(values={"lr": 0.1})
+
+    path = tmp_path / "theirs.yaml"
+    compiler.Compiler().compile(theirs, str(path))
+    spec = yaml.safe_load(path.read_text())
+    (executor,) = spec["deploymentSpec"]["executors"].values()
+    assert "exec python3 -m kfp.dsl.executor_main" in executor["container"]["command"][2]
+
+
 def test_exec_script_execs_the_pip_hand_over_and_is_idempotent() -> None:
     script = 'pip install kfp && "$0" "$@"\n'
     assert exec_script(script) == 'pip install kfp && exec "$0" "$@"\n'

@@ -61,6 +61,11 @@ def test_resolve_as_of_prefers_parameter_then_schedule_then_creation_then_clock(
     assert (alone.iso(), alone.source) == ("2026-11-25", "clock")
 
 
+def test_run_time_unparseable_value_is_refused_not_replaced_by_the_clock() -> None:
+    with pytest.raises(DataWindowError, match="not an ISO 8601 time"):
+        run_time("next monday")
+
+
 def test_resolve_window_refuses_the_future_and_an_unknown_zone() -> None:
     with pytest.raises(DataWindowError, match=r"as_of 2026-11-26 is in the future"):
         resolve_window(as_of="2026-11-26", now=NOW)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from data.hostile.support import GOOD_INSTANCE, REPO, write_tiny_artifact
+from data.hostile.support import GOOD_INSTANCE, REPO, TRAINER_SERVING_SPEC, write_tiny_artifact
 
 from trainer.artifact_index import ArtifactError
 from trainer.export import load_artifact
@@ -164,13 +164,7 @@ def test_local_deploy_of_a_hostile_folder_is_refused_naming_the_key(
     ModelRegistry().upload_version(
         "recs",
         artifact_uri=uri,
-        container_spec={
-            "imageUri": "us-docker.pkg.dev/p/r/serve:v1",
-            "command": ["python", "-m", "trainer.serve"],
-            "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
-            "healthRoute": "/health",
-            "predictRoute": "/predict",
-        },
+        container_spec=TRAINER_SERVING_SPEC,
         sample_instances=[GOOD_INSTANCE],
     )
     endpoints = LocalEndpoints()

@@ -26,12 +26,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelRegistry:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return ModelRegistry()
-
-
-@pytest.fixture
 def endpoints(registry: ModelRegistry) -> Iterator[LocalEndpoints]:
     manager = LocalEndpoints(registry.db.path)
     started: list[tuple[int | None, str | None]] = []

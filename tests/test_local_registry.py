@@ -24,12 +24,6 @@ from vertex_retrain.backends.local.registry_tables import models_table, versions
 SPEC = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "command": ["python", "-m", "serve"]}
 
 
-@pytest.fixture
-def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelRegistry:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return ModelRegistry()
-
-
 def _upload(registry: ModelRegistry, model: str = "recs", **kwargs: object) -> str:
     kwargs.setdefault("artifact_uri", "gs://b/m/1")
     kwargs.setdefault("container_spec", SPEC)

@@ -22,12 +22,6 @@ from vertex_retrain.cli.registry_commands import cli_endpoints, cli_models
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelRegistry:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    return ModelRegistry()
-
-
 def test_registry_cli_models_prints_models_and_versions(
     registry: ModelRegistry, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -43,11 +37,29 @@ def test_registry_cli_models_prints_models_and_versions(
 def test_registry_cli_unknown_model_is_one_clear_line(
     registry: ModelRegistry, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli_models(argparse.Namespace(model="nope")) == 1
+    assert cli_models(argparse.Namespace(model="nope")) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no model named 'nope'" in err
     assert cli_endpoints(argparse.Namespace()) == 0
     assert "(none)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["endpoints", "stop", "nope"],
+        ["endpoints", "undeploy", "nope", "--model", "recs@1"],
+        ["endpoints", "history", "nope"],
+    ],
+)
+def test_registry_cli_unknown_endpoint_is_one_line_exit_2(
+    registry: ModelRegistry, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    from vertex_retrain.cli import main as cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no endpoint named 'nope'" in err, err
 
 
 @pytest.mark.slow

@@ -45,48 +45,76 @@ def _loss(model: DrinkRecommender, batch: dict[str, torch.Tensor]) -> torch.Tens
     return torch.nn.functional.cross_entropy(logits, batch["drink"])
 
 
-def _train(model: DrinkRecommender, optimizer: object, steps: range) -> None:
+def _train(model: DrinkRecommender, optimizer: TrainingOptimizer, steps: range) -> None:
     for step in steps:
-        optimizer.zero_grad(set_to_none=True)  # type: ignore[attr-defined]
-        _loss(model, _batch(step)).backward()
-        optimizer.step()  # type: ignore[attr-defined]
+        batch = _batch(step)
+        optimizer.prepare(batch["member"])
+        optimizer.zero_grad(set_to_none=True)
+        _loss(model, batch).backward()
+        optimizer.step()
 
 
-def test_training_optimizer_matches_torch_adamw_and_sparse_adam() -> None:
+class _Table(torch.nn.Module):
+    """A member table and one dense parameter under a quadratic loss (no chaotic dynamics)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.member = torch.nn.Embedding(30, 4)
+        self.scale = torch.nn.Parameter(torch.ones(4))
+
+    def loss(self, rows: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return ((self.member(rows) * self.scale - target[rows]) ** 2).sum()
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.1])
+def test_training_optimizer_follows_torch_adamw(weight_decay: float) -> None:
     torch.manual_seed(0)
-    ours = DrinkRecommender(CONFIG)
-    theirs = copy.deepcopy(ours)
-    theirs.member.sparse = True
-    dense = [p for name, p in theirs.named_parameters() if name != "member.weight"]
-    reference = [
-        torch.optim.AdamW(dense, lr=0.05, weight_decay=0.0),
-        torch.optim.SparseAdam([theirs.member.weight], lr=0.05),
-    ]
-
-    class Both:
-        def zero_grad(self, set_to_none: bool) -> None:
-            for optimizer in reference:
-                optimizer.zero_grad(set_to_none=set_to_none)
-
-        def step(self) -> None:
-            for optimizer in reference:
-                optimizer.step()
-
-    _train(ours, TrainingOptimizer(ours, lr=0.05), range(6))
-    _train(theirs, Both(), range(6))
-    for name, tensor in theirs.state_dict().items():
-        assert torch.equal(ours.state_dict()[name], tensor), name
+    lazy, dense = _Table(), _Table()
+    dense.load_state_dict(lazy.state_dict())
+    ours = TrainingOptimizer(lazy, lr=0.05, weight_decay=weight_decay)
+    theirs = torch.optim.AdamW(dense.parameters(), lr=0.05, weight_decay=weight_decay)
+    target = torch.randn(30, 4)
+    draws = torch.Generator().manual_seed(1)
+    for _ in range(40):
+        rows = torch.randint(0, 20, (5,), generator=draws)  # rows 20..29 are never read
+        ours.prepare(rows)
+        for model, optimizer in ((lazy, ours), (dense, theirs)):
+            optimizer.zero_grad(set_to_none=True)
+            model.loss(rows, target).backward()
+            optimizer.step()
+    ours.finish()
+    for name, tensor in dense.state_dict().items():
+        torch.testing.assert_close(lazy.state_dict()[name], tensor, rtol=0, atol=1e-5, msg=name)
+    assert lazy.member.sparse
 
 
-def test_training_optimizer_updates_only_the_batch_members() -> None:
+def test_training_optimizer_step_touches_only_the_batch_rows() -> None:
     torch.manual_seed(1)
+    model = _Table()
+    optimizer = TrainingOptimizer(model, lr=0.05, weight_decay=0.1)
+    target = torch.randn(30, 4)
+    for step in range(6):
+        rows = torch.tensor([step % 3, 3 + step % 2])
+        before = model.member.weight.detach().clone()
+        optimizer.prepare(rows)
+        optimizer.zero_grad()
+        model.loss(rows, target).backward()
+        optimizer.step()
+        untouched = torch.ones(30, dtype=torch.bool)
+        untouched[rows] = False
+        assert torch.equal(model.member.weight.detach()[untouched], before[untouched])
+    optimizer.finish()  # now rows 0..4 have their idle moves, the never-read ones their decay
+    assert not torch.equal(model.member.weight.detach()[5:], before[5:])
+
+
+def test_training_optimizer_is_deterministic_on_the_recommender() -> None:
+    torch.manual_seed(0)
     model = DrinkRecommender(CONFIG)
-    before = model.member.weight.detach().clone()
-    _train(model, TrainingOptimizer(model, lr=0.05, weight_decay=0.1), range(4))
-    after = model.member.weight.detach()
-    assert torch.equal(after[11:], before[11:])  # never in a batch: not even decayed
-    assert not torch.equal(after[1:11], before[1:11])
-    assert model.member.sparse
+    again = copy.deepcopy(model)
+    for copy_ in (model, again):
+        _train(copy_, TrainingOptimizer(copy_, lr=0.05), range(6))
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(again.state_dict()[name], tensor), name
 
 
 def test_training_optimizer_state_round_trips_through_a_checkpoint(tmp_path: Path) -> None:
@@ -118,6 +146,8 @@ def test_training_optimizer_refuses_another_optimizers_state() -> None:
     other = TrainingOptimizer(DrinkRecommender(ModelConfig(9, 5, 12, 3, 8)), lr=0.01)
     with pytest.raises(ValueError, match="for another model"):
         optimizer.load_state_dict(other.state_dict())
+    with pytest.raises(ValueError, match=r"learning_rate × weight_decay = 0\.2 is too large"):
+        TrainingOptimizer(model, lr=0.5, weight_decay=0.4)
 
 
 def test_process_group_backend_is_nccl_on_gpus_and_gloo_on_cpus() -> None:

@@ -57,12 +57,7 @@ PAYLOAD: dict[str, Any] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
-    from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
-
-    monkeypatch.setattr(job_remote_runner, "_POLLING_INTERVAL_IN_SECONDS", 0)
-    monkeypatch.delenv("VERTEX_AI_PIPELINES_RUN_LABELS", raising=False)
+pytestmark = pytest.mark.usefixtures("fast_gcpc_polling")
 
 
 def _run(fake: FakeJobServiceClient, tmp_path: Path, **kwargs: Any) -> dict[str, Any]:

@@ -33,12 +33,7 @@ SLOT = {"workers": 1, "parameter_servers": 2, "reduction_server": 2, "evaluators
 IMAGE = "europe-west4-docker.pkg.dev/proj/repo/trainer@sha256:ab"
 
 
-@pytest.fixture(autouse=True)
-def _fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
-    from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
-
-    monkeypatch.setattr(job_remote_runner, "_POLLING_INTERVAL_IN_SECONDS", 0)
-    monkeypatch.delenv("VERTEX_AI_PIPELINES_RUN_LABELS", raising=False)
+pytestmark = pytest.mark.usefixtures("fast_gcpc_polling")
 
 
 def _pool(replicas: int = 1, role: str = "primary") -> WorkerPool:

@@ -75,11 +75,7 @@ TRIALS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _fast_polling(monkeypatch: pytest.MonkeyPatch) -> None:
-    from google_cloud_pipeline_components.container.v1.gcp_launcher import job_remote_runner
-
-    monkeypatch.setattr(job_remote_runner, "_POLLING_INTERVAL_IN_SECONDS", 0)
+pytestmark = pytest.mark.usefixtures("fast_gcpc_polling")
 
 
 def test_tuning_job_runs_through_gcpc_and_returns_trials(tmp_path: Path) -> None:

@@ -1,11 +1,16 @@
-"""The optimizer: AdamW for the dense parameters, lazy Adam for the member embedding table.
+"""The optimizer: AdamW whose member-table rows are updated lazily, at a cost set by the batch.
 
-A step's gradient touches only the members in its batch, but a dense optimizer updates every
-row of the table at every step (Adam's moments keep moving rows that had no gradient). With
-500,000 members that made a step about 20 times dearer than the model's own work, and the cost
-grew with the member table. Here the member table has sparse gradients and only the rows in
-the batch are updated ("lazy Adam", the arithmetic of `torch.optim.SparseAdam`), so a step
-costs the same at any scale.
+A step's gradient touches only the members in its batch, but AdamW still updates every row of
+the member table at every step: with a zero gradient a row keeps moving by its decaying
+momentum. Version 1 did exactly that, with a dense gradient; at 500,000 members the table's
+bookkeeping was 98% of a step, and the cost grew with the member table.
+
+`TrainingOptimizer` gives the member table sparse gradients and brings a row up to date only
+when it is read: `prepare` (before the forward pass) applies in one go the zero-gradient AdamW
+steps the batch's rows missed since their last update, in closed form, and `step` then
+updates them with their gradient; `finish` brings every row up to date before evaluation.
+The trajectory is AdamW's (dense parameters bit for bit; member rows up to float rounding and
+eps, see `_catch_up`), and a step costs the same at any member count.
 
 The update is written out here rather than taken from `torch.optim`: building any
 `torch.optim.Optimizer` imports `torch._dynamo`, about a second of CPU at every start, and
@@ -27,14 +32,13 @@ from torch import nn
 SPARSE_PARAMETERS = ("member.weight",)
 """Parameters updated lazily; DistributedDataParallel must ignore them (see `wrap_ddp`)."""
 STATE_FORMAT = "trainer-optimizer/v1"
+_NEGLIGIBLE = 1e-12  # idle-step terms below this share of the first are dropped
+_BIAS_FLAT = 16_384  # from here on sqrt(1 - beta2**t) / (1 - beta1**t) is 1 within 4e-8
+_FINISH_CHUNK = 8192  # rows brought up to date at once by `finish`
 
 
 class TrainingOptimizer:
-    """AdamW over the dense parameters, lazy Adam over the member table's rows in the batch.
-
-    Dense parameters follow `torch.optim.AdamW` (decoupled weight decay, bias-corrected
-    moments); the member table follows `torch.optim.SparseAdam`, with the weight decay applied
-    to the rows it updates.
+    """AdamW (decoupled weight decay, bias-corrected moments), lazy on the member table.
 
     Args:
         model: the recommender; its member table is switched to sparse gradients.
@@ -42,6 +46,9 @@ class TrainingOptimizer:
         weight_decay: decoupled weight decay.
         betas: Adam's moment decay rates.
         eps: Adam's denominator term.
+
+    Raises:
+        ValueError: lr × weight_decay so large that an idle row's moves do not shrink.
     """
 
     def __init__(
@@ -60,7 +67,30 @@ class TrainingOptimizer:
         self.params = dict(model.named_parameters())
         self.exp_avg = {name: torch.zeros_like(p) for name, p in self.params.items()}
         self.exp_avg_sq = {name: torch.zeros_like(p) for name, p in self.params.items()}
+        device = member.weight.device
+        # The step each member row was last brought up to date at (0: never).
+        self.last_step = {
+            name: torch.zeros(self.params[name].shape[0], dtype=torch.int64, device=device)
+            for name in SPARSE_PARAMETERS
+        }
         self.steps = 0
+        self._decay = 1.0 - lr * weight_decay
+        self._ratio = betas[0] / betas[1] ** 0.5 / self._decay
+        if not 0 < self._ratio < 1:
+            raise ValueError(
+                f"learning_rate × weight_decay = {lr * weight_decay:g} is too large: an idle "
+                f"member row would never settle; keep it below {1 - betas[0] / betas[1] ** 0.5:.4f}"
+            )
+        self._tail = self._tail_table(betas).to(device)
+
+    def _tail_table(self, betas: tuple[float, float]) -> torch.Tensor:
+        """G(t) = sum over k >= 1 of ratio**k * bias(t + k), for t = 0.._BIAS_FLAT, float64."""
+        beta1, beta2 = betas
+        terms = math.ceil(math.log(_NEGLIGIBLE) / math.log(self._ratio))
+        powers = self._ratio ** torch.arange(1, terms + 1, dtype=torch.float64)
+        step = torch.arange(_BIAS_FLAT + terms + 1, dtype=torch.float64).clamp(min=1)
+        bias = torch.sqrt(1 - beta2**step) / (1 - beta1**step)
+        return bias[1:].unfold(0, terms, 1)[: _BIAS_FLAT + 1] @ powers
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every gradient (`set_to_none` is accepted for `torch.optim` compatibility)."""
@@ -68,8 +98,18 @@ class TrainingOptimizer:
             param.grad = None
 
     @torch.no_grad()
+    def prepare(self, members: torch.Tensor) -> None:
+        """Bring the member rows a batch is about to read up to date; call before the forward.
+
+        Args:
+            members: the batch's member indices (repeats allowed).
+        """
+        for name in self.last_step:
+            self._catch_up(name, torch.unique(members), self.steps)
+
+    @torch.no_grad()
     def step(self) -> None:
-        """One update of the dense parameters and of the member rows that have a gradient."""
+        """One AdamW update: every dense parameter, and the member rows with a gradient."""
         self.steps += 1
         beta1, beta2 = self.betas
         correction1 = 1 - beta1**self.steps
@@ -80,43 +120,82 @@ class TrainingOptimizer:
                 continue
             m, v = self.exp_avg[name], self.exp_avg_sq[name]
             if grad.is_sparse:
-                self._sparse_step(param, grad, m, v, correction1, correction2)
+                grad = grad.coalesce()
+                rows, values = grad.indices()[0], grad.values()
+                self._catch_up(name, rows, self.steps - 1)  # rows another replica read
+                new_m = m[rows].lerp_(values, 1 - beta1)
+                new_v = v[rows].mul_(beta2).addcmul_(values, values, value=1 - beta2)
+                m[rows], v[rows] = new_m, new_v
+                denom = (new_v.sqrt() / correction2**0.5).add_(self.eps)
+                param[rows] = param[rows].mul_(self._decay) - new_m.div_(denom).mul_(
+                    self.lr / correction1
+                )
+                self.last_step[name][rows] = self.steps
                 continue
             if self.weight_decay:
-                param.mul_(1 - self.lr * self.weight_decay)
+                param.mul_(self._decay)
             m.lerp_(grad, 1 - beta1)
             v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = (v.sqrt() / correction2**0.5).add_(self.eps)
             param.addcdiv_(m, denom, value=-self.lr / correction1)
 
-    def _sparse_step(
-        self,
-        param: torch.Tensor,
-        grad: torch.Tensor,
-        m: torch.Tensor,
-        v: torch.Tensor,
-        correction1: float,
-        correction2: float,
-    ) -> None:
+    @torch.no_grad()
+    def finish(self) -> None:
+        """Bring every member row up to the current step, as AdamW would have left it.
+
+        Call before evaluating or exporting the model. Checkpoints keep the lazy state (the
+        optimizer's `last_step` included), so a resumed run finishes to the same weights.
+        """
+        for name in self.last_step:
+            size = self.params[name].shape[0]
+            device = self.params[name].device
+            for start in range(0, size, _FINISH_CHUNK):
+                rows = torch.arange(start, min(size, start + _FINISH_CHUNK), device=device)
+                self._catch_up(name, rows, self.steps)
+
+    @torch.no_grad()
+    def _catch_up(self, name: str, rows: torch.Tensor, until: int) -> None:
+        """Apply to `rows` (distinct) the gradient-free AdamW steps up to `until` they missed.
+
+        Without a gradient, step s decays the weight by (1 - lr·wd), moves it by
+        -lr · m_s / bc1_s / sqrt(v_s / bc2_s) and decays m and v by beta1 and beta2. From the
+        last update at t0 over K idle steps that compounds to
+
+            p · d**K - lr · d**K · m / sqrt(v) · sum_k ratio**k · bias(t0 + k),
+
+        with d = 1 - lr·wd, ratio = beta1 / sqrt(beta2) / d, bias(s) = sqrt(bc2_s) / bc1_s:
+        AdamW's arithmetic but for eps, which is far below sqrt(v) while the terms matter.
+        """
+        last = self.last_step[name][rows]
+        idle = until - last
+        behind = idle > 0
+        if not bool(behind.any()):
+            return
+        rows, last, idle = rows[behind], last[behind], idle[behind]
+        param, m, v = self.params[name], self.exp_avg[name], self.exp_avg_sq[name]
         beta1, beta2 = self.betas
-        grad = grad.coalesce()
-        rows, values = grad.indices()[0], grad.values()
-        if self.weight_decay:
-            param[rows] *= 1 - self.lr * self.weight_decay
+        steps = idle.to(torch.float64)
+        cap = self._tail.numel() - 1
+        series = (
+            self._tail[last.clamp(max=cap)]
+            - self._ratio**steps * self._tail[(last + idle).clamp(max=cap)]
+        )
         old_m, old_v = m[rows], v[rows]
-        new_m = old_m + (values - old_m).mul_(1 - beta1)
-        new_v = old_v + (values.pow(2) - old_v).mul_(1 - beta2)
-        m[rows], v[rows] = new_m, new_v
-        step_size = self.lr * math.sqrt(correction2) / correction1
-        param.index_add_(0, rows, -step_size * new_m.div_(new_v.sqrt_().add_(self.eps)))
+        move = torch.where(old_v > 0, old_m / old_v.sqrt(), torch.zeros_like(old_m))
+        shrink = (self._decay**steps)[:, None].to(param.dtype)
+        param[rows] = (param[rows] - (self.lr * series)[:, None].to(param.dtype) * move) * shrink
+        m[rows] = old_m * (beta1**steps)[:, None].to(m.dtype)
+        v[rows] = old_v * (beta2**steps)[:, None].to(v.dtype)
+        self.last_step[name][rows] = until
 
     def state_dict(self) -> dict[str, Any]:
-        """Step count and moments (tensors and plain containers only, for checkpoints)."""
+        """Step count, moments and the rows' last updates (tensors and plain containers)."""
         return {
             "format": STATE_FORMAT,
             "steps": self.steps,
             "exp_avg": dict(self.exp_avg),
             "exp_avg_sq": dict(self.exp_avg_sq),
+            "last_step": dict(self.last_step),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -131,7 +210,7 @@ class TrainingOptimizer:
                 f"{STATE_FORMAT!r}: it was written by an older trainer; resume with that "
                 "version or start from an empty checkpoint folder"
             )
-        for key in ("exp_avg", "exp_avg_sq"):
+        for key in ("exp_avg", "exp_avg_sq", "last_step"):
             saved, own = state[key], getattr(self, key)
             if set(saved) != set(own) or any(saved[n].shape != own[n].shape for n in own):
                 raise ValueError(f"the checkpoint's optimizer {key} is for another model")

@@ -245,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_PREEMPTED
 
     if info.is_primary:
+        optimizer.finish()  # the member rows as AdamW would have left them
         pop_tensor = torch.as_tensor(popularity, device=device)
         usual = torch.as_tensor(
             encoded.member_counts(data.train, config.n_members, config.n_drinks), device=device

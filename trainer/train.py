@@ -260,6 +260,8 @@ def train_loop(
         )
         if not result.warmup_seconds:
             result.warmup_seconds = time.perf_counter() - entered
+        if hasattr(optimizer, "prepare"):  # a lazy update brings the batch's rows up to date
+            optimizer.prepare(batch["member"])
         with autocast:
             loss = sampled_softmax_loss(
                 model, cat, batch, global_drinks, info.rank * cfg.batch_size

@@ -17,7 +17,23 @@ from tests.fakes.vertex_jobs import (
 )
 
 
-class FakeModelServiceClient:
+class _OperationsMixin:
+    """The Operations methods a service client carries; `ops` holds the operations."""
+
+    calls: list[str]
+    ops: FakeOperations
+
+    def get_operation(self, request: Any) -> Any:
+        """Operations.GetOperation (see `FakeOperations`)."""
+        self.calls.append("get_operation")
+        return self.ops.get_operation(request)
+
+    def cancel_operation(self, request: Any) -> None:
+        """Operations.CancelOperation."""
+        self.ops.cancel_operation(request)
+
+
+class FakeModelServiceClient(_OperationsMixin):
     """ModelService: models with numbered versions and aliases that are unique per model.
 
     Assigning an alias another version carries moves it (the Model Registry docs: an alias
@@ -28,15 +44,6 @@ class FakeModelServiceClient:
         self.versions: dict[str, list[Any]] = {}
         self.calls: list[str] = []
         self.ops = FakeOperations()
-
-    def get_operation(self, request: Any) -> Any:
-        """Operations.GetOperation (see `FakeOperations`)."""
-        self.calls.append("get_operation")
-        return self.ops.get_operation(request)
-
-    def cancel_operation(self, request: Any) -> None:
-        """Operations.CancelOperation."""
-        self.ops.cancel_operation(request)
 
     def _version(self, name: str) -> Any:
         from google.api_core import exceptions as api_exceptions
@@ -124,7 +131,7 @@ class FakeModelServiceClient:
         return copy_message(target)
 
 
-class FakeEndpointServiceClient:
+class FakeEndpointServiceClient(_OperationsMixin):
     """EndpointService: deployed models, a traffic split that must sum to 100, labels."""
 
     def __init__(self) -> None:
@@ -132,15 +139,6 @@ class FakeEndpointServiceClient:
         self.calls: list[str] = []
         self._deployed = 0
         self.ops = FakeOperations()
-
-    def get_operation(self, request: Any) -> Any:
-        """Operations.GetOperation (see `FakeOperations`)."""
-        self.calls.append("get_operation")
-        return self.ops.get_operation(request)
-
-    def cancel_operation(self, request: Any) -> None:
-        """Operations.CancelOperation."""
-        self.ops.cancel_operation(request)
 
     @staticmethod
     def _check_split(endpoint: Any, split: dict[str, int]) -> None:

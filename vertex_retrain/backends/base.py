@@ -33,6 +33,23 @@ class JobFailedError(RuntimeError):
     """A job or a study ended without success; the message says which part failed and why."""
 
 
+class StudyFailedError(JobFailedError):
+    """A tuning study ended without success, with the trials it ran before it did.
+
+    Attributes:
+        job_name: The study's name (a Vertex resource name, or the local job id).
+        trials: Every trial the study ran, in trial order (those that finished keep their
+            metric, so a fallback study need not run them again).
+    """
+
+    def __init__(
+        self, message: str, *, job_name: str = "", trials: Sequence[StudyTrial] = ()
+    ) -> None:
+        super().__init__(message)
+        self.job_name = job_name
+        self.trials = list(trials)
+
+
 @dataclass(frozen=True)
 class CustomJobRun:
     """A finished CustomJob.
@@ -249,12 +266,25 @@ class Backend(Protocol):
         ...
 
     def run_tuning_job(
-        self, payload: dict[str, Any], *, gcp_resources_path: str, request_key: str = ""
+        self,
+        payload: dict[str, Any],
+        *,
+        gcp_resources_path: str,
+        request_key: str = "",
+        preemption_after_s: float = 0.0,
     ) -> TuningJobRun:
         """Runs a validated HyperparameterTuningJob payload to the end.
 
+        Args:
+            payload: The HyperparameterTuningJob in REST JSON form.
+            gcp_resources_path: Where the job resource is recorded (GCPC's format).
+            request_key: Lets a re-run of the same task adopt the study it started.
+            preemption_after_s: Rehearses a Spot preemption this many seconds into each
+                attempt of each Spot trial (local; Vertex preempts for real and ignores it).
+
         Raises:
-            JobFailedError: The study failed (too many failed trials, or was cancelled).
+            StudyFailedError: The study failed (too many failed trials, or was cancelled);
+                it carries the trials that ran.
         """
         ...
 

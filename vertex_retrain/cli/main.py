@@ -22,6 +22,7 @@ from vertex_retrain.cli.local_parsers import (
     add_local_inspection,
     local_root_problem,
 )
+from vertex_retrain.cli.options import add_param_option, add_submission_options
 from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
 
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
@@ -105,19 +106,19 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
     parser.add_argument("--local", action="store_true", help="run on this machine")
-    parser.add_argument("--project", help="Google Cloud project (Vertex)")
-    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1 (Vertex)")
-    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
-    parser.add_argument("--service-account", help="runtime service account (Vertex)")
+    add_submission_options(
+        parser,
+        project_help="Google Cloud project (Vertex)",
+        location_help="Vertex AI region, e.g. asia-east1 (Vertex)",
+        service_account_help="runtime service account (Vertex)",
+    )
     parser.add_argument(
         "--component-image",
         default=argparse.SUPPRESS,
         metavar="URI",
         help="component image (Vertex)",
     )
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
-    )
+    add_param_option(parser)
     parser.add_argument("--no-wait", action="store_true", help="submit and return (Vertex)")
     parser.add_argument(
         "--no-cache",
@@ -154,9 +155,7 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
         help="cost breakdown of one run on Vertex, per step, on-demand against Spot",
     )
     parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
-    )
+    add_param_option(parser)
     parser.add_argument(
         "--training-hours",
         type=_hours,
@@ -212,9 +211,7 @@ def _add_demo(subparsers: argparse._SubParsersAction) -> None:
             "(make demo)"
         ),
     )
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
-    )
+    add_param_option(parser)
 
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:

@@ -30,7 +30,11 @@ from vertex_retrain.specs.problems import Problem, error, warning
 __all__ = ["Settings", "executor_images", "pipeline_problems", "resolve_package"]
 
 BUILD_IMAGE_HINT = "compile.py build-image --project P --location L (prints the compile command)"
-_SERVICE_ACCOUNT = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.-]+\.gserviceaccount\.com$")
+_SERVICE_ACCOUNT = re.compile(
+    # A user-managed account (6-30 characters, a letter first), or the project's default
+    # Compute Engine account, PROJECT_NUMBER-compute@developer.gserviceaccount.com.
+    r"^([a-z][a-z0-9-]{4,28}[a-z0-9]|\d+-compute)@[a-z0-9.-]+\.gserviceaccount\.com$"
+)
 # Images Google publishes (GCPC's, Vertex's prebuilt ones): served to every region.
 _GOOGLE_PUBLISHED = re.compile(r"^(gcr\.io/ml-pipeline/|[a-z]+-docker\.pkg\.dev/vertex-ai[a-z-]*/)")
 _REFERENCE_WHEEL = "vertex_retrain_trainer-"
@@ -273,6 +277,40 @@ def _submission_problems(settings: Settings) -> list[Problem]:
     return problems
 
 
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+MAX_NOTIFICATION_RECIPIENTS = 3
+"""Vertex's e-mail notification takes at most three addresses (its documented limit)."""
+
+
+def _notification_problems(arguments: Mapping[str, Any]) -> list[Problem]:
+    """The failure notice's addresses: a list of at most three e-mail addresses.
+
+    The local backend skips the notice, so without this check a list Vertex refuses would
+    pass every local run.
+    """
+    if "notification_emails" not in arguments:
+        return []
+    recipients = arguments["notification_emails"]
+    field = "--param notification_emails"
+    if not isinstance(recipients, list):
+        return [error(field, recipients, "Not a list of e-mail addresses.", ['["ml@shop.com"]'])]
+    problems = [
+        error(field, address, "Not an e-mail address.", ["name@example.com"])
+        for address in recipients
+        if not isinstance(address, str) or not _EMAIL.match(address)
+    ]
+    if len(recipients) > MAX_NOTIFICATION_RECIPIENTS:
+        problems.append(
+            error(
+                field,
+                recipients,
+                f"Vertex e-mails at most {MAX_NOTIFICATION_RECIPIENTS} addresses per run.",
+                ["a mailing list address that reaches everyone"],
+            )
+        )
+    return problems
+
+
 def pipeline_problems(
     spec: Mapping[str, Any], arguments: Mapping[str, Any], settings: Settings
 ) -> list[Problem]:
@@ -289,5 +327,6 @@ def pipeline_problems(
     problems = _component_image_problems(spec, settings) if settings.component_image else []
     problems += _training_problems(arguments, settings)
     problems += _cache_problems(spec)
+    problems += _notification_problems(arguments)
     problems += _submission_problems(settings)
     return sorted(problems, key=lambda p: p.severity != "error")

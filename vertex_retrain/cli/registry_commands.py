@@ -1,8 +1,9 @@
 """Command-line handlers for `models`, `endpoints [stop|undeploy|history]` and `serve ENDPOINT`.
 
 Each handler takes the parsed arguments and returns the exit code. Listings print a table
-(`--wide` shows every cell whole) or, with `--json`, the same records as JSON. Registry errors
-are one line on stderr with exit code 1; bad input is one line with exit code 2.
+(`--wide` shows every cell whole) or, with `--json`, the same records as JSON. Bad input,
+an unknown model or endpoint name included, is one line on stderr with exit code 2; other
+registry errors are one line with exit code 1.
 """
 
 from __future__ import annotations
@@ -143,7 +144,9 @@ def _bind_problem(host: str, port: int, error: OSError) -> str:
 def _guarded(action: Callable[[], None]) -> int:
     try:
         action()
-    except _InputError as error:
+    except (_InputError, RegistryNotFoundError) as error:
+        # A name that does not exist is bad input: the user typed it (the message lists how
+        # to find the right one).
         print(f"error: {error}", file=sys.stderr)
         return 2
     except _EXPECTED_ERRORS as error:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 from typing import TextIO
 
 from vertex_retrain.pipelines import catalog
@@ -138,20 +136,17 @@ def _run_local(
 
 
 def _submit(args: argparse.Namespace, spec: dict, overrides: dict, out: TextIO) -> int:
-    from vertex_retrain.cli.compiling import write_spec
-    from vertex_retrain.cli.vertex_submit import build_pipeline_job, submit
+    from vertex_retrain.cli.vertex_submit import submit_spec
 
-    with tempfile.TemporaryDirectory() as scratch:
-        template = Path(scratch) / f"{args.name}.yaml"
-        write_spec(spec, template)
-        job = build_pipeline_job(
-            str(template),
-            project=args.project,
-            location=args.location,
-            pipeline_root=args.pipeline_root,
-            parameter_values={"backend": "vertex", **overrides},
-        )
-        resource_name = submit(job, service_account=args.service_account)
+    job, resource_name = submit_spec(
+        spec,
+        args.name,
+        service_account=args.service_account,
+        project=args.project,
+        location=args.location,
+        pipeline_root=args.pipeline_root,
+        parameter_values={"backend": "vertex", **overrides},
+    )
     progress = sys.stderr if getattr(args, "json", False) else out
     print(f"submitted {resource_name}", file=progress)
     state = "PIPELINE_STATE_PENDING"

@@ -255,22 +255,19 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
     from vertex_retrain.backends.vertex.smoke_test import default_prediction_client
 
     def run_pipeline(spec: dict[str, Any], plan: SmokePlan, parameters: dict[str, Any]) -> str:
-        from vertex_retrain.cli.compiling import write_spec
-        from vertex_retrain.cli.vertex_submit import build_pipeline_job, submit
+        from vertex_retrain.cli.vertex_submit import submit_spec
 
-        with tempfile.TemporaryDirectory() as scratch:
-            template = Path(scratch) / "train-only.yaml"
-            write_spec(spec, template)
-            job = build_pipeline_job(
-                str(template),
-                project=plan.project,
-                location=plan.location,
-                pipeline_root=plan.pipeline_root,
-                parameter_values={"backend": "vertex", **parameters},
-                display_name=f"vertex-retrain-smoke-{plan.run_id}",
-                enable_caching=False,
-            )
-            submit(job, service_account=plan.service_account)
+        job, _ = submit_spec(
+            spec,
+            "train-only",
+            service_account=plan.service_account,
+            project=plan.project,
+            location=plan.location,
+            pipeline_root=plan.pipeline_root,
+            parameter_values={"backend": "vertex", **parameters},
+            display_name=f"vertex-retrain-smoke-{plan.run_id}",
+            enable_caching=False,
+        )
         with contextlib.suppress(RuntimeError):  # the state says how it ended
             job.wait()
         return str(getattr(job.state, "name", job.state))

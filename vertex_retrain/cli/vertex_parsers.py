@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from vertex_retrain.cli.options import add_param_option, add_submission_options
+
 
 def add_preflight(subparsers: argparse._SubParsersAction) -> None:
     """``compile.py preflight [PIPELINE...]``."""
@@ -36,13 +38,13 @@ def add_preflight(subparsers: argparse._SubParsersAction) -> None:
         metavar="URI",
         help="component image the run would use (as compile --component-image)",
     )
-    parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+    add_param_option(parser)
+    add_submission_options(
+        parser,
+        project_help="Google Cloud project (a submission's checks)",
+        location_help="Vertex AI region, e.g. europe-west4",
+        service_account_help="runtime service account",
     )
-    parser.add_argument("--project", help="Google Cloud project (a submission's checks)")
-    parser.add_argument("--location", help="Vertex AI region, e.g. europe-west4")
-    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
-    parser.add_argument("--service-account", help="runtime service account")
     parser.add_argument("--json", action="store_true", help="print the problems as JSON")
 
 

@@ -9,6 +9,7 @@ stays cheap.
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from google.auth.credentials import Credentials
     from google.cloud.aiplatform import PipelineJob
 
-__all__ = ["PIPELINE_ROOT", "SubmitError", "build_pipeline_job", "submit"]
+__all__ = ["PIPELINE_ROOT", "SubmitError", "build_pipeline_job", "submit", "submit_spec"]
 
 PIPELINE_ROOT = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9](/.*)?")
 """A well-formed pipeline root: ``gs://BUCKET[/PATH]`` with a valid bucket name."""
@@ -116,3 +117,32 @@ def submit(
     """
     job.submit(service_account=service_account, network=network)
     return str(job.resource_name)
+
+
+def submit_spec(
+    spec: dict[str, Any],
+    name: str,
+    *,
+    service_account: str | None = None,
+    **job_options: Any,
+) -> tuple[PipelineJob, str]:
+    """Writes a compiled spec to a scratch template, builds the job from it and submits it.
+
+    Args:
+        spec: A compiled pipeline spec (the dict ``kfp`` compiles to).
+        name: The template's file name, without ``.yaml`` (the pipeline's name).
+        service_account: Runtime service account (see :func:`submit`).
+        **job_options: Keyword arguments of :func:`build_pipeline_job` (project, location,
+            pipeline_root, parameter_values, ...).
+
+    Returns:
+        The submitted job (to wait on) and its resource name.
+    """
+    from vertex_retrain.cli.compiling import write_spec
+
+    with tempfile.TemporaryDirectory() as scratch:
+        template = Path(scratch) / f"{name}.yaml"
+        write_spec(spec, template)
+        job = build_pipeline_job(str(template), **job_options)
+        resource_name = submit(job, service_account=service_account)
+    return job, resource_name

@@ -115,6 +115,10 @@ def run_time(text: str) -> dt.datetime | None:
 
     None for an empty value, a placeholder the orchestrator left unresolved, or a time before
     2000 (a manual run's schedule time may read as the epoch).
+
+    Raises:
+        DataWindowError: A value that is none of those and not an ISO 8601 time. Falling back
+            to the clock instead could put a late or queued scheduled run in the wrong week.
     """
     value = text.strip()
     if not value or "{{" in value:
@@ -122,7 +126,10 @@ def run_time(text: str) -> dt.datetime | None:
     try:
         moment = dt.datetime.fromisoformat(value)
     except ValueError:
-        return None
+        raise DataWindowError(
+            f"run time {value!r} is not an ISO 8601 time (e.g. 2026-11-30T03:00:00Z); "
+            "pass --param as_of=YYYY-MM-DD to choose the week explicitly"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return moment if moment >= _EARLIEST_RUN_TIME else None

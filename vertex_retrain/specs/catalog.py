@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
+from vertex_retrain.specs.yaml_file import load_yaml_table
 
 DEFAULT_CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
 
@@ -163,17 +163,7 @@ def _parse(raw: Mapping[str, Any]) -> Catalog:
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: Path) -> Catalog:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read machine catalog {path}: {exc}") from exc
-    try:
-        return _parse(raw)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ValueError(
-            f"machine catalog {path} is malformed ({type(exc).__name__}: {exc}); compare it "
-            f"with {DEFAULT_CATALOG_PATH}"
-        ) from exc
+    return load_yaml_table(path, what="machine catalog", default=DEFAULT_CATALOG_PATH, parse=_parse)
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-import yaml
+from vertex_retrain.specs.yaml_file import load_yaml_table
 
 DEFAULT_CONTAINERS_PATH = Path(__file__).with_name("containers.yaml")
 
@@ -190,31 +190,30 @@ def _images(
     return MappingProxyType(images)
 
 
+def _parse(raw: Any, path: Path) -> ContainerCatalog:
+    sources = {str(k): " ".join(str(v["what"]).split()) for k, v in raw["sources"].items()}
+    sets = raw.get("package_sets", {})
+    return ContainerCatalog(
+        version=int(raw["version"]),
+        retrieved=str(raw["retrieved"]),
+        path=path,
+        sources=MappingProxyType(sources),
+        registries=MappingProxyType(
+            {str(k): tuple(str(r) for r in v) for k, v in raw["registries"].items()}
+        ),
+        training=_images("training", raw["training"], sets, set(sources)),
+        prediction=_images("prediction", raw["prediction"], sets, set(sources)),
+    )
+
+
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: Path) -> ContainerCatalog:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"cannot read container catalog {path}: {exc}") from exc
-    try:
-        sources = {str(k): " ".join(str(v["what"]).split()) for k, v in raw["sources"].items()}
-        sets = raw.get("package_sets", {})
-        return ContainerCatalog(
-            version=int(raw["version"]),
-            retrieved=str(raw["retrieved"]),
-            path=path,
-            sources=MappingProxyType(sources),
-            registries=MappingProxyType(
-                {str(k): tuple(str(r) for r in v) for k, v in raw["registries"].items()}
-            ),
-            training=_images("training", raw["training"], sets, set(sources)),
-            prediction=_images("prediction", raw["prediction"], sets, set(sources)),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(
-            f"container catalog {path} is malformed ({type(exc).__name__}: {exc}); compare it "
-            f"with {DEFAULT_CONTAINERS_PATH}"
-        ) from exc
+    return load_yaml_table(
+        path,
+        what="container catalog",
+        default=DEFAULT_CONTAINERS_PATH,
+        parse=lambda raw: _parse(raw, path),
+    )
 
 
 def load_containers(path: str | Path | None = None) -> ContainerCatalog:

@@ -5,23 +5,14 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from vertex_retrain.specs.catalog import Catalog
-from vertex_retrain.specs.job_rules import DISTRIBUTION_LABEL
+from vertex_retrain.specs.job_rules import DISTRIBUTION_LABEL, Distribution
 from vertex_retrain.specs.problems import Problem, error, raise_or_warn
 from vertex_retrain.specs.scheduling import Scheduling
 from vertex_retrain.specs.validate import validate_custom_job
 from vertex_retrain.specs.worker_pools import WorkerPool, pool_list
-
-Distribution = Literal[
-    "ddp",
-    "mirrored",
-    "multi_worker_mirrored",
-    "parameter_server",
-    "reduction_server",
-    "model_parallel",
-]
 
 
 @dataclass(frozen=True)

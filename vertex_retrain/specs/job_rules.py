@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from vertex_retrain.specs.catalog import Catalog
 from vertex_retrain.specs.hardware_rules import check_machine_spec
@@ -27,14 +27,16 @@ from vertex_retrain.specs.tpu_rules import check_tpu_pools
 
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
 _DEPRECATED_STRATEGIES = {"ON_DEMAND": "STANDARD", "LOW_COST": "SPOT"}
-DISTRIBUTIONS = (
+Distribution = Literal[
     "ddp",
     "mirrored",
     "multi_worker_mirrored",
     "parameter_server",
     "reduction_server",
     "model_parallel",
-)
+]
+"""How a job's replicas share the work (the ``distribution`` label)."""
+DISTRIBUTIONS: tuple[str, ...] = get_args(Distribution)
 DISTRIBUTION_LABEL = "distribution"
 _LAUNCHERS = ("torchrun", "torch.distributed", "--distributed", "accelerate launch", "deepspeed")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")

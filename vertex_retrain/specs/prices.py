@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-import yaml
+from vertex_retrain.specs.yaml_file import load_yaml_table
 
 DEFAULT_PRICES_PATH = Path(__file__).with_name("prices.yaml")
 
@@ -328,17 +328,7 @@ def _parse(raw: Mapping[str, Any]) -> PriceBook:
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: Path) -> PriceBook:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read price file {path}: {exc}") from exc
-    try:
-        return _parse(raw)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(
-            f"price file {path} is malformed ({type(exc).__name__}: {exc}); compare it with "
-            f"{DEFAULT_PRICES_PATH}"
-        ) from exc
+    return load_yaml_table(path, what="price file", default=DEFAULT_PRICES_PATH, parse=_parse)
 
 
 def load_prices(path: str | Path | None = None) -> PriceBook:

@@ -61,7 +61,24 @@ JOB_FILE_LIMITS = Limits()
 
 
 class LoadError(ValueError):
-    """A document was refused: unreadable, too large or deep, self-referencing, or not JSON."""
+    """A document was refused: unreadable, too large or deep, self-referencing, or not JSON.
+
+    Attributes:
+        alternative: What to do instead, for a refusal of the loader's own bounds (empty for
+            a syntax error, whose fix is at the reported line).
+    """
+
+    def __init__(self, message: str, *, alternative: str = "") -> None:
+        super().__init__(message)
+        self.alternative = alternative
+
+
+_FLATTEN = "flatten the nesting"
+_NO_ALIASES = "write the values out instead of using YAML anchors and aliases (& and *)"
+
+
+def _regular_file(max_bytes: int) -> str:
+    return f"pass a regular JSON or YAML file of at most {max_bytes} bytes"
 
 
 class _JsonTypesLoader(yaml.SafeLoader):
@@ -83,7 +100,9 @@ _JsonTypesLoader.yaml_constructors = {
 
 
 def _too_deep(source: str, limits: Limits) -> LoadError:
-    return LoadError(f"{source}: nested more than {limits.max_depth} levels deep")
+    return LoadError(
+        f"{source}: nested more than {limits.max_depth} levels deep", alternative=_FLATTEN
+    )
 
 
 def _reject_constant(constant: str) -> Any:
@@ -105,7 +124,10 @@ def parse_json(text: str | bytes, *, source: str, limits: Limits = JOB_FILE_LIMI
         LoadError: Too large, not JSON (`NaN` and `Infinity` included), or beyond `limits`.
     """
     if len(text) > limits.max_bytes:
-        raise LoadError(f"{source}: larger than {limits.max_bytes} bytes")
+        raise LoadError(
+            f"{source}: larger than {limits.max_bytes} bytes",
+            alternative=f"keep it under {limits.max_bytes} bytes",
+        )
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
@@ -139,7 +161,10 @@ def parse_yaml(
         LoadError: Too large, not YAML, a tag outside JSON's types, or beyond `limits`.
     """
     if len(text) > limits.max_bytes:
-        raise LoadError(f"{source}: larger than {limits.max_bytes} bytes")
+        raise LoadError(
+            f"{source}: larger than {limits.max_bytes} bytes",
+            alternative=f"keep it under {limits.max_bytes} bytes",
+        )
     loader = _JsonTypesLoader(text)
     try:
         if first_only:
@@ -190,19 +215,29 @@ def check_tree(value: Any, *, source: str, limits: Limits = JOB_FILE_LIMITS) -> 
         if values > limits.max_values:
             raise LoadError(
                 f"{source}: holds more than {limits.max_values} values once its aliases are "
-                "expanded (an alias bomb?)"
+                "expanded (an alias bomb?)",
+                alternative=_NO_ALIASES,
             )
         where = path or "(top level)"
         if isinstance(item, dict | list):
             if depth > limits.max_depth:
-                raise LoadError(f"{source}: {where} is nested more than {limits.max_depth} deep")
+                raise LoadError(
+                    f"{source}: {where} is nested more than {limits.max_depth} deep",
+                    alternative=_FLATTEN,
+                )
             identity = id(item)
             if identity in on_path:
-                raise LoadError(f"{source}: {where} contains itself (an alias inside its anchor)")
+                raise LoadError(
+                    f"{source}: {where} contains itself (an alias inside its anchor)",
+                    alternative=_NO_ALIASES,
+                )
             if identity in seen:
                 aliases += 1
                 if aliases > limits.max_aliases:
-                    raise LoadError(f"{source}: uses aliases more than {limits.max_aliases} times")
+                    raise LoadError(
+                        f"{source}: uses aliases more than {limits.max_aliases} times",
+                        alternative=_NO_ALIASES,
+                    )
             seen.add(identity)
             on_path.add(identity)
             pending.append((exit_marker, "", identity))  # leaves the path after children
@@ -240,21 +275,34 @@ def read_regular_file(path: str | Path, *, max_bytes: int) -> bytes:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise LoadError(f"{path} is {_file_kind(info.st_mode)}, not a regular file")
+            raise LoadError(
+                f"{path} is {_file_kind(info.st_mode)}, not a regular file",
+                alternative=_regular_file(max_bytes),
+            )
         if info.st_size > max_bytes:
-            raise LoadError(f"{path} is larger than {max_bytes} bytes")
+            raise LoadError(
+                f"{path} is larger than {max_bytes} bytes", alternative=_regular_file(max_bytes)
+            )
         # O_NONBLOCK: if the path was swapped for a FIFO after the stat, open does not wait.
         flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         descriptor = os.open(path, flags | getattr(os, "O_NOCTTY", 0))
         with os.fdopen(descriptor, "rb") as handle:
             mode = os.fstat(handle.fileno()).st_mode
             if not stat.S_ISREG(mode):
-                raise LoadError(f"{path} is {_file_kind(mode)}, not a regular file")
+                raise LoadError(
+                    f"{path} is {_file_kind(mode)}, not a regular file",
+                    alternative=_regular_file(max_bytes),
+                )
             data = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise LoadError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise LoadError(
+            f"cannot read {path}: {exc.strerror or exc}",
+            alternative="check the path and its permissions",
+        ) from None
     if len(data) > max_bytes:
-        raise LoadError(f"{path} is larger than {max_bytes} bytes")
+        raise LoadError(
+            f"{path} is larger than {max_bytes} bytes", alternative=_regular_file(max_bytes)
+        )
     return data
 
 

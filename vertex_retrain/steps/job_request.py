@@ -15,8 +15,8 @@ from vertex_retrain.specs import (
     Scheduling,
     WorkerPool,
 )
-from vertex_retrain.specs.custom_job import Distribution
 from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.job_rules import Distribution
 from vertex_retrain.specs.scheduling import Strategy
 
 

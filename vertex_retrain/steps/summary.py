@@ -57,8 +57,13 @@ def build_summary(
     deployment = _first(outputs, "deploy-model")
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
+    tuning = _first(outputs, "hp-tune")
+    if tuning is not None:
+        facts["tuning"] = dict(tuning.artifacts.get("metrics", {}).get("metadata", {}))
     facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
-    fallback = fallback_facts(facts.get("training") or {}, facts["cost_on_vertex"])
+    fallback = fallback_facts(
+        facts.get("training") or {}, facts["cost_on_vertex"], tuning=facts.get("tuning") or {}
+    )
     if fallback is not None:
         facts["spot_fallback"] = fallback
     if backend:

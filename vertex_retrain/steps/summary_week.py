@@ -13,7 +13,12 @@ from typing import Any
 from vertex_retrain.specs.cost import format_money
 
 
-def fallback_facts(training: Mapping[str, Any], cost: Mapping[str, Any]) -> dict[str, Any] | None:
+def fallback_facts(
+    training: Mapping[str, Any],
+    cost: Mapping[str, Any],
+    *,
+    tuning: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """What a fallback from Spot to on-demand cost, against the Spot plan.
 
     Args:
@@ -21,20 +26,29 @@ def fallback_facts(training: Mapping[str, Any], cost: Mapping[str, Any]) -> dict
             ``on_demand_seconds``).
         cost: The summary's ``cost_on_vertex``: the Spot and on-demand price of
             ``assumed_training_hours`` of this job shape.
+        tuning: The tuning study's metrics, the same keys; its trials share the training
+            job's shape in the weekly pipeline, so its hours are priced at the same rates.
 
     Returns:
-        Hours of Spot attempts and of on-demand training, each priced at its rate, the
-        on-demand premium (what those hours cost above Spot), the total and the Spot plan;
-        None when training did not fall back.
+        Hours of Spot attempts and of on-demand work (training and tuning together; the
+        tuning study's part also as ``tuning_spot_hours``/``tuning_on_demand_hours``), each
+        priced at its rate, the on-demand premium (what those hours cost above Spot), the
+        total and the Spot plan; None when neither step fell back.
     """
-    if not training.get("spot_fallback"):
+    steps = [s for s in (training, tuning or {}) if s.get("spot_fallback")]
+    if not steps:
         return None
-    spot_hours = float(training.get("spot_seconds", 0.0)) / 3600
-    on_demand_hours = float(training.get("on_demand_seconds", 0.0)) / 3600
+    spot_hours = sum(float(s.get("spot_seconds", 0.0)) for s in steps) / 3600
+    on_demand_hours = sum(float(s.get("on_demand_seconds", 0.0)) for s in steps) / 3600
     facts: dict[str, Any] = {
         "spot_hours": round(spot_hours, 6),
         "on_demand_hours": round(on_demand_hours, 6),
     }
+    if tuning and tuning.get("spot_fallback"):
+        facts["tuning_spot_hours"] = round(float(tuning.get("spot_seconds", 0.0)) / 3600, 6)
+        facts["tuning_on_demand_hours"] = round(
+            float(tuning.get("on_demand_seconds", 0.0)) / 3600, 6
+        )
     hours = cost.get("assumed_training_hours")
     spot, on_demand = cost.get("spot"), cost.get("on_demand")
     if not hours or spot is None or on_demand is None:
@@ -65,6 +79,11 @@ def week_lines(facts: Mapping[str, Any]) -> list[str]:
             f"**Spot fallback:** Spot attempts {fallback['spot_hours']:.4f} h, then on demand "
             f"{fallback['on_demand_hours']:.4f} h"
         )
+        if "tuning_on_demand_hours" in fallback:
+            line += (
+                f" (tuning: {fallback['tuning_spot_hours']:.4f} h Spot, "
+                f"{fallback['tuning_on_demand_hours']:.4f} h on demand)"
+            )
         if "total_cost" in fallback:
             money = fallback.get("currency", "")
             line += (

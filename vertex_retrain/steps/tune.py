@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.base import Backend, JobFailedError
-from vertex_retrain.rules.trials import choose_best_trial
+from vertex_retrain.backends.base import Backend, JobFailedError, StudyTrial
+from vertex_retrain.rules.spot_fallback import FallbackPolicy
+from vertex_retrain.rules.trials import SUCCEEDED, choose_best_trial
 from vertex_retrain.specs import validate_tuning_job
 from vertex_retrain.specs.defaults import TUNING
 from vertex_retrain.specs.problems import raise_or_warn
 from vertex_retrain.steps.backend import resolve_backend
 from vertex_retrain.steps.job_request import TrainingRequest, job_spec_from_request
+from vertex_retrain.steps.spot_fallback import FallbackFailedError
 from vertex_retrain.steps.trials_report import TrialRow, render_trials_report
+from vertex_retrain.steps.tune_fallback import fall_back_study
 
 _BAYESIAN = ("", "BAYESIAN", "ALGORITHM_UNSPECIFIED")
 
@@ -36,13 +40,18 @@ class TuningRequest:
 
 @dataclass(frozen=True)
 class TuningOutcome:
-    """The best trial of a finished study."""
+    """The best trial of a finished study.
+
+    ``metrics`` counts the trials and, after a Spot fallback, carries ``spot_fallback``,
+    ``spot_seconds``, ``on_demand_seconds``, ``spot_trials_kept`` and ``on_demand_trials``.
+    """
 
     best_parameters: dict[str, Any]
     best_metric: float
     best_trial_id: str
     best_model_uri: str
     trials: list[TrialRow]
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class TuningJobFailedError(RuntimeError):
@@ -86,6 +95,7 @@ def tune(
     report_path: str,
     request_key: str = "",
     backend: Backend | None = None,
+    fallback: FallbackPolicy | None = None,
 ) -> TuningOutcome:
     """Runs the study on the chosen backend and writes the HTML trials report.
 
@@ -96,29 +106,56 @@ def tune(
         request_key: Makes a re-run of the same pipeline task adopt its earlier job.
         backend: The backend to run on (a test's, with fakes); by default the one
             ``request.trial.backend`` names.
+        fallback: Whether a Spot study that lost its capacity is finished on demand, keeping
+            its succeeded trials (:mod:`vertex_retrain.steps.tune_fallback`); off by default.
 
     Returns:
         The best trial by the shared rule (``rules.trials``: never a failed or infeasible
-        one, nor one without a finite metric; ties to the lowest trial id) and every trial.
+        one, nor one without a finite metric; ties to the lowest trial id) and every trial
+        (after a fallback: of both studies, the on-demand trials' ids following the Spot
+        study's).
 
     Raises:
         ValueError: An unknown backend, or no trial can win; no report is written then.
         JobSpecError: The study is impossible; nothing was submitted.
-        TuningJobFailedError: The study failed.
+        TuningJobFailedError: The study failed (and the fallback, if any, did too).
     """
     trial = request.trial
     chosen = resolve_backend(
         trial.backend, project=trial.project, location=trial.location, backend=backend
     )
     payload = tuning_job_payload(request)
+    started = time.monotonic()
+    extra: dict[str, float] = {}
+    trials: list[StudyTrial]
     try:
         study = chosen.run_tuning_job(
-            payload, gcp_resources_path=gcp_resources_path, request_key=request_key
+            payload,
+            gcp_resources_path=gcp_resources_path,
+            request_key=request_key,
+            preemption_after_s=trial.local_preemption_after_seconds,
         )
+        trials, study_name = study.trials, study.job_name
     except JobFailedError as failure:
-        raise TuningJobFailedError(str(failure)) from failure
+        try:
+            rescued = fall_back_study(
+                chosen,
+                payload,
+                failure,
+                policy=fallback or FallbackPolicy(),
+                trial_timeout_seconds=trial.timeout_seconds,
+                spot_seconds=time.monotonic() - started,
+                gcp_resources_path=gcp_resources_path,
+                request_key=request_key,
+            )
+        except FallbackFailedError as both:
+            raise TuningJobFailedError(str(both)) from both
+        if rescued is None:
+            raise TuningJobFailedError(str(failure)) from failure
+        trials, extra = rescued.trials, rescued.metrics
+        study_name = "the Spot and on-demand studies"
     best = choose_best_trial(
-        study.trials, metric_id=request.metric_id, goal=request.goal, study=study.job_name
+        trials, metric_id=request.metric_id, goal=request.goal, study=study_name
     )
     assert best.metric is not None  # the rule only picks trials with a finite value
     outcome = TuningOutcome(
@@ -126,9 +163,12 @@ def tune(
         best_metric=best.metric,
         best_trial_id=best.trial_id,
         best_model_uri=best.model_uri,
-        trials=[
-            TrialRow(t.trial_id, t.state, t.parameters, t.metric, t.message) for t in study.trials
-        ],
+        trials=[TrialRow(t.trial_id, t.state, t.parameters, t.metric, t.message) for t in trials],
+        metrics={
+            "trials": float(len(trials)),
+            "succeeded_trials": float(sum(t.state == SUCCEEDED for t in trials)),
+            **extra,
+        },
     )
     Path(report_path).parent.mkdir(parents=True, exist_ok=True)
     Path(report_path).write_text(

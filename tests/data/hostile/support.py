@@ -70,6 +70,15 @@ def write_tiny_artifact(model_dir: Path) -> Path:
     return model_dir
 
 
+TRAINER_SERVING_SPEC: dict[str, Any] = {
+    "imageUri": "us-docker.pkg.dev/p/r/serve:v1",
+    "command": ["python", "-m", "trainer.serve"],
+    "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+    "healthRoute": "/health",
+    "predictRoute": "/predict",
+}
+"""The container spec of a model version served by this repository's trainer."""
+
 ENDPOINT = "shop recs"
 
 
@@ -102,13 +111,7 @@ def router_over_trainer_server(
         ModelRegistry().upload_version(
             "recs",
             artifact_uri=uri,
-            container_spec={
-                "imageUri": "us-docker.pkg.dev/p/r/serve:v1",
-                "command": ["python", "-m", "trainer.serve"],
-                "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
-                "healthRoute": "/health",
-                "predictRoute": "/predict",
-            },
+            container_spec=TRAINER_SERVING_SPEC,
             sample_instances=[GOOD_INSTANCE],
         )
         endpoints = LocalEndpoints()

@@ -19,6 +19,7 @@ from vertex_retrain.backends.base import (
     DeploySpec,
     JobFailedError,
     RegisteredVersion,
+    StudyFailedError,
     StudyTrial,
     TaskOutputs,
     TuningJobRun,
@@ -146,20 +147,28 @@ class LocalBackend:
         )
 
     def run_tuning_job(
-        self, payload: dict[str, Any], *, gcp_resources_path: str, request_key: str = ""
+        self,
+        payload: dict[str, Any],
+        *,
+        gcp_resources_path: str,
+        request_key: str = "",
+        preemption_after_s: float = 0.0,
     ) -> TuningJobRun:
-        """Runs the study with Optuna, each trial a local CustomJob."""
+        """Runs the study with Optuna, each trial a local CustomJob.
+
+        With ``preemption_after_s``, each attempt of each SPOT trial is preempted that many
+        seconds in, so a trial that runs longer ends in ``STOCKOUT`` on its seventh.
+        """
+        from vertex_retrain.backends.local.spot import PreemptionSchedule
         from vertex_retrain.backends.local.tuning import run_tuning_job
 
-        result = run_tuning_job(payload, root=self._root)
+        preemption = None
+        if preemption_after_s > 0:
+            preemption = PreemptionSchedule(after_seconds=preemption_after_s)
+        result = run_tuning_job(payload, root=self._root, preemption=preemption)
         write_local_gcp_resources(
             gcp_resources_path, "HyperparameterTuningJob", self.root / "jobs" / result.job_id
         )
-        if result.error:
-            raise JobFailedError(
-                f"local tuning job {result.job_id} ended in {result.state}: {result.error}\n"
-                f"{result.table()}"
-            )
         trials = [
             StudyTrial(
                 trial_id=t.trial_id,
@@ -171,6 +180,13 @@ class LocalBackend:
             )
             for t in result.trials
         ]
+        if result.error:
+            raise StudyFailedError(
+                f"local tuning job {result.job_id} ended in {result.state}: {result.error}\n"
+                f"{result.table()}",
+                job_name=result.job_id,
+                trials=trials,
+            )
         return TuningJobRun(job_name=result.job_id, trials=trials)
 
     def register_version(self, spec: VersionSpec) -> RegisteredVersion:

@@ -68,6 +68,7 @@ def ensure_servers(
     *,
     db_path: str | os.PathLike[str] | None = None,
     health_timeout_s: float = 60.0,
+    lease: bool = False,
 ) -> Endpoint:
     """Restart the server of every deployed model whose process is dead or unhealthy.
 
@@ -75,6 +76,8 @@ def ensure_servers(
         endpoint_display_name: The endpoint.
         db_path: Registry database; defaults to `$VERTEX_LOCAL_ROOT/registry.db`.
         health_timeout_s: How long a restarted server may take to become healthy.
+        lease: Bind each restarted server to this process for good (never released): it
+            stops when this process dies, however it dies (`serve`; see `lifeline`).
 
     Returns:
         The endpoint with its current server records.
@@ -101,6 +104,7 @@ def ensure_servers(
             version.container_spec,
             sample_instances=samples,
             health_timeout_s=health_timeout_s,
+            lease=lease,
             artifact_uri=version.artifact_uri,
             endpoint_id=endpoint.endpoint_id,
             deployed_model_id=deployed.deployed_model_id,

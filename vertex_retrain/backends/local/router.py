@@ -275,15 +275,20 @@ def serve_endpoint(
         db_path: Registry database; defaults to `$VERTEX_LOCAL_ROOT/registry.db`.
         seed: Seed for the traffic draw.
     """
-    ensure_servers(display_name, db_path=db_path)
+    # Leased and never released: a `serve` killed by SIGKILL takes its servers with it.
+    ensure_servers(display_name, db_path=db_path, lease=True)
     limits = Limits()
     table = TrafficTable(RegistryDatabase(db_path), display_name, seed)
     try:
         with bind(host, port, limits) as sock:
             url = f"http://{host}:{sock.getsockname()[1]}"
+            split = ", ".join(
+                f"deployed model {deployed}: {percent}%"
+                for deployed, percent in table.endpoint().traffic_split.items()
+            )
             print(
                 f"serving endpoint {display_name!r} at {url} (traffic "
-                f"{table.endpoint().traffic_split}); POST "
+                f"{split or 'none'}); POST "
                 f"{url}/v1/endpoints/{urllib.parse.quote(display_name)}:predict; "
                 "Ctrl-C stops it",
                 flush=True,

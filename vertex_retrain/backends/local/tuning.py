@@ -28,6 +28,8 @@ from vertex_retrain.rules.trials import best_trial_or_none
 if TYPE_CHECKING:
     import optuna
 
+    from vertex_retrain.backends.local.spot import PreemptionSchedule
+
 TRIAL_SUCCEEDED = "SUCCEEDED"
 TRIAL_INFEASIBLE = "INFEASIBLE"
 METRIC_FILE = "output.metrics"
@@ -135,7 +137,13 @@ def trial_payload(
 class _Study:
     """State shared by the trial threads of one study."""
 
-    def __init__(self, payload: dict[str, Any], job_id: str, root: Path) -> None:
+    def __init__(
+        self,
+        payload: dict[str, Any],
+        job_id: str,
+        root: Path,
+        preemption: PreemptionSchedule | None = None,
+    ) -> None:
         study = payload.get("studySpec") or {}
         metrics = study.get("metrics") or []
         if len(metrics) != 1 or not metrics[0].get("metricId"):
@@ -159,6 +167,7 @@ class _Study:
         self.parallel = max(1, int(payload.get("parallelTrialCount") or 1))
         self.max_failed = int(payload.get("maxFailedTrialCount") or 0)
         self.job_id, self.root = job_id, root
+        self.preemption = preemption
         self.trials: dict[int, TrialResult] = {}
         self.lock = threading.Lock()
         self.cancel = threading.Event()
@@ -194,6 +203,7 @@ def _run_trial(
         extra_env={"CLOUD_ML_HP_METRIC_FILE": str(metric_file)},
         on_log=(lambda line: on_log(f"[trial {trial_id}]{line}")) if on_log else None,
         cancel=study.cancel,
+        preemption=study.preemption,
     )
     metric = read_metric(metric_file, study.metric_id, selection=study.selection, goal=study.goal)
     error = result.error
@@ -251,6 +261,7 @@ def run_tuning_job(
     seed: int = 0,
     job_id: str | None = None,
     on_log: Callable[[str], None] | None = None,
+    preemption: PreemptionSchedule | None = None,
 ) -> TuningResult:
     """Run a Vertex HyperparameterTuningJob payload locally with Optuna.
 
@@ -261,6 +272,8 @@ def run_tuning_job(
         seed: Sampler seed, so a study can be replayed.
         job_id: Folder name under `<root>/jobs/`; generated from displayName when None.
         on_log: Receives each log line prefixed with `[trial N]`; None prints them.
+        preemption: Spot rehearsal for every trial (each is a SPOT job then): a trial
+            preempted a seventh time fails with `STOCKOUT`.
 
     Returns:
         Every trial (parameters, metric, state, error, model dir) and the best one.
@@ -275,7 +288,7 @@ def run_tuning_job(
     _check_payload(payload)
     root = (root or local_root()).resolve()
     job_id = job_id or new_job_id(str(payload.get("displayName", "tuning")))
-    study = _Study(payload, job_id, root)
+    study = _Study(payload, job_id, root, preemption)
     sampler = ss.make_sampler(study.algorithm, study.params, seed)
     n_trials = study.max_trials
     if study.algorithm == "GRID_SEARCH":

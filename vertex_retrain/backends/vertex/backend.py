@@ -23,6 +23,7 @@ from vertex_retrain.backends.base import (
     DeploySpec,
     JobFailedError,
     RegisteredVersion,
+    StudyFailedError,
     TaskOutputs,
     TuningJobRun,
     VersionSpec,
@@ -183,23 +184,35 @@ class VertexBackend:
         )
 
     def run_tuning_job(
-        self, payload: dict[str, Any], *, gcp_resources_path: str, request_key: str = ""
+        self,
+        payload: dict[str, Any],
+        *,
+        gcp_resources_path: str,
+        request_key: str = "",
+        preemption_after_s: float = 0.0,
     ) -> TuningJobRun:
-        """Runs the HyperparameterTuningJob through GCPC's launcher."""
+        """Runs the HyperparameterTuningJob through GCPC's launcher (Vertex preempts for real).
+
+        A failed study's error carries the trials it ran, read from its final resource.
+        """
         from vertex_retrain.backends.vertex.tuning_job import (
             VertexJobFailedError,
             run_tuning_job_on_vertex,
             study_trials,
         )
 
+        metrics = payload.get("studySpec", {}).get("metrics", [])
+        metric_id = str(metrics[0].get("metricId", "")) if metrics else ""
         try:
             job = run_tuning_job_on_vertex(
                 payload, **self._job_options(gcp_resources_path, request_key)
             )
         except VertexJobFailedError as failure:
-            raise JobFailedError(str(failure)) from failure
-        metrics = payload.get("studySpec", {}).get("metrics", [])
-        metric_id = str(metrics[0].get("metricId", "")) if metrics else ""
+            raise StudyFailedError(
+                str(failure),
+                job_name=str(failure.job.get("name", "")),
+                trials=study_trials(failure.job, metric_id),
+            ) from failure
         return TuningJobRun(job_name=str(job.get("name", "")), trials=study_trials(job, metric_id))
 
     def register_version(self, spec: VersionSpec) -> RegisteredVersion:

@@ -58,14 +58,7 @@ def deploy_at_zero(rollout: Rollout) -> str:
     if earlier is not None:
         _LOG.info("Resuming %s, started by an earlier attempt of this deployment", earlier)
         try:
-            response = wait_for_operation(
-                client,
-                earlier,
-                aiplatform_v1.DeployModelResponse,
-                timeout_s=rollout.timeout_s,
-                poll_s=rollout.poll_s,
-            )
-            return str(response.deployed_model.id)
+            return _deployed_model_id(rollout, earlier)
         except (OperationFailedError, api_exceptions.NotFound) as failed:
             _LOG.warning("%s: %s; deploying again", earlier, failed)
     operation = client.deploy_model(
@@ -79,9 +72,16 @@ def deploy_at_zero(rollout: Rollout) -> str:
     name = str(operation.operation.name)
     record_operation(rollout.gcp_resources_path, rollout.location, name)
     set_labels(client, endpoint, {**rollout.labels, DEPLOY_OP: name.rsplit("/", 1)[-1]})
+    return _deployed_model_id(rollout, name)
+
+
+def _deployed_model_id(rollout: Rollout, operation_name: str) -> str:
+    """Waits for a `DeployModel` operation; returns the id of the model it deployed."""
+    from google.cloud import aiplatform_v1
+
     response = wait_for_operation(
-        client,
-        name,
+        rollout.client,
+        operation_name,
         aiplatform_v1.DeployModelResponse,
         timeout_s=rollout.timeout_s,
         poll_s=rollout.poll_s,

@@ -113,6 +113,14 @@ class BestTrial:
     model_dir: str
 
 
+def _trial_output_prefix(job: dict[str, Any]) -> str:
+    # Empty when the job has no base output directory (its trials then had no AIP_MODEL_DIR).
+    prefix: str = (
+        job.get("trialJobSpec", {}).get("baseOutputDirectory", {}).get("outputUriPrefix", "")
+    )
+    return prefix
+
+
 def trial_model_dir(job: dict[str, Any], trial_id: str) -> str:
     """Returns a trial's model directory: `<baseOutputDirectory>/<trial_id>/model`.
 
@@ -122,7 +130,7 @@ def trial_model_dir(job: dict[str, Any], trial_id: str) -> str:
     Raises:
         ValueError: The job has no `trialJobSpec.baseOutputDirectory.outputUriPrefix`.
     """
-    prefix = job.get("trialJobSpec", {}).get("baseOutputDirectory", {}).get("outputUriPrefix", "")
+    prefix = _trial_output_prefix(job)
     if not prefix:
         raise ValueError(
             "the HyperparameterTuningJob has no trialJobSpec.baseOutputDirectory."
@@ -164,7 +172,7 @@ def study_trials(job: dict[str, Any], metric_id: str) -> list[StudyTrial]:
         metric_id: The study's metric.
     """
     integers = _integer_parameters(job)
-    prefix = job.get("trialJobSpec", {}).get("baseOutputDirectory", {}).get("outputUriPrefix", "")
+    prefix = _trial_output_prefix(job)
     trials = []
     for trial in job.get("trials", []):
         trial_id = str(trial.get("id", "?"))

@@ -94,6 +94,8 @@ def in_process_loops(
         for i in range(n):
             rows = data.train.take(perm[i * BATCH : (i + 1) * BATCH])
             batch = {key: torch.from_numpy(value).to(device) for key, value in rows.items()}
+            if not dense:
+                optimizer.prepare(batch["member"])
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
                 loss = sampled_softmax_loss(model, cat, batch, batch["drink"], 0)
             optimizer.zero_grad(set_to_none=True)

@@ -26,6 +26,7 @@ def evaluate_model(
     guardrail_metrics: dict = {"recall_at_10": 0.01},  # noqa: B006 - read from the signature
     force_decision: str = "",
     python_module: str = "trainer.evaluate",
+    package_uri: str = "",
     package_uris: list = [],  # noqa: B006
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
@@ -70,7 +71,8 @@ def evaluate_model(
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.
         python_module: The evaluation entry point of the training package.
-        package_uris: ``gs://`` URIs of the training package (the one the training ran).
+        package_uri: ``gs://`` URI of the training package (the one the training ran).
+        package_uris: More package URIs (used after ``package_uri``, each once).
         executor_image_uri: Prebuilt image that runs the package.
         image_uri: Custom container instead of a package: its entrypoint gets ``args`` and
             then the contract's flags.
@@ -91,7 +93,11 @@ def evaluate_model(
         reason: One sentence explaining the decision.
     """
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
-    from vertex_retrain.steps.job_request import format_flag_value, scoped_output_directory
+    from vertex_retrain.steps.job_request import (
+        format_flag_value,
+        merged_package_uris,
+        scoped_output_directory,
+    )
 
     decision = evaluate(
         EvaluationRequest(
@@ -108,7 +114,7 @@ def evaluate_model(
             guardrail_metrics={str(k): float(v) for k, v in guardrail_metrics.items()},
             force_decision=force_decision,
             python_module=python_module,
-            package_uris=list(package_uris),
+            package_uris=merged_package_uris(package_uri, package_uris),
             executor_image_uri=executor_image_uri,
             image_uri=image_uri,
             args=[format_flag_value(arg) for arg in args],

@@ -29,6 +29,7 @@ def hp_tune(
     max_failed_trial_count: int = 2,
     measurement_selection: str = "BEST_MEASUREMENT",
     python_module: str = "",
+    package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
@@ -85,7 +86,8 @@ def hp_tune(
         max_failed_trial_count: Failed trials tolerated before the study fails.
         measurement_selection: ``BEST_MEASUREMENT`` or ``LAST_MEASUREMENT``.
         python_module: Module to run for Python-package trials.
-        package_uris: ``gs://`` URIs of the training package.
+        package_uri: ``gs://`` URI of the training package.
+        package_uris: More package URIs (used after ``package_uri``, each once).
         executor_image_uri: Prebuilt training image for Python-package trials.
         image_uri: Custom container image (instead of a Python package).
         args: Fixed arguments; each trial appends ``--PARAMETER=VALUE`` flags.
@@ -125,6 +127,7 @@ def hp_tune(
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        merged_package_uris,
         scoped_output_directory,
     )
     from vertex_retrain.steps.tune import TuningRequest, tune
@@ -138,7 +141,7 @@ def hp_tune(
                     base_output_directory, pipeline_run, pipeline_task
                 ),
                 python_module=python_module,
-                package_uris=list(package_uris),
+                package_uris=merged_package_uris(package_uri, package_uris),
                 executor_image_uri=executor_image_uri,
                 image_uri=image_uri,
                 args=[format_flag_value(arg) for arg in args],

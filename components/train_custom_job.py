@@ -20,6 +20,7 @@ def train_custom_job(
     metrics: Output[Metrics],
     gcp_resources: OutputPath(str),
     python_module: str = "",
+    package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
@@ -67,7 +68,8 @@ def train_custom_job(
         metrics: Output: goodput, restarts and wall time of the job.
         gcp_resources: Output: the Vertex job resource (for the console and cancellation).
         python_module: Module to run for a Python-package job.
-        package_uris: ``gs://`` URIs of the training package (Python-package job).
+        package_uri: ``gs://`` URI of the training package (Python-package job).
+        package_uris: More package URIs (used after ``package_uri``, each once).
         executor_image_uri: Prebuilt training image for a Python-package job.
         image_uri: Custom container image (instead of a Python package).
         args: Arguments for the training code.
@@ -111,6 +113,7 @@ def train_custom_job(
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        merged_package_uris,
         scoped_output_directory,
     )
     from vertex_retrain.steps.train import train
@@ -123,7 +126,7 @@ def train_custom_job(
                 base_output_directory, pipeline_run, pipeline_task
             ),
             python_module=python_module,
-            package_uris=list(package_uris),
+            package_uris=merged_package_uris(package_uri, package_uris),
             executor_image_uri=executor_image_uri,
             image_uri=image_uri,
             args=[format_flag_value(arg) for arg in args],

@@ -75,7 +75,7 @@ def train_only(
             display_name="guess-your-order-experiment",
             base_output_directory=output_root,
             python_module="trainer.task",
-            package_uris=[package_uri],
+            package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             dataset=data.outputs["dataset"],
             hyperparameters={
@@ -102,7 +102,7 @@ def train_only(
             dataset=data.outputs["dataset"],
             model_display_name=model_display_name,
             base_output_directory=output_root,
-            package_uris=[package_uri],
+            package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             service_account=service_account,
             pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,

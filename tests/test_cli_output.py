@@ -156,14 +156,44 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     assert f"tuning report   {run_dir / 'tuning-report.html'}\n" in text
     assert "model           guess-your-order version 3 (aliases champion, default)" in text
     assert "ndcg_at_10 0.6100 (champion 0.6000, baseline 0.2500)" in text
-    assert "endpoint URL    POST http://127.0.0.1:8080/v1/endpoints/gyo:predict" in text
+    assert "model servers   stopped with this run" in text and "http://" not in text
     assert "serve again     python compile.py serve gyo" in text
+    assert "evaluation      better than the champion: beats the champion" in text
     assert "{" not in text and not ANSI.search(text)
     as_json = report.to_json()
     assert as_json["model"] == {
         "display_name": "guess-your-order",
         "version": "3",
         "aliases": ["champion", "default"],
+        "promoted": True,
     }
     assert as_json["endpoint"]["traffic"] == {"7": 100}
     assert json.loads(json.dumps(as_json))["tuning_report"].endswith("tuning-report.html")
+
+
+def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None:
+    run_dir = tmp_path / "pipeline-root" / "train-only-1"
+    _task(run_dir, "evaluate-model", {"parameterValues": {
+        "is_better": True, "champion_score": -1.0,
+        "reason": "no champion yet: the candidate becomes the first champion"}})  # fmt: skip
+    _task(run_dir, "register-model", {
+        "parameterValues": {"version_id": "1", "aliases": ["challenger", "default"]},
+    })  # fmt: skip
+    report = build_report(
+        "train-only",
+        succeeded=True,
+        wall_seconds=5,
+        log_path=tmp_path / "run.log",
+        run_dir=run_dir,
+        arguments={"model_display_name": "guess-your-order"},
+        summary=None,
+    )
+    out = io.StringIO()
+    report.render(out)
+    text = out.getvalue()
+    [evaluation] = [line for line in text.splitlines() if line.startswith("evaluation ")]
+    assert evaluation.split(None, 1)[1] == (
+        "better than the champion (none yet); registered as challenger: train-only never promotes"
+    )
+    assert "first champion" not in text
+    assert report.to_json()["model"]["promoted"] is False

@@ -128,7 +128,7 @@ def trained(world: LocalWorld) -> Trained:
         display_name="direct-training",
         base_output_directory="gs://shop/runs/direct",
         python_module="trainer.task",
-        package_uris=[package.outputs["reference"]],
+        package_uri=package.outputs["reference"],
         executor_image_uri=PREBUILT,
         # A single-component call cannot take the Dataset artifact, so its path goes in args.
         args=["--data", data.outputs["dataset"].path, *FAST_TRAINING],
@@ -377,7 +377,7 @@ def evaluate_imported(
         dataset=data.output,
         model_display_name=model_display_name,
         base_output_directory="gs://shop/runs/evaluate-imported",
-        package_uris=[package_uri],
+        package_uri=package_uri,
         executor_image_uri=PREBUILT,
         args=["--num-threads", "1"],
         backend="local",

@@ -224,6 +224,31 @@ def test_validate_refuses_devices_fifos_folders_and_large_files_without_reading(
     assert out.count("INVALID") == len(cases)
 
 
+def test_validate_names_the_file_once_with_the_loader_s_alternative(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    self_alias = tmp_path / "self.yaml"
+    self_alias.write_text("a: &a [*a]\n")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 1000 + "]" * 1000)
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(ALIAS_BOMB)
+    cases = {
+        "/dev/zero": "pass a regular JSON or YAML file of at most 1048576 bytes",
+        str(self_alias): "instead of using YAML anchors and aliases",
+        str(bomb): "instead of using YAML anchors and aliases",
+        str(deep): "flatten the nesting",
+    }
+    code, out = _validate(capsys, *cases)
+    assert code == 1
+    lines = [line for line in out.splitlines() if "INVALID" not in line]
+    assert len(lines) == len(cases)
+    for line, (path, alternative) in zip(lines, cases.items(), strict=True):
+        assert line.startswith(f"{path}: error: (file)") and line.count(path) == 1, line
+        assert alternative in line.partition("Valid alternatives: ")[2], line
+        assert "fix the syntax" not in line
+
+
 def test_templates_from_devices_fifos_and_bombs_are_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "pipeline.yaml"
     os.mkfifo(fifo)

@@ -9,6 +9,7 @@ from vertex_retrain.steps.job_request import (
     TrainingRequest,
     custom_job_payload,
     format_flag_value,
+    merged_package_uris,
     program_args,
 )
 from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
@@ -39,6 +40,21 @@ def test_format_flag_value_writes_integral_floats_as_integers_and_keeps_strings(
     value: object, expected: str
 ) -> None:
     assert format_flag_value(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("package_uri", "package_uris", "expected"),
+    [
+        ("gs://b/a.whl", [], ["gs://b/a.whl"]),
+        ("", ["gs://b/a.whl", "gs://b/b.whl"], ["gs://b/a.whl", "gs://b/b.whl"]),
+        ("gs://b/a.whl", ["gs://b/b.whl", "gs://b/a.whl"], ["gs://b/a.whl", "gs://b/b.whl"]),
+        ("", [], []),
+    ],
+)
+def test_merged_package_uris_puts_package_uri_first_and_drops_repeats(
+    package_uri: str, package_uris: list[str], expected: list[str]
+) -> None:
+    assert merged_package_uris(package_uri, package_uris) == expected
 
 
 def test_program_args_appends_hyperparameters_then_dataset() -> None:

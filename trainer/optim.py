@@ -123,14 +123,17 @@ class TrainingOptimizer:
                 grad = grad.coalesce()
                 rows, values = grad.indices()[0], grad.values()
                 self._catch_up(name, rows, self.steps - 1)  # rows another replica read
-                new_m = m[rows].lerp_(values, 1 - beta1)
-                new_v = v[rows].mul_(beta2).addcmul_(values, values, value=1 - beta2)
-                m[rows], v[rows] = new_m, new_v
+                # index_select / index_copy_: several times faster than [rows] on CPU.
+                new_m = m.index_select(0, rows).lerp_(values, 1 - beta1)
+                new_v = v.index_select(0, rows).mul_(beta2)
+                new_v.addcmul_(values, values, value=1 - beta2)
+                m.index_copy_(0, rows, new_m)
+                v.index_copy_(0, rows, new_v)
                 denom = (new_v.sqrt() / correction2**0.5).add_(self.eps)
-                param[rows] = param[rows].mul_(self._decay) - new_m.div_(denom).mul_(
-                    self.lr / correction1
-                )
-                self.last_step[name][rows] = self.steps
+                moved = param.index_select(0, rows).mul_(self._decay)
+                moved -= new_m.div_(denom).mul_(self.lr / correction1)
+                param.index_copy_(0, rows, moved)
+                self.last_step[name].index_fill_(0, rows, self.steps)
                 continue
             if self.weight_decay:
                 param.mul_(self._decay)
@@ -166,27 +169,29 @@ class TrainingOptimizer:
         with d = 1 - lr·wd, ratio = beta1 / sqrt(beta2) / d, bias(s) = sqrt(bc2_s) / bc1_s:
         AdamW's arithmetic but for eps, which is far below sqrt(v) while the terms matter.
         """
-        last = self.last_step[name][rows]
-        idle = until - last
-        behind = idle > 0
-        if not bool(behind.any()):
+        last = self.last_step[name].index_select(0, rows)
+        behind = torch.nonzero(last < until).flatten()
+        if behind.numel() == 0:
             return
-        rows, last, idle = rows[behind], last[behind], idle[behind]
+        if behind.numel() < rows.numel():
+            rows, last = rows.index_select(0, behind), last.index_select(0, behind)
         param, m, v = self.params[name], self.exp_avg[name], self.exp_avg_sq[name]
         beta1, beta2 = self.betas
-        steps = idle.to(torch.float64)
+        steps = (until - last).to(torch.float64)
         cap = self._tail.numel() - 1
-        series = (
-            self._tail[last.clamp(max=cap)]
-            - self._ratio**steps * self._tail[(last + idle).clamp(max=cap)]
-        )
-        old_m, old_v = m[rows], v[rows]
+        # sum over k = 1..K of ratio**k * bias(t0 + k) = G(t0) - ratio**K * G(t0 + K)
+        series = self._tail.index_select(0, last.clamp(max=cap))
+        series -= self._ratio**steps * float(self._tail[min(until, cap)])
+        old_m, old_v = m.index_select(0, rows), v.index_select(0, rows)
         move = torch.where(old_v > 0, old_m / old_v.sqrt(), torch.zeros_like(old_m))
-        shrink = (self._decay**steps)[:, None].to(param.dtype)
-        param[rows] = (param[rows] - (self.lr * series)[:, None].to(param.dtype) * move) * shrink
-        m[rows] = old_m * (beta1**steps)[:, None].to(m.dtype)
-        v[rows] = old_v * (beta2**steps)[:, None].to(v.dtype)
-        self.last_step[name][rows] = until
+        moved = param.index_select(0, rows)
+        moved -= (self.lr * series)[:, None].to(param.dtype) * move
+        if self.weight_decay:
+            moved *= (self._decay**steps)[:, None].to(param.dtype)
+        param.index_copy_(0, rows, moved)
+        m.index_copy_(0, rows, old_m.mul_((beta1**steps)[:, None].to(m.dtype)))
+        v.index_copy_(0, rows, old_v.mul_((beta2**steps)[:, None].to(v.dtype)))
+        self.last_step[name].index_fill_(0, rows, until)
 
     def state_dict(self) -> dict[str, Any]:
         """Step count, moments and the rows' last updates (tensors and plain containers)."""

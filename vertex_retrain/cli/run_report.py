@@ -24,6 +24,8 @@ SERVE_PORT = 8080
 """``compile.py serve``'s default port, for the URL the report gives."""
 
 TUNING_REPORT_NAME = "tuning-report.html"
+CHAMPION_ALIAS = "champion"
+"""register_model's default champion alias: a version holding it was promoted by the run."""
 _SHOWN_METRICS = ("ndcg_at_10", "recall_at_10")
 
 
@@ -72,12 +74,7 @@ class LocalRunReport:
         if self.metrics:
             table.add_row("metrics", _metrics_line(self.metrics))
         if self.decision:
-            verdict = (
-                "better than the champion"
-                if self.decision.get("is_better")
-                else "not better than the champion"
-            )
-            table.add_row("evaluation", f"{verdict}: {cell_text(self.decision.get('reason'))}")
+            table.add_row("evaluation", self._evaluation_line())
         if self.model:
             table.add_row(
                 "model",
@@ -92,10 +89,10 @@ class LocalRunReport:
                 for key, value in sorted(self.endpoint.get("traffic", {}).items())
             )
             table.add_row("endpoint", f"{self.endpoint['display_name']} ({split or 'no traffic'})")
-            table.add_row("endpoint URL", f"POST {self.endpoint['url']}")
+            # The run stops its model servers when it ends: a URL now would answer nothing.
+            table.add_row("model servers", "stopped with this run")
             table.add_row(
-                "serve again",
-                f"{self.endpoint['serve_command']} (its model servers stopped with this run)",
+                "serve again", f"{self.endpoint['serve_command']} (it prints the URL to POST to)"
             )
         if self.cost:
             table.add_row("cost on Vertex", _cost_line(self.cost))
@@ -104,6 +101,22 @@ class LocalRunReport:
         out.write(f"run {self.pipeline} {state} in {format_duration(self.wall_seconds)}\n")
         # Off a terminal, lines are not wrapped: paths stay whole for copy and paste.
         print_renderable(out, table, wide=not is_terminal(out))
+
+    def _evaluation_line(self) -> str:
+        """The decision, and for a better candidate the pipeline did not promote, why not."""
+        from vertex_retrain.steps.decision import NO_CHAMPION_SCORE
+
+        better = bool(self.decision.get("is_better"))
+        if not (better and self.model and self.model.get("promoted") is False):
+            verdict = "better than the champion" if better else "not better than the champion"
+            return f"{verdict}: {cell_text(self.decision.get('reason'))}"
+        # The rule's reason ("becomes the first champion") assumes a promotion that a
+        # pipeline registering challengers only (train-only) never makes.
+        none_yet = self.decision.get("champion_score") == NO_CHAMPION_SCORE
+        return (
+            f"better than the champion{' (none yet)' if none_yet else ''}; registered as "
+            f"challenger: {self.pipeline} never promotes"
+        )
 
 
 def _metrics_line(metrics: Mapping[str, float]) -> str:
@@ -201,10 +214,12 @@ def build_report(
         parameters = registered.get("parameterValues", {})
         resource = str(_artifact_metadata(registered, "vertex_model").get("resourceName", ""))
         name = arguments.get("model_display_name") or resource.split("/")[-1].split("@")[0]
+        aliases = list(parameters.get("aliases") or [])
         report.model = {
             "display_name": name,
             "version": parameters.get("version_id"),
-            "aliases": list(parameters.get("aliases") or []),
+            "aliases": aliases,
+            "promoted": str(arguments.get("champion_alias") or CHAMPION_ALIAS) in aliases,
         }
     deployed = _task_outputs(run_dir, "deploy-model")
     if deployed is not None and arguments.get("endpoint_display_name"):

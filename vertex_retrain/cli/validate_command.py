@@ -22,7 +22,8 @@ def run_validate(files: list[str], as_json: bool, out: TextIO) -> int:
             report += [{**p.to_dict(), "file": name} for p in problems]
             continue
         for problem in problems:
-            out.write(f"{name}: {problem.describe()}\n")
+            # A file-level problem's message names the file, which starts the line already.
+            out.write(f"{name}: {problem.describe(show_field=problem.code != 'file')}\n")
         n_err, n_warn = len(errors_of(problems)), len(warnings_of(problems))
         verdict = "INVALID" if n_err else "OK"
         out.write(f"{name}: {verdict} ({n_err} error(s), {n_warn} warning(s))\n")

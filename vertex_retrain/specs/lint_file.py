@@ -38,6 +38,22 @@ def load_job_file(path: str | Path) -> Any:
     return load_file(path, limits=JOB_FILE_LIMITS)
 
 
+def _unloadable(path: str | Path, exc: ValueError) -> Problem:
+    """The one problem of a file the safe loader refused (code ``file``, value the path).
+
+    The message names the file ``(file)`` and no path: `validate` starts the line with it.
+    """
+    message, name = str(exc), str(path)
+    if message.startswith(name):
+        message = "(file)" + message[len(name) :]
+    else:
+        message = "(file): " + message.replace(name, "it")
+    message = message.rstrip(".") + "."
+    # A refusal of the loader's own bounds says what to do; anything else is a syntax error.
+    alternative = getattr(exc, "alternative", "") or "fix the syntax at the reported line"
+    return error("(file)", str(path), message, [alternative], code="file")
+
+
 def lint_file(
     path: str | Path, *, catalog: Catalog | None = None, today: _dt.date | None = None
 ) -> list[Problem]:
@@ -48,11 +64,7 @@ def lint_file(
     try:
         document = load_job_file(path)
     except ValueError as exc:
-        return [
-            error(
-                "(file)", str(path), str(exc), ["fix the syntax at the reported line"], code="file"
-            )
-        ]
+        return [_unloadable(path, exc)]
     try:
         job, problems = validate_job(document, catalog=catalog, today=today)
     except ValueError as exc:

@@ -48,9 +48,14 @@ class Problem:
             "code": self.code,
         }
 
-    def describe(self) -> str:
-        """Returns one human-readable line: field, value, reason and alternatives."""
-        text = f"{self.severity}: {self.field} = {_show(self.value)}: {self.message}"
+    def describe(self, *, show_field: bool = True) -> str:
+        """Returns one human-readable line: field, value, reason and alternatives.
+
+        Args:
+            show_field: False leaves out ``field = value:`` (a message that names its subject).
+        """
+        where = f"{self.field} = {_show(self.value)}: " if show_field else ""
+        text = f"{self.severity}: {where}{self.message}"
         if self.alternatives:
             text += " Valid alternatives: " + "; ".join(self.alternatives) + "."
         return text

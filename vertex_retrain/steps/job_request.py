@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -66,6 +67,25 @@ def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) ->
     if not pipeline_run:
         return base
     return "/".join([base.rstrip("/"), pipeline_run, pipeline_task or "task"])
+
+
+def merged_package_uris(package_uri: str, package_uris: Iterable[str]) -> list[str]:
+    """The training packages a component asked for: ``package_uri`` first, each URI once.
+
+    Pipelines pass their one package as the string ``package_uri``: a pipeline channel inside
+    a list constant (``package_uris=[channel]``) compiles to a placeholder nested in the list,
+    which Vertex may not resolve. ``package_uris`` stays for several packages.
+
+    Args:
+        package_uri: One package URI, or ``""``.
+        package_uris: More package URIs.
+
+    Returns:
+        ``[package_uri, *package_uris]`` without ``""`` for an unset ``package_uri`` and
+        without repeats, in order.
+    """
+    uris = ([package_uri] if package_uri else []) + [str(uri) for uri in package_uris]
+    return list(dict.fromkeys(uris))
 
 
 def program_args(request: TrainingRequest) -> list[str]:

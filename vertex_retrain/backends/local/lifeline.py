@@ -21,7 +21,8 @@ a pipe):
   deploy killed half-way. It runs under a small keeper (`KeeperLaunch`) that holds a lease
   from the deployer, a pipe, until the deploy calls `release` just before it commits
   traffic: a deployer killed earlier takes the server with it. A server released but not
-  committed is left to the pending-deployment record (`pending_deploys`).
+  committed is left to the pending-deployment record (`pending_deploys`). `serve` starts
+  its servers the same way and never releases them: they die with it.
 
 Where these are not available (not Linux) programs start as before, and only the next
 run's reconciliation (`reconcile`) finds what is left. The run marks its tree with the
@@ -70,14 +71,19 @@ import os, signal, sys, threading
 lease, grace = int(sys.argv[1]), float(sys.argv[2])
 die_with_parent, argv = sys.argv[3], sys.argv[4:]
 child, stopping = 0, []
+def signal_child(signum):
+    try:  # the lease's end and a SIGTERM both stop: the second finds the server gone
+        os.kill(child, signum)
+    except ProcessLookupError:
+        pass
 def stop(*_):
     stopping.append(1)
     if child:
-        os.kill(child, signal.SIGTERM)
+        signal_child(signal.SIGTERM)
         signal.setitimer(signal.ITIMER_REAL, grace)
 def kill(*_):
     if child:
-        os.kill(child, signal.SIGKILL)
+        signal_child(signal.SIGKILL)
 def follow():
     if os.read(lease, 1) != b"r":  # end of file: the deployer died before releasing
         stop()

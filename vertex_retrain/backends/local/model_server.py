@@ -135,9 +135,13 @@ def stop_server(pid: int | None, start_time: str | None, *, grace_s: float = 5.0
     Returns:
         True if a running process was stopped, False if it was already gone.
     """
-    if pid is not None:
-        lifeline.drop_lease(pid)  # a leased server being stopped is never released
-    if pid is None or not is_running(pid, start_time):
+    if pid is None:
+        return False
+    # Checked before the lease ends: a keeper whose lease ends stops its server at once, and
+    # a server gone by the time of the check would count as not stopped by this call.
+    running = is_running(pid, start_time)
+    lifeline.drop_lease(pid)  # a leased server being stopped is never released
+    if not running:
         return False
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:

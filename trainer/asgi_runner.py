@@ -209,21 +209,24 @@ class BackgroundServer:
         self._socket.close()
 
 
-def _absorb(signum: int, frame: FrameType | None) -> None:
-    """uvicorn re-raises the signal that stopped it; here that is the end, not an error."""
-
-
 def serve_in_foreground(app: ASGIApp, limits: Limits, sock: socket.socket) -> None:
     """Serve on this thread until SIGTERM or SIGINT; requests in flight finish first.
 
     Returns normally after a signal, so a process stopped by SIGTERM exits 0. Requests still
     running after `Limits.graceful_shutdown_s` are cancelled.
     """
+    server = uvicorn.Server(server_config(app, limits))
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        # Before uvicorn takes the signals over, a signal would otherwise be lost and the
+        # server run on; after, uvicorn re-raises the one that stopped it: the end, no error.
+        server.should_exit = True
+
     main = threading.current_thread() is threading.main_thread()
     handled = (signal.SIGTERM, signal.SIGINT) if main else ()
-    previous = {signum: signal.signal(signum, _absorb) for signum in handled}
+    previous = {signum: signal.signal(signum, stop) for signum in handled}
     try:
-        uvicorn.Server(server_config(app, limits)).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -20,7 +20,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:  # the real imports stay inside run(): `--help` must not import numpy/torch
+    from trainer.encoded import EncodedDataset
+    from trainer.features import Catalogue
 
 EXIT_PREEMPTED = 143  # 128 + SIGTERM: stopped early with a durable checkpoint; rerun resumes
 METRIC_CHOICES = ("ndcg_at_10", "recall_at_10", "ndcg_at_10_margin", "recall_at_10_margin")
@@ -295,8 +299,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _encoded_data(
-    manifest: dict[str, Any], catalogue: Any, cache_dir: str, rank: int, world_size: int
-) -> Any:
+    manifest: dict[str, Any], catalogue: Catalogue, cache_dir: str, rank: int, world_size: int
+) -> EncodedDataset:
     """The encoded rows; with several replicas rank 0 builds a missing cache first."""
     from trainer import encoded
     from trainer.paths import resolve

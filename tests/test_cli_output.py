@@ -156,8 +156,13 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     assert f"tuning report   {run_dir / 'tuning-report.html'}\n" in text
     assert "model           guess-your-order version 3 (aliases champion, default)" in text
     assert "ndcg_at_10 0.6100 (champion 0.6000, baseline 0.2500)" in text
-    assert "model servers   stopped with this run" in text and "http://" not in text
-    assert "serve again     python compile.py serve gyo" in text
+    assert "model servers   stopped with this run" in text
+    # The URL is where the endpoint answers once served again, never a dead "URL" row.
+    assert (
+        "serve again     python compile.py serve gyo, then POST to "
+        "http://127.0.0.1:8080/v1/endpoints/gyo:predict\n"
+    ) in text
+    assert text.count("http://") == 1
     assert "evaluation      better than the champion: beats the champion" in text
     assert "{" not in text and not ANSI.search(text)
     as_json = report.to_json()

@@ -91,9 +91,8 @@ class LocalRunReport:
             table.add_row("endpoint", f"{self.endpoint['display_name']} ({split or 'no traffic'})")
             # The run stops its model servers when it ends: a URL now would answer nothing.
             table.add_row("model servers", "stopped with this run")
-            table.add_row(
-                "serve again", f"{self.endpoint['serve_command']} (it prints the URL to POST to)"
-            )
+            serve = self.endpoint["serve_command"]
+            table.add_row("serve again", f"{serve}, then POST to {self.endpoint['url']}")
         if self.cost:
             table.add_row("cost on Vertex", _cost_line(self.cost))
         for error in self.errors:

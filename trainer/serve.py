@@ -222,15 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: cannot listen on {args.host}:{args.port}: {_one_line(error)}", file=sys.stderr
         )
         return 2
-    log.info(
-        "serving %s on %s:%d (%s, %s)",
-        args.model_dir,
-        args.host,
-        sock.getsockname()[1],
-        config.predict_route,
-        config.health_route,
-    )
-    serve_in_foreground(PredictionService(predictor, config).app(), limits, sock)
+    port = sock.getsockname()[1]
+
+    def announce() -> None:  # once SIGTERM stops the server cleanly
+        log.info(
+            "serving %s on %s:%d (%s, %s)",
+            args.model_dir,
+            args.host,
+            port,
+            config.predict_route,
+            config.health_route,
+        )
+
+    serve_in_foreground(PredictionService(predictor, config).app(), limits, sock, on_ready=announce)
     return 0
 
 

@@ -18,6 +18,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, ClassVar
 
@@ -209,11 +210,17 @@ class BackgroundServer:
         self._socket.close()
 
 
-def serve_in_foreground(app: ASGIApp, limits: Limits, sock: socket.socket) -> None:
+def serve_in_foreground(
+    app: ASGIApp,
+    limits: Limits,
+    sock: socket.socket,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
     """Serve on this thread until SIGTERM or SIGINT; requests in flight finish first.
 
     Returns normally after a signal, so a process stopped by SIGTERM exits 0. Requests still
-    running after `Limits.graceful_shutdown_s` are cancelled.
+    running after `Limits.graceful_shutdown_s` are cancelled. `on_ready` runs once the signals
+    are ours, so whoever it tells that the server is up can stop it at once without a race.
     """
     server = uvicorn.Server(server_config(app, limits))
 
@@ -226,6 +233,8 @@ def serve_in_foreground(app: ASGIApp, limits: Limits, sock: socket.socket) -> No
     handled = (signal.SIGTERM, signal.SIGINT) if main else ()
     previous = {signum: signal.signal(signum, stop) for signum in handled}
     try:
+        if on_ready is not None:
+            on_ready()
         server.run(sockets=[sock])
     finally:
         for signum, handler in previous.items():

@@ -286,14 +286,17 @@ def serve_endpoint(
                 f"deployed model {deployed}: {percent}%"
                 for deployed, percent in table.endpoint().traffic_split.items()
             )
-            print(
+            banner = (
                 f"serving endpoint {display_name!r} at {url} (traffic "
                 f"{split or 'none'}); POST "
                 f"{url}/v1/endpoints/{urllib.parse.quote(display_name)}:predict; "
-                "Ctrl-C stops it",
-                flush=True,
+                "Ctrl-C stops it"
             )
             service = _RouterService(table, limits, backend_timeout_s=60.0)
-            serve_in_foreground(service.app(), limits, sock)
+            # Announced only once Ctrl-C and SIGTERM stop the server cleanly: a signal sent
+            # right after the banner must not find Python's default handlers.
+            serve_in_foreground(
+                service.app(), limits, sock, on_ready=lambda: print(banner, flush=True)
+            )
     finally:
         table.close()

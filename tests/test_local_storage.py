@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local.storage import (
     StorageError,
-    atomic_write_json,
     local_root,
     read_json,
     to_gcs_uri,

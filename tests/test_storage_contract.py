@@ -16,12 +16,8 @@ from pathlib import Path
 import pytest
 
 from trainer import paths as trainer_paths
-from vertex_retrain.backends.local.storage import (
-    atomic_write_bytes,
-    gcs_root,
-    local_root,
-    to_local_path,
-)
+from vertex_retrain.atomic_files import atomic_write_bytes
+from vertex_retrain.backends.local.storage import gcs_root, local_root, to_local_path
 
 REPO = Path(__file__).resolve().parent.parent
 URIS = [

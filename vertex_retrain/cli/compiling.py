@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from vertex_retrain.backends.local.storage import atomic_write_bytes
+from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.components.exec_launch import with_exec_launcher
 from vertex_retrain.components.image import with_component_image
 from vertex_retrain.pipelines import catalog

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from vertex_retrain.backends.local.storage import atomic_write_bytes
+from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.run_record import ROLES, RunRecord
 
 _STYLES = {"candidate": "o-", "champion": "s--", "baseline": "^:"}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vertex_retrain.backends.local.storage import atomic_write_bytes
+from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.cli.params import TemplateError, load_pipeline_spec, read_template_bytes
 from vertex_retrain.cli.template_ref import TemplateRefError, registry_host
 

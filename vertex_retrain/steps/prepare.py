@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.contracts.data_window import (
     DataWindowError,
     Selection,
@@ -151,21 +149,8 @@ def prepare(
         validation_weeks,
         window=_window_record(end, selection, weeks),
     )
-    _write_manifest(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
+    atomic_write_json(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
     return PreparedDataset(manifest)
-
-
-def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Writes beside the target, then renames: a reader never sees half a manifest."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A plain open() (not tempfile's 0600) keeps the umask's mode for the job that reads it.
-    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    try:
-        with staging.open("w", encoding="utf-8") as handle:
-            json.dump(manifest, handle, indent=2, sort_keys=True)
-        os.replace(staging, path)
-    finally:
-        staging.unlink(missing_ok=True)
 
 
 def select_window(

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local.storage import atomic_write_json, file_lock, read_json
+from vertex_retrain.atomic_files import atomic_write_json
+from vertex_retrain.backends.local.storage import file_lock, read_json
 
 IMAGES = "images"
 PACKAGES = "packages"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import job_payload as jp
 from vertex_retrain.backends.local.cluster_env import cluster_layout, output_dirs, replica_env
 from vertex_retrain.backends.local.exit_advice import advice_for, normalise_exit_code
@@ -31,7 +32,7 @@ from vertex_retrain.backends.local.spot import (
     read_progress,
     stockout_message,
 )
-from vertex_retrain.backends.local.storage import atomic_write_json, local_root, to_local_path
+from vertex_retrain.backends.local.storage import local_root, to_local_path
 from vertex_retrain.backends.local.supervisor import (
     LaunchSpec,
     Outcome,

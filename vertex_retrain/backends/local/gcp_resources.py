@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vertex_retrain.backends.local.storage import atomic_write_json
+from vertex_retrain.atomic_files import atomic_write_json
 
 
 def write_local_gcp_resources(path: str, resource_type: str, job_dir: Path) -> None:

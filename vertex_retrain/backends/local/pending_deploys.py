@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import lifeline, model_server
-from vertex_retrain.backends.local.storage import atomic_write_json
 
 PENDING_FOLDER = Path("serving") / "pending"
 

@@ -25,12 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from vertex_retrain.backends.local.storage import (
-    atomic_write_json,
-    file_lock,
-    read_json,
-    to_local_path,
-)
+from vertex_retrain.atomic_files import atomic_write_json
+from vertex_retrain.backends.local.storage import file_lock, read_json, to_local_path
 from vertex_retrain.build.context import BuildError
 from vertex_retrain.build.package_metadata import read_package_metadata
 from vertex_retrain.specs.containers import ImageName, parse_image_name

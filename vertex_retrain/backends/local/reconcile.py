@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import lifeline
 from vertex_retrain.backends.local.pending_deploys import StoppedServer, reconcile_pending
 from vertex_retrain.backends.local.registry_db import DB_FILENAME
-from vertex_retrain.backends.local.storage import atomic_write_json
 
 _PROC = Path("/proc")
 _POLL_S = 0.05

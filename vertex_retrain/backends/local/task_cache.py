@@ -23,11 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local.storage import (
-    StorageError,
-    atomic_write_json,
-    to_local_path,
-)
+from vertex_retrain.atomic_files import atomic_write_json
+from vertex_retrain.backends.local.storage import StorageError, to_local_path
 
 CACHE_DIRNAME = "task-cache"
 ENTRY_FILE = "entry.json"

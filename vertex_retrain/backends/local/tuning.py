@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import study_spec as ss
 from vertex_retrain.backends.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
 from vertex_retrain.backends.local.job_payload import JobSpecError, base_output_uri, new_job_id
-from vertex_retrain.backends.local.storage import atomic_write_json, local_root
+from vertex_retrain.backends.local.storage import local_root
 from vertex_retrain.rules.flags import parameter_flags
 from vertex_retrain.rules.trials import best_trial_or_none
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.backends.vertex._protos import resource_uri
 
 __all__ = [
@@ -53,8 +54,6 @@ def record_operation(path: str, location: str, operation_name: str) -> None:
     """
     if not path:
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     resources = {
         "resources": [
             {
@@ -63,9 +62,7 @@ def record_operation(path: str, location: str, operation_name: str) -> None:
             }
         ]
     }
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(json.dumps(resources, indent=2), encoding="utf-8")
-    partial.replace(target)
+    atomic_write_bytes(Path(path), json.dumps(resources, indent=2).encode("utf-8"))
 
 
 def recorded_operation(path: str, location: str, parent: str) -> str | None:

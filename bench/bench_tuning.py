@@ -40,6 +40,9 @@ TOLERANCE = 0.01
 LR_RANGE = (1e-4, 3e-2)
 GRID_LR_POINTS = 8
 EMBEDDING_DIMS = (16, 32, 64)
+PARALLEL = 3  # parallelTrialCount of the parallel case
+PAIR = ("Bayesian (ALGORITHM_UNSPECIFIED)", "RANDOM_SEARCH")  # the arms the target compares
+TARGET_RATIO = 0.6
 
 
 def surrogate_ndcg(learning_rate: float, embedding_dim: int) -> float:
@@ -74,7 +77,11 @@ def parameter_specs(algorithm: str) -> list[dict[str, Any]]:
 
 
 def run_study(
-    algorithm: str, seed: int, budget: int, metric: Callable[[float, int], float]
+    algorithm: str,
+    seed: int,
+    budget: int,
+    metric: Callable[[float, int], float],
+    parallel: int = 1,
 ) -> list[float]:
     """One study: the noiseless value of every trial, in order (noisy values drive the search).
 
@@ -83,6 +90,10 @@ def run_study(
         seed: Sampler seed (also seeds the noise).
         budget: maxTrialCount; a grid stops early when exhausted, as the local tuner does.
         metric: The noiseless surface.
+        parallel: parallelTrialCount. Above 1, trials are suggested in rounds of this many,
+            each suggested while the others of its round are still running (optuna's ask
+            and tell), and told together: the worst case of parallel workers that finish
+            at once, and deterministic, unlike threads.
     """
     import optuna
 
@@ -104,7 +115,20 @@ def run_study(
         values.append(true)
         return true + noise.gauss(0.0, NOISE_SD)
 
-    study.optimize(objective, n_trials=budget)
+    if parallel == 1:
+        study.optimize(objective, n_trials=budget)
+        return values
+    for start in range(0, budget, parallel):
+        # Suggest one at a time: optuna samples a trial's relative parameters when it is
+        # asked, and only trials that already hold parameters count as running for the liar.
+        running = []
+        for _ in range(min(parallel, budget - start)):
+            trial = study.ask()
+            running.append((trial, ss.suggest(trial, specs)))
+        for trial, params in running:
+            true = metric(float(params["learning_rate"]), int(params["embedding_dim"]))
+            values.append(true)
+            study.tell(trial, true + noise.gauss(0.0, NOISE_SD))
     return values
 
 
@@ -131,18 +155,21 @@ def bayesian_sampler_name() -> str:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    """Run every algorithm over several seeds; return the figures (also printed).
+    """Run every algorithm over several seeds, one trial at a time and 3 at a time.
 
     Args:
         quick: 10 seeds x 30 trials instead of 30 seeds x 40 trials.
 
     Returns:
-        Baseline: median trials for random search; measured: for the Bayesian default.
+        Baseline: median trials for random search; measured: for the Bayesian default, both
+        sequential; the parallel case (parallelTrialCount 3) is in the rows and the verdict.
     """
     seeds, budget = (10, 30) if quick else (30, 40)
+    arms = {label: (alg, 1) for label, alg in ALGORITHMS.items()}
+    arms.update({f"{label}, {PARALLEL} at a time": (ALGORITHMS[label], PARALLEL) for label in PAIR})
     runs = {
-        label: [run_study(alg, seed, budget, surrogate_ndcg) for seed in range(seeds)]
-        for label, alg in ALGORITHMS.items()
+        label: [run_study(alg, seed, budget, surrogate_ndcg, parallel) for seed in range(seeds)]
+        for label, (alg, parallel) in arms.items()
     }
     best = max(max(values) for studies in runs.values() for values in studies)
     threshold = (1 - TOLERANCE) * best
@@ -159,21 +186,28 @@ def run(quick: bool) -> dict[str, Any]:
         ]
         for label, studies in runs.items()
     }
-    bayes, rand = medians["Bayesian (ALGORITHM_UNSPECIFIED)"], medians["RANDOM_SEARCH"]
+    bayes_label, random_label = PAIR
+    bayes, rand = medians[bayes_label], medians[random_label]
+    parallel_ratio = (
+        medians[f"{bayes_label}, {PARALLEL} at a time"]
+        / medians[f"{random_label}, {PARALLEL} at a time"]
+    )
     rows: list[tuple[str, float | int | str, str]] = []
-    for label in ALGORITHMS:
+    for label in arms:
         rows.append((f"{label}: median trials to within 1%", medians[label], "trials"))
         rows.append((f"{label}: studies that never got there", f"{never[label]}/{seeds}", ""))
+    rows.append((f"Bayesian / random, {PARALLEL} at a time", parallel_ratio, "x"))
     rows.append(("best NDCG@10 found (noiseless surrogate)", best, ""))
+    met = bayes / rand <= TARGET_RATIO and parallel_ratio <= TARGET_RATIO
     return figure(
         name="Tuning efficiency",
         what=(
             f"Trials until a study first evaluates a configuration whose noiseless surrogate "
             f"NDCG@10 is within {TOLERANCE:.0%} of the best found by any study; median over "
-            f"{seeds} seeds, {budget} trials per study, one trial at a time. The samplers are "
+            f"{seeds} seeds, {budget} trials per study, one trial at a time and "
+            f"{PARALLEL} at a time (parallelTrialCount {PARALLEL}). The samplers are "
             "the local tuner's (`make_sampler` + `suggest` from "
-            "`vertex_retrain/backends/local/study_spec.py`) driven through "
-            "`optuna.Study.optimize` on a "
+            "`vertex_retrain/backends/local/study_spec.py`) driven through optuna on a "
             "surrogate of the reference trainer's metric (see `bench/bench_tuning.py` for its "
             "formula and why a surrogate)."
         ),
@@ -181,15 +215,25 @@ def run(quick: bool) -> dict[str, Any]:
         measured=("Bayesian (ALGORITHM_UNSPECIFIED), median trials", bayes),
         unit="trials",
         ratio_meaning="Bayesian trials / random-search trials (below 1: Bayesian is faster)",
+        target=(
+            f"Bayesian <= {TARGET_RATIO} x random search's trials, one at a time and "
+            f"{PARALLEL} at a time"
+        ),
+        met=met,
         notes=(
             "A study that never gets within 1% counts as budget + 1 trials, so a median at "
             f"{budget + 1} means most studies missed. ALGORITHM_UNSPECIFIED maps to optuna's "
             f"{bayesian_sampler_name()} on this machine (GPSampler needs torch and scipy "
             "importable); GRID_SEARCH walks "
             f"{GRID_LR_POINTS} log-spaced learning rates x {len(EMBEDDING_DIMS)} embedding "
-            "sizes in a seeded random order, so its count depends on that grid. Trials run "
-            "in parallel on Vertex (parallelTrialCount) see fewer completed trials when they "
-            "are suggested; this figure is the sequential case. The issue sets no target."
+            "sizes in a seeded random order, so its count depends on that grid. In the "
+            f"parallel case, trials are suggested in rounds of {PARALLEL}, each while the "
+            "others of its round are still running, and told together; optuna's TPE treats "
+            "running trials as poor results (its constant liar, on by default), so a round "
+            "spreads out. A round is one unit of wall time on Vertex, so the parallel case "
+            f"needs about 1/{PARALLEL} of the rounds its trial count says. Bayesian / random: "
+            f"{bayes / rand:.2f} one at a time, {parallel_ratio:.2f} {PARALLEL} at a time "
+            f"(target <= {TARGET_RATIO}: {'met' if met else 'missed'})."
         ),
         rows=rows,
         plot={

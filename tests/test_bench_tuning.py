@@ -44,11 +44,24 @@ def test_run_study_is_reproducible_for_a_seed() -> None:
     assert first != bt.run_study("RANDOM_SEARCH", 4, 10, bt.surrogate_ndcg)
 
 
+def test_run_study_parallel_spends_the_budget_in_rounds_blind_to_their_results() -> None:
+    sequential = bt.run_study("ALGORITHM_UNSPECIFIED", 0, 14, bt.surrogate_ndcg)
+    parallel = bt.run_study("ALGORITHM_UNSPECIFIED", 0, 14, bt.surrogate_ndcg, parallel=3)
+    assert len(parallel) == 14  # the last round is cut to the budget
+    assert parallel == bt.run_study("ALGORITHM_UNSPECIFIED", 0, 14, bt.surrogate_ndcg, 3)
+    # Past the sampler's 10 start-up trials, a round cannot see its own members' results.
+    assert parallel[:10] == sequential[:10] and parallel[10:] != sequential[10:]
+
+
 def test_bench_tuning_run_quick_is_well_formed() -> None:
     result = bt.run(quick=True)
     check_figure(result)
     check_plot(result["plot"])
-    assert set(result["plot"]["series"]) == set(bt.ALGORITHMS)
+    parallel_arms = {f"{label}, {bt.PARALLEL} at a time" for label in bt.PAIR}
+    assert set(result["plot"]["series"]) == set(bt.ALGORITHMS) | parallel_arms
+    rows = {label: value for label, value, _ in result["rows"]}
+    parallel_ratio = rows[f"Bayesian / random, {bt.PARALLEL} at a time"]
+    assert result["met"] is (max(result["ratio"], parallel_ratio) <= bt.TARGET_RATIO)
     assert 1 <= result["baseline"]["value"] <= 31 and 1 <= result["measured"]["value"] <= 31
     assert result["ratio"] == pytest.approx(
         result["measured"]["value"] / result["baseline"]["value"]

@@ -181,9 +181,12 @@ def _choose_drink(
         error = 1e-3 + 1e-6 * largest
         for block in range(0, rows.size, _BLOCK):
             part = slice(block, block + _BLOCK)
-            approx = taste[part] * np.float32(scale)
+            # Built in float32 from the start: float64 temporaries would double the memory
+            # traffic of the passes over every (visit, drink) cell.
+            approx = taste[part].astype(np.float32)
+            approx *= np.float32(scale)
             approx += base32
-            approx += sign32 * heat[part, None]
+            approx += sign32 * heat[part, None].astype(np.float32)
             approx += context32[situation[part]]
 
             exact = partial(

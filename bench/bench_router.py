@@ -1,8 +1,13 @@
-"""Benchmark: the endpoint router's overhead over calling the prediction server directly.
+"""Benchmark: the endpoint router's added latency over calling the model server directly.
 
-One client sends sequential requests over a kept-alive connection, alternating blocks between
-the prediction server alone (baseline) and the router in front of it, in the same run. Prints
-p50/p99 latency and requests/s for both and their ratios.
+Two endpoints are deployed on the local backend, each served by its own router process
+(`vertex-retrain serve`): the reference prediction server (`trainer.serve`) with a trained
+model, sent one-instance requests (one member at one store, top 10: what an app asks when a
+member opens it), and the trivial echo server of the tests, whose answer costs almost nothing
+and so shows the router's floor; also a 100-instance request to the reference server. One
+client (the load generator of `bench.serving_load`, in this process) sends sequential
+requests over a kept-alive connection, in blocks taken in turn by the model server alone (the
+baseline), a proxy that only copies bytes (the cost of the extra hop itself) and the router.
 
     .venv/bin/python -m bench.bench_router [--quick]
 """
@@ -10,127 +15,270 @@ p50/p99 latency and requests/s for both and their ratios.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
-import statistics
+import re
+import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from bench.figures import figure, print_figure
+from bench.serving_load import (
+    REPO,
+    Load,
+    ReferenceModel,
+    cpu_seconds,
+    describe,
+    measure,
+    start_byte_proxy,
+    train_reference_model,
+)
 from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.endpoints import DeployedModel, LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.router import start_router
 
-REPO = Path(__file__).resolve().parent.parent
 ECHO_SERVER = REPO / "tests" / "data" / "serving" / "echo_server.py"
+TARGET_RATIO = 1.10
+BLOCKS = 4
+BATCH = 100  # instances in the batch request (a list of members scored at once)
 
 
-def _timed_block(port: int, path: str, count: int) -> list[float]:
-    body = json.dumps({"instances": [1, 2, 3]}).encode()
-    headers = {"Content-Type": "application/json"}
-    client = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    latencies = []
-    try:
-        for _ in range(count):
-            start = time.perf_counter()
-            client.request("POST", path, body, headers)
-            response = client.getresponse()
-            response.read()
-            latencies.append(time.perf_counter() - start)
-            if response.status != 200:
-                raise RuntimeError(f"POST {path} answered {response.status}")
-    finally:
-        client.close()
-    return latencies
+def _register(db: Path, root: Path, model: ReferenceModel) -> None:
+    registry = ModelRegistry(db)
+    (root / "echo").mkdir()
+    (root / "echo" / "model.json").write_text(json.dumps({"name": "m", "bias": 1}))
+    registry.upload_version(
+        "echo",
+        artifact_uri=str(root / "echo"),
+        container_spec={
+            "imageUri": "local/echo",
+            "command": [sys.executable, str(ECHO_SERVER)],
+            "predictRoute": "/predict",
+            "healthRoute": "/health",
+        },
+        sample_instances=[1],
+    )
+    registry.upload_version(
+        "reference",
+        artifact_uri=str(model.model_dir),
+        container_spec={
+            "imageUri": "local/trainer-serve",
+            "command": [sys.executable, "-m", "trainer.serve"],
+            "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+            "predictRoute": "/predict",
+            "healthRoute": "/health",
+        },
+        sample_instances=[json.loads(model.body(np.random.default_rng(0), 1))["instances"][0]],
+    )
 
 
-def _summary(latencies: list[float]) -> dict[str, float]:
-    ordered = sorted(latencies)
+def _start_router(name: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    router = subprocess.Popen(
+        [sys.executable, "-m", "vertex_retrain.cli.main", "serve", name, "--port", "0"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert router.stdout is not None
+    for line in router.stdout:  # the banner names the URL once the router accepts requests
+        found = re.search(r"at http://127\.0\.0\.1:(\d+)", line)
+        if found:
+            return router, int(found.group(1))
+    router.wait()
+    raise RuntimeError(f"serve {name} exited {router.returncode} before serving")
+
+
+def _blocks(
+    server: DeployedModel, ports: dict[str, int], router_pid: int, bodies: list[bytes]
+) -> dict[str, Any]:
+    """Blocks of `bodies` to the model server alone, through the byte proxy and through the
+    router, in turn."""
+    for port in ports.values():
+        measure(port, "/predict", bodies[:100])  # warm-up
+    latencies: dict[str, list[float]] = {side: [] for side in ports}
+    cpu = {"router": 0.0, "server alone": 0.0, "server behind": 0.0}
+    group = server.pid or 0  # its keeper's: the server runs in the keeper's process group
+    for _ in range(BLOCKS):
+        for side, port in ports.items():
+            before, before_server = cpu_seconds(router_pid), cpu_seconds(group, group=True)
+            latencies[side] += measure(port, "/predict", bodies).latencies_s
+            if side == "router":
+                cpu["router"] += cpu_seconds(router_pid) - before
+                cpu["server behind"] += cpu_seconds(group, group=True) - before_server
+            elif side == "server":
+                cpu["server alone"] += cpu_seconds(group, group=True) - before_server
+    alone, proxy, via = (Load(latencies[s], sum(latencies[s]), 1) for s in ports)
+    count = len(latencies["router"])
     return {
-        "p50_ms": 1000 * statistics.median(ordered),
-        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-        "requests_per_s": len(ordered) / sum(ordered),
+        "server": describe(alone),
+        "proxy": describe(proxy),
+        "router": describe(via),
+        "p50_ratio": via.p50_ms() / alone.p50_ms(),
+        "proxy_p50_ratio": proxy.p50_ms() / alone.p50_ms(),
+        "p99_ratio": via.quantile_ms(0.99) / alone.quantile_ms(0.99),
+        "added_p50_us": 1000 * (via.p50_ms() - alone.p50_ms()),
+        "proxy_added_p50_us": 1000 * (proxy.p50_ms() - alone.p50_ms()),
+        "router_cpu_us_per_request": 1e6 * cpu["router"] / count,
+        "server_cpu_us_alone": 1e6 * cpu["server alone"] / count,
+        "server_cpu_us_behind": 1e6 * cpu["server behind"] / count,
+        "request_bytes": len(bodies[0]),
     }
+
+
+def _compare(
+    name: str, cases: dict[str, list[bytes]], env: dict[str, str], db: Path
+) -> dict[str, dict[str, Any]]:
+    """Serve the endpoint with its router (`serve`) and time each case's requests."""
+    (server,) = LocalEndpoints(db).get(name).deployed_models
+    router, router_port = _start_router(name, env)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            proxy, proxy_port = start_byte_proxy(server.port or 0, Path(scratch))
+            ports = {"server": server.port or 0, "proxy": proxy_port, "router": router_port}
+            try:
+                return {case: _blocks(server, ports, router.pid, b) for case, b in cases.items()}
+            finally:
+                proxy.terminate()
+                proxy.wait(timeout=60)
+    finally:
+        router.terminate()  # `serve` stops the endpoint's model servers as it exits
+        router.communicate(timeout=60)
 
 
 def run(quick: bool) -> dict[str, Any]:
-    """Deploy the echo server to a scratch endpoint and time it with and without the router.
+    """Train and deploy the reference model and the echo server; time both paths for each.
 
     Args:
-        quick: 4 x 100 requests per side instead of 4 x 1000.
+        quick: 4 x 150 requests per side instead of 4 x 1,000.
 
     Returns:
-        Figures for `server` and `router`, and `ratio`: router / server for the latencies and
-        server / router for requests/s, so every ratio above 1 is the router's cost.
+        The report's figure: the reference request's p50 ratio against the 10% target, with
+        the router's added microseconds and the trivial request's figures in the rows.
     """
-    per_block = 100 if quick else 1000
-    saved_root = os.environ.get("VERTEX_LOCAL_ROOT")
+    per_block = 150 if quick else 1000
+    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="bench-router-") as scratch:
         root = Path(scratch)
-        os.environ["VERTEX_LOCAL_ROOT"] = str(root)  # logs and GCS_FUSE_ROOT stay in scratch
-        (root / "model").mkdir()
-        (root / "model" / "model.json").write_text(json.dumps({"name": "m", "bias": 1}))
-        db = root / "registry.db"
-        ModelRegistry(db).upload_version(
-            "bench",
-            artifact_uri=str(root / "model"),
-            container_spec={
-                "imageUri": "local/echo",
-                "command": ["python", str(ECHO_SERVER)],
-                "predictRoute": "/predict",
-                "healthRoute": "/health",
-            },
-            sample_instances=[1],
-        )
-        endpoints = LocalEndpoints(db)
-        endpoints.get_or_create("bench")
-        deployed = endpoints.deploy("bench", "bench")
+        model = train_reference_model(root / "train")
+        env = {**os.environ, "VERTEX_LOCAL_ROOT": str(root / "local"), "PYTHONPATH": str(REPO)}
+        saved = os.environ.get("VERTEX_LOCAL_ROOT")
+        os.environ["VERTEX_LOCAL_ROOT"] = env["VERTEX_LOCAL_ROOT"]  # logs stay in scratch
+        db = root / "local" / "registry.db"
         try:
-            with start_router("bench", db_path=db, seed=0) as router:
-                server: list[float] = []
-                routed: list[float] = []
-                _timed_block(deployed.port or 0, "/predict", 50)  # warm-up
-                _timed_block(router.port, "/predict", 50)
-                for _ in range(4):
-                    server += _timed_block(deployed.port or 0, "/predict", per_block)
-                    routed += _timed_block(router.port, "/predict", per_block)
+            _register(db, root, model)
+            endpoints = LocalEndpoints(db)
+            requests = {
+                "reference": [model.body(rng, 1) for _ in range(per_block)],
+                "batch": [model.body(rng, BATCH) for _ in range(per_block // 4)],
+                "echo": [json.dumps({"instances": [1, 2, 3]}).encode()] * per_block,
+            }
+            results: dict[str, dict[str, Any]] = {}
+            for name, cases in (("reference", ("reference", "batch")), ("echo", ("echo",))):
+                endpoints.get_or_create(name)
+                endpoints.deploy(name, name)
+                try:
+                    results |= _compare(name, {c: requests[c] for c in cases}, env, db)
+                finally:
+                    stop_servers(name, db_path=db)
         finally:
-            stop_servers("bench", db_path=db)
-            if saved_root is None:
+            if saved is None:
                 os.environ.pop("VERTEX_LOCAL_ROOT", None)
             else:
-                os.environ["VERTEX_LOCAL_ROOT"] = saved_root
-    direct, via = _summary(server), _summary(routed)
-    return {
-        "requests_per_side": len(server),
-        "server": direct,
-        "router": via,
-        "ratio": {
-            "p50": via["p50_ms"] / direct["p50_ms"],
-            "p99": via["p99_ms"] / direct["p99_ms"],
-            "throughput": direct["requests_per_s"] / via["requests_per_s"],
+                os.environ["VERTEX_LOCAL_ROOT"] = saved
+    return _figure(results, BLOCKS * per_block)
+
+
+def _figure(results: dict[str, dict[str, Any]], requests: int) -> dict[str, Any]:
+    ref, batch, echo = results["reference"], results["batch"], results["echo"]
+    met = ref["p50_ratio"] <= TARGET_RATIO
+    notes = (
+        f"Judged on the one-instance request: the router adds {ref['added_p50_us']:.0f} us to "
+        f"its p50. A proxy that only copies bytes adds {ref['proxy_added_p50_us']:.0f} us "
+        f"(x{ref['proxy_p50_ratio']:.2f}): the price of one more process and loopback hop on "
+        "this machine. The rest is the router's work, "
+        f"{ref['router_cpu_us_per_request']:.0f} us of CPU per request, "
+        "most of it in uvicorn's and asyncio's per-request Python (the router's own code, "
+        "httptools parsing, JSON check, traffic draw and pooled forwarding, is a small part). "
+        f"The floor, on a trivial echo server answering in {echo['server']['p50_ms']:.2f} ms: "
+        f"x{echo['p50_ratio']:.2f} (+{echo['added_p50_us']:.0f} us). On a {BATCH}-instance "
+        f"request the router is x{batch['p50_ratio']:.2f} "
+        f"({'within' if batch['p50_ratio'] <= TARGET_RATIO else 'over'} the 10% target)."
+    )
+    if not met:
+        notes += (
+            " Missed for one instance, on 2 cores shared by client, router and server: the "
+            "target holds only for answers slower than about "
+            f"{ref['added_p50_us'] / 100:.1f} ms."
+        )
+    return figure(
+        name="Serving: endpoint router + prediction server",
+        what=(
+            f"{requests:,} sequential keep-alive POST requests per side, in turn to a locally "
+            "deployed model server alone (baseline), through a byte-copying proxy, and through "
+            "the endpoint router (`vertex-retrain serve`), each in its own process; the "
+            f"request is one instance ({ref['request_bytes']} bytes: one member at one shop, "
+            "top 10, what an app asks) to `trainer.serve` with a trained reference model; also "
+            f"a {BATCH}-instance request, and a trivial one to the test echo server for the "
+            "floor (`bench/bench_router.py`)."
+        ),
+        baseline=("reference server alone, p50", ref["server"]["p50_ms"]),
+        measured=("router + reference server, p50", ref["router"]["p50_ms"]),
+        unit="ms",
+        ratio=ref["p50_ratio"],
+        ratio_meaning="router p50 / server p50 (above 1: the router's cost)",
+        target=f"ratio <= {TARGET_RATIO:g}",
+        met=met,
+        notes=notes,
+        rows=[
+            ("router's added p50", ref["added_p50_us"], "us"),
+            ("byte proxy's added p50 (the hop alone)", ref["proxy_added_p50_us"], "us"),
+            ("router CPU per request", ref["router_cpu_us_per_request"], "us"),
+            ("server CPU per request, alone", ref["server_cpu_us_alone"], "us"),
+            ("server CPU per request, behind the router", ref["server_cpu_us_behind"], "us"),
+            ("p99, reference server alone", ref["server"]["p99_ms"], "ms"),
+            ("p99, router + reference server", ref["router"]["p99_ms"], "ms"),
+            ("p99 ratio", ref["p99_ratio"], "x"),
+            (f"p50, server alone, {BATCH} instances", batch["server"]["p50_ms"], "ms"),
+            (f"p50 ratio, {BATCH} instances", batch["p50_ratio"], "x"),
+            (f"p99, router + server, {BATCH} instances", batch["router"]["p99_ms"], "ms"),
+            ("p50, echo server alone", echo["server"]["p50_ms"], "ms"),
+            ("p50 ratio, echo (the floor)", echo["p50_ratio"], "x"),
+            ("router's added p50, echo", echo["added_p50_us"], "us"),
+            ("byte proxy's added p50, echo", echo["proxy_added_p50_us"], "us"),
+            ("p99, router + echo server", echo["router"]["p99_ms"], "ms"),
+        ],
+        plot={
+            "kind": "bar",
+            "categories": ["1 instance p50", "1 instance p99", "echo p50", "echo p99"],
+            "series": {
+                label: [
+                    ref[side]["p50_ms"],
+                    ref[side]["p99_ms"],
+                    echo[side]["p50_ms"],
+                    echo[side]["p99_ms"],
+                ]
+                for label, side in (
+                    ("server alone", "server"),
+                    ("byte proxy + server", "proxy"),
+                    ("router + server", "router"),
+                )
+            },
+            "ylabel": "latency (ms)",
         },
-    }
+    )
 
 
 def main() -> None:
     """Prints the figures of one run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="400 requests per side")
-    figures = run(parser.parse_args().quick)
-    print(f"requests per side: {figures['requests_per_side']} (sequential, keep-alive)")
-    print(f"{'':8}{'p50 ms':>10}{'p99 ms':>10}{'req/s':>10}")
-    for side in ("server", "router"):
-        f = figures[side]
-        print(f"{side:8}{f['p50_ms']:10.3f}{f['p99_ms']:10.3f}{f['requests_per_s']:10.0f}")
-    r = figures["ratio"]
-    print(
-        f"router/server: p50 x{r['p50']:.2f}, p99 x{r['p99']:.2f}, "
-        f"throughput cost x{r['throughput']:.2f} (cpus: {os.cpu_count()})"
-    )
+    parser.add_argument("--quick", action="store_true", help="600 requests per side")
+    print_figure(run(parser.parse_args().quick))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Mapping benchmarks that return their own dicts onto the report's shape.
 
-`bench_executor`, `bench_router`, `bench_trainer`, `bench_serving` and `bench_datagen`
-predate `bench.figures.figure`; each adapter reads their keys. A benchmark whose keys
-change falls back to a raw table in the report rather than failing it.
+`bench_executor`, `bench_trainer` and `bench_datagen` predate `bench.figures.figure`; each
+adapter reads their keys. A benchmark whose keys change falls back to a raw table in the
+report rather than failing it.
 """
 
 from __future__ import annotations
@@ -47,40 +47,6 @@ def _executor(raw: Mapping[str, Any]) -> dict[str, Any]:
                 ],
             },
             "ylabel": "seconds / ratio",
-        },
-    )
-
-
-def _router(raw: Mapping[str, Any]) -> dict[str, Any]:
-    server, router, ratio = raw["server"], raw["router"], raw["ratio"]
-    return figure(
-        name="Serving: endpoint router + prediction server",
-        what=(
-            f"{raw['requests_per_side']} sequential keep-alive POST requests per side to a "
-            "locally deployed prediction server, alternating blocks between the server alone "
-            "(baseline) and the endpoint router in front of it (`bench/bench_router.py`)."
-        ),
-        baseline=("prediction server alone, p50", server["p50_ms"]),
-        measured=("router + prediction server, p50", router["p50_ms"]),
-        unit="ms",
-        ratio_meaning="router p50 / server p50 (above 1: the router's cost)",
-        notes="The issue sets no target for serving; p99 and requests/s are in the table.",
-        rows=[
-            ("p99, server alone", server["p99_ms"], "ms"),
-            ("p99, router + server", router["p99_ms"], "ms"),
-            ("p99 ratio", ratio["p99"], "x"),
-            ("requests/s, server alone", server["requests_per_s"], "req/s"),
-            ("requests/s, router + server", router["requests_per_s"], "req/s"),
-            ("throughput cost (server req/s / router req/s)", ratio["throughput"], "x"),
-        ],
-        plot={
-            "kind": "bar",
-            "categories": ["p50 (ms)", "p99 (ms)"],
-            "series": {
-                "server alone": [server["p50_ms"], server["p99_ms"]],
-                "router + server": [router["p50_ms"], router["p99_ms"]],
-            },
-            "ylabel": "latency (ms)",
         },
     )
 
@@ -130,42 +96,6 @@ def _trainer(raw: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def _serving(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return figure(
-        name="Serving: prediction server over HTTP",
-        what=(
-            f"{raw['requests']:,} requests of {raw['instances_per_request']} instance(s) to the "
-            "reference prediction server (`trainer.serve`) over HTTP, sequentially and with "
-            f"{raw['concurrent_clients']} concurrent clients, against calling the predictor "
-            "directly in-process (`bench/bench_serving.py`)."
-        ),
-        baseline=("direct predictor calls", raw["direct_predict_calls_per_s"]),
-        measured=("HTTP requests, sequential", raw["sequential_requests_per_s"]),
-        unit="req/s",
-        ratio_meaning="HTTP throughput / direct-call throughput",
-        notes="The issue sets no target for the prediction server alone.",
-        rows=[
-            ("p50 latency", raw["p50_ms"], "ms"),
-            ("p99 latency", raw["p99_ms"], "ms"),
-            (
-                f"{raw['concurrent_clients']} concurrent clients",
-                raw["concurrent_requests_per_s"],
-                "req/s",
-            ),
-        ],
-        plot={
-            "kind": "bar",
-            "categories": ["requests/s"],
-            "series": {
-                "direct predictor": [raw["direct_predict_calls_per_s"]],
-                "HTTP sequential": [raw["sequential_requests_per_s"]],
-                "HTTP concurrent": [raw["concurrent_requests_per_s"]],
-            },
-            "ylabel": "requests per second",
-        },
-    )
-
-
 def _datagen(raw: Mapping[str, Any]) -> dict[str, Any]:
     return figure(
         name="Synthetic data generation",
@@ -199,8 +129,6 @@ def _datagen(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "bench_executor": _executor,
-    "bench_router": _router,
     "bench_trainer": _trainer,
-    "bench_serving": _serving,
     "bench_datagen": _datagen,
 }

@@ -71,22 +71,6 @@ def test_normalise_keeps_standard_shape_and_shows_unknown_dicts_raw() -> None:
     assert raw["raw"] == [("a", 1.5), ("nested.b", 2), ("samples", "3 values")]
 
 
-def test_normalise_adapts_router_result() -> None:
-    side = {"p50_ms": 1.0, "p99_ms": 2.0, "requests_per_s": 900.0}
-    routed = {"p50_ms": 2.0, "p99_ms": 5.0, "requests_per_s": 450.0}
-    raw = {
-        "requests_per_side": 400,
-        "server": side,
-        "router": routed,
-        "ratio": {"p50": 2.0, "p99": 2.5, "throughput": 2.0},
-    }
-    result = normalise("bench_router", raw)
-    assert result["baseline"]["value"] == 1.0
-    assert result["measured"]["value"] == 2.0
-    assert result["ratio"] == pytest.approx(2.0)
-    assert result["target"] is None and result["met"] is None
-
-
 def test_normalise_trainer_adapter_judges_the_09_target() -> None:
     raw = {
         "device": "cpu", "train_rows": 1000, "members": 10, "steps": 10, "batch_size": 32,
@@ -100,7 +84,7 @@ def test_normalise_trainer_adapter_judges_the_09_target() -> None:
 
 
 def test_normalise_falls_back_to_raw_when_an_adapter_no_longer_fits() -> None:
-    assert "raw" in normalise("bench_router", {"unexpected": 1})
+    assert "raw" in normalise("bench_trainer", {"unexpected": 1})
 
 
 def test_flatten_nested_dict_paths() -> None:

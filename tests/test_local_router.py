@@ -104,6 +104,28 @@ def test_router_vertex_route_adds_deployed_model_fields(endpoints: LocalEndpoint
         client.close()
 
 
+def _connections_to(port: int) -> int:
+    """Established TCP connections whose remote end is 127.0.0.1:`port` (/proc/net/tcp)."""
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(
+        1
+        for line in lines
+        if line.split()[3] == "01" and int(line.split()[2].split(":")[1], 16) == port
+    )
+
+
+def test_router_forwards_over_one_kept_alive_connection(endpoints: LocalEndpoints) -> None:
+    deployed = endpoints.deploy("shop recs", "recs", "1")
+    assert deployed.port is not None
+    with start_router("shop recs") as router:
+        for _ in range(3):  # a new client connection each time, one upstream all along
+            client = _client(router)
+            for index in range(10):
+                assert _post(client, "/predict", _instances(index))[0] == 200
+            client.close()
+        assert _connections_to(deployed.port) == 1
+
+
 def test_router_applies_deploy_and_rollback_without_restart(endpoints: LocalEndpoints) -> None:
     a = endpoints.deploy("shop recs", "recs", "1").deployed_model_id
     with start_router("shop recs", seed=7) as router:

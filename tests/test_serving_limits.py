@@ -9,6 +9,7 @@ request in flight finish. Socket timeouts here are liveness bounds, never speed 
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import os
 import select
@@ -178,6 +179,60 @@ def test_both_servers_answer_errors_in_one_shape(ports: dict[str, int]) -> None:
     server, router = _errors(ports["server"]), _errors(ports["router"])
     assert server == router
     assert {status for status, _ in server.values()} == {400, 404, 405, 411, 413}
+
+
+HUGE_HEADER = b"X-Big: " + b"a" * 20_000
+
+
+@pytest.mark.parametrize("ending", [b"\r\n\r\n", b""], ids=["complete", "unfinished"])
+def test_servers_refuse_a_request_head_over_the_limit(port: int, ending: bytes) -> None:
+    # The parser keeps an unfinished header to itself: the size is bounded all the same.
+    head = b"POST /predict HTTP/1.1\r\nHost: x\r\n" + HUGE_HEADER + ending
+    answer = raw_exchange(port, head)
+    assert answer is not None and answer[0] == 400
+    assert f"at most {LIMITS.max_header_bytes} bytes" in error_message(answer[1])
+
+
+def test_servers_answer_head_requests_on_a_kept_alive_connection(port: int) -> None:
+    # A HEAD answer has no body: its head must still go out on its own.
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        for method in ("HEAD", "HEAD", "GET"):
+            connection.request(method, "/health")
+            response = connection.getresponse()
+            body = response.read()
+            assert response.status in {200, 405} and (body == b"") is (method == "HEAD")
+    finally:
+        connection.close()
+
+
+def test_servers_refuse_an_empty_request_head(port: int) -> None:
+    answer = raw_exchange(port, b"\r\n\r\n\r\n")
+    assert answer is not None and answer[0] == 400 and error_message(answer[1])
+
+
+class _Stream(io.BytesIO):
+    """Everything a server sent, read as consecutive answers (reading one does not close it)."""
+
+    def close(self) -> None:
+        pass
+
+    def makefile(self, mode: str) -> _Stream:
+        return self
+
+
+def test_servers_answer_a_request_before_the_garbage_pipelined_after_it(port: int) -> None:
+    head = b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(GOOD_BODY)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head + GOOD_BODY + b"\x16\x03\x01 not http\r\n\r\n")
+        received = b"".join(iter(lambda: sock.recv(65536), b""))  # until the server closes
+    stream, answers = _Stream(received), []
+    for _ in range(2):
+        response = http.client.HTTPResponse(stream)  # type: ignore[arg-type]
+        response.begin()
+        answers.append((response.status, json.loads(response.read())))
+    assert answers[0][0] == 200 and answers[0][1]["predictions"]
+    assert answers[1][0] == 400 and error_message(answers[1][1])
 
 
 def test_prediction_server_refuses_connections_past_the_cap(model_dir: Path) -> None:

@@ -38,6 +38,7 @@ def write_tiny_artifact(model_dir: Path) -> Path:
     """Export an untrained recommender in the trainer's artifact format to `model_dir`."""
     from trainer.export import export_model
     from trainer.features import Catalogue
+    from trainer.history import MemberHistory
     from trainer.model import DrinkRecommender, ModelConfig
 
     ints = np.arange(N_DRINKS, dtype=np.int64)
@@ -66,6 +67,7 @@ def write_tiny_artifact(model_dir: Path) -> Path:
         np.asarray(MEMBERS, dtype=np.int64),
         np.ones((len(STORES), N_DRINKS)),
         {},
+        history=MemberHistory.from_counts(np.eye(len(MEMBERS) + 1, N_DRINKS, k=-1)),
     )
     return model_dir
 

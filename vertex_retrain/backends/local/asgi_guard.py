@@ -6,6 +6,10 @@ trainer). `tests/test_serving_limits.py` fails when the two copies differ.
 
 Every error a server sends has one shape, Google's:
 `{"error": {"code": 413, "status": "PAYLOAD_TOO_LARGE", "message": "..."}}`.
+
+Handlers speak raw ASGI through `Request` and `Answer` rather than a framework's request and
+response objects: on a prediction server those cost as much as the HTTP parsing itself, and the
+router's added latency is a target (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -14,17 +18,18 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
 # Vertex AI's limit on an online prediction request body.
 VERTEX_MAX_REQUEST_BYTES = 1_500_000
+# Bodies above this are parsed on a worker thread, so one large request does not stall the
+# event loop (and every other connection) for the milliseconds json.loads takes.
+PARSE_INLINE_BYTES = 64 * 1024
 STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     404: "NOT_FOUND",
@@ -79,9 +84,66 @@ def error_body(status: int, message: str) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
-def json_response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+@dataclass(frozen=True)
+class Answer:
+    """A complete response: status, body bytes as they are, extra headers.
+
+    Attributes:
+        status: HTTP status code.
+        body: The body, sent with its Content-Length.
+        headers: Extra response headers (Content-Type and Content-Length are added).
+        content_type: The Content-Type header.
+    """
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+    async def send(self, send: Send) -> None:
+        """Send it as the two ASGI messages of a response."""
+        headers = [
+            (b"content-type", self.content_type.encode("latin-1")),
+            (b"content-length", b"%d" % len(self.body)),
+            *(
+                (name.encode("latin-1"), value.encode("latin-1"))
+                for name, value in self.headers.items()
+            ),
+        ]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def json_response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
     """A response carrying JSON bytes as they are."""
-    return Response(body, status, headers=dict(headers or {}), media_type="application/json")
+    return Answer(status, body, dict(headers or {}))
+
+
+class Request:
+    """One HTTP request as the ASGI server hands it over.
+
+    Attributes:
+        scope: The ASGI scope.
+        receive: The ASGI receive channel (the body arrives through it).
+        method: e.g. "POST".
+        path: The decoded path, without the query.
+    """
+
+    __slots__ = ("method", "path", "receive", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        """Wraps the scope; nothing is read yet."""
+        self.scope = scope
+        self.receive = receive
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header (`name` in lower case), None when absent."""
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return bytes(value)
+        return None
 
 
 class HttpError(Exception):
@@ -100,7 +162,7 @@ class HttpError(Exception):
         self.message = message
         self.headers = dict(headers or {})
 
-    def response(self) -> Response:
+    def response(self) -> Answer:
         """The answer in the one error shape."""
         return json_response(self.status, error_body(self.status, self.message), self.headers)
 
@@ -109,6 +171,21 @@ def _too_large(limits: Limits, size: int | None) -> HttpError:
     limit = limits.max_body_bytes
     what = f"has more than {limit}" if size is None else f"is {size}"
     return HttpError(413, f"request body {what} bytes; the limit is {limit} bytes")
+
+
+async def _receive_all(request: Request, limits: Limits, chunks: list[bytes]) -> None:
+    size = 0
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise HttpError(400, "the client closed the connection before the body ended")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise _too_large(limits, None)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return
 
 
 async def read_body(request: Request, limits: Limits) -> bytes:
@@ -122,32 +199,27 @@ async def read_body(request: Request, limits: Limits) -> bytes:
         HttpError: 411 without a length, 413 over `max_body_bytes`, 408 when the body takes
             longer than `body_timeout_s`, 400 when the client goes away.
     """
-    declared = request.headers.get("content-length")
-    if declared is None and "transfer-encoding" not in request.headers:
+    declared = request.header(b"content-length")
+    if declared is None and request.header(b"transfer-encoding") is None:
         raise HttpError(411, "a Content-Length header with the body size is required")
     # The HTTP parser has already refused a Content-Length that is not 1-20 ASCII digits.
     if declared is not None and int(declared) > limits.max_body_bytes:
         raise _too_large(limits, int(declared))
-    body = bytearray()
+    chunks: list[bytes] = []
     try:
         async with asyncio.timeout(limits.body_timeout_s):
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > limits.max_body_bytes:
-                    raise _too_large(limits, None)
+            await _receive_all(request, limits, chunks)
     except TimeoutError:
         raise HttpError(
             408,
             f"the request body did not arrive within {limits.body_timeout_s:g} s "
-            f"({len(body)} bytes came)",
+            f"({sum(map(len, chunks))} bytes came)",
             {"Connection": "close"},
         ) from None
-    except ClientDisconnect:
-        raise HttpError(400, "the client closed the connection before the body ended") from None
-    return bytes(body)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[[Request], Awaitable[Answer]]
 Hook = Callable[[], Awaitable[None]]
 
 
@@ -180,15 +252,15 @@ class GuardedApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
-        if scope["type"] == "lifespan":
+        if scope["type"] == "http":
+            answer = await self._answer(Request(scope, receive))
+            await answer.send(send)
+        elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
-        elif scope["type"] == "http":
-            response = await self._answer(scope, receive)
-            await response(scope, receive, send)
 
-    async def _answer(self, scope: Scope, receive: Receive) -> Response:
-        if self._exempt(scope):
-            return await self._safely(Request(scope, receive))
+    async def _answer(self, request: Request) -> Answer:
+        if self._exempt(request.scope):
+            return await self._safely(request)
         if self._in_flight >= self._limits.max_concurrent_requests:
             return HttpError(
                 503,
@@ -198,17 +270,17 @@ class GuardedApp:
             ).response()
         self._in_flight += 1
         try:
-            return await self._safely(Request(scope, receive))
+            return await self._safely(request)
         finally:
             self._in_flight -= 1
 
-    async def _safely(self, request: Request) -> Response:
+    async def _safely(self, request: Request) -> Answer:
         try:
             return await self._handler(request)
         except HttpError as error:
             return error.response()
         except Exception as error:  # a bug must cost one request, never the server
-            log.exception("request %s %s failed", request.method, request.url.path)
+            log.exception("request %s %s failed", request.method, request.path)
             return HttpError(
                 500, f"internal error ({type(error).__name__}); see the server log"
             ).response()

@@ -18,6 +18,7 @@ answer, errors included, passes through unchanged. No request can stop the route
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -25,16 +26,14 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-import anyio.to_thread
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import Scope
-
 from vertex_retrain.backends.local.asgi_guard import (
+    PARSE_INLINE_BYTES,
     VERTEX_MAX_REQUEST_BYTES,
+    Answer,
     GuardedApp,
     HttpError,
     Limits,
+    Request,
     json_response,
     read_body,
 )
@@ -51,9 +50,6 @@ _VERTEX_ROUTE = re.compile(
     r"^/v1/(?:projects/[^/]+/locations/[^/]+/)?endpoints/(?P<name>[^/:]+)"
     r"(?::(?P<verb>predict|rawPredict))?$"
 )
-# Bodies above this are parsed on a worker thread, so one large request does not stall the
-# event loop (and every other connection) for the milliseconds json.loads takes.
-_PARSE_INLINE_BYTES = 64 * 1024
 
 
 def _check_instances(body: bytes) -> None:
@@ -108,15 +104,15 @@ class _RouterService:
         )
 
     async def _start(self) -> None:
-        self._forwarder = Forwarder(self._backend_timeout_s, self.limits.max_concurrent_requests)
+        self._forwarder = Forwarder(self._backend_timeout_s)
 
     async def _stop(self) -> None:
         if self._forwarder is not None:
             await self._forwarder.close()
 
-    async def _handle(self, request: Request) -> Response:
+    async def _handle(self, request: Request) -> Answer:
         try:
-            return await self._dispatch(request.scope, request)
+            return await self._dispatch(request)
         except RegistryNotFoundError as error:
             raise HttpError(404, str(error)) from None
         except NoTrafficError as error:
@@ -141,8 +137,8 @@ class _RouterService:
             )
         return match["verb"] or "get"
 
-    async def _dispatch(self, scope: Scope, request: Request) -> Response:
-        path = scope["path"]
+    async def _dispatch(self, request: Request) -> Answer:
+        path = request.path
         verb = self._route(path)
         reads = path == "/health" or verb == "get"
         if request.method != ("GET" if reads else "POST"):
@@ -153,8 +149,8 @@ class _RouterService:
             state = {"endpoint": endpoint.display_name, "trafficSplit": endpoint.traffic_split}
             return json_response(200, json.dumps(state).encode())
         body = await read_body(request, self.limits)
-        if len(body) > _PARSE_INLINE_BYTES:
-            await anyio.to_thread.run_sync(_check_instances, body)
+        if len(body) > PARSE_INLINE_BYTES:
+            await asyncio.to_thread(_check_instances, body)
         else:
             _check_instances(body)
         target = self.table.pick()
@@ -168,7 +164,7 @@ class _RouterService:
             "X-Vertex-AI-Model": target.model_display_name,
             "X-Vertex-AI-Model-Version-Id": target.model_version_id,
         }
-        return Response(answer, status, headers=headers, media_type=content_type)
+        return Answer(status, answer, headers, content_type)
 
 
 @dataclass

@@ -1,21 +1,20 @@
 """Forwarding a prediction request to a deployed model's server over pooled connections.
 
 The router keeps HTTP/1.1 connections to the model servers alive between requests: a small
-pool per port, spoken with h11 (the parser uvicorn itself uses) over asyncio streams. A
-general client such as httpx costs about 1 ms a request here, more than the model server's
-own answer, which matters because the router's overhead is a target (docs/benchmarks.md).
-Idle connections expire before the model server's keep-alive (5 s in `asgi_guard.Limits`);
-if the server closed a pooled connection anyway, the request is sent once more on a new one
-(a prediction has no side effects).
+pool per port, each an asyncio protocol whose answers httptools parses (llhttp, the parser
+uvicorn runs the router's own side on). A general client such as httpx costs about 1 ms a
+request here, and h11 about 0.1 ms, more than the router may add in all: its overhead is a
+target (docs/benchmarks.md). Idle connections expire before the model server's keep-alive
+(5 s in `asgi_guard.Limits`); if the server closed a pooled connection anyway, the request is
+sent once more on a new one (a prediction has no side effects).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
-import h11
+import httptools
 
 from vertex_retrain.backends.local.asgi_guard import HttpError
 from vertex_retrain.backends.local.endpoints import DeployedModel
@@ -24,102 +23,168 @@ POOL_KEEPALIVE_S = 4.0
 CONNECT_TIMEOUT_S = 5.0
 # A model server's answer is read into memory; one this large is a bug, not a prediction.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
-_READ_BYTES = 64 * 1024
 
 
 class _ClosedError(Exception):
     """The server closed the connection before its answer was complete."""
 
 
-class _Connection:
-    """One HTTP/1.1 connection to a model server."""
+class _Answer:
+    """The model server's answer being read: status, content type, body chunks."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._http = h11.Connection(h11.CLIENT)
+    def __init__(self) -> None:
+        self.content_type = "application/json"
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.framed = False  # Content-Length or chunked: not read until the server closes
+        self.keep_alive = False
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection to a model server (one request at a time)."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._parser: httptools.HttpResponseParser | None = None
+        self._answer = _Answer()
+        self._headers_done = False
+        self._done: asyncio.Future[bool] | None = None
+        self.lost = False
         self.idle_since = time.monotonic()
 
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # a stream transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._parser is None:  # nothing was asked: not HTTP we can follow
+            self._finish(_ClosedError("the server sent data it was not asked for"))
+            self.close()
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError as error:
+            self._finish(error.__context__ or error)  # what the callback raised
+        except httptools.HttpParserError as error:
+            self._finish(error)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        if self._parser is not None and self._headers_done and not self._answer.framed:
+            self._finish(None)  # an answer without Content-Length or chunks ends here
+        else:
+            self._finish(_ClosedError("the server closed the connection before answering"))
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"content-type":
+            self._answer.content_type = value.decode("latin-1")
+        elif name in {b"content-length", b"transfer-encoding"}:
+            self._answer.framed = True
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+
+    def on_body(self, body: bytes) -> None:
+        self._answer.size += len(body)
+        if self._answer.size > MAX_ANSWER_BYTES:
+            raise HttpError(502, f"the answer has more than {MAX_ANSWER_BYTES} bytes")
+        self._answer.chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        # Asked now: the parser forgets once the message is over.
+        assert self._parser is not None
+        self._answer.keep_alive = self._parser.should_keep_alive()
+        self._finish(None)
+
+    def _finish(self, error: BaseException | None) -> None:
+        if self._done is not None and not self._done.done():
+            if error is None:
+                self._done.set_result(True)
+            else:
+                self._done.set_exception(error)
+
     def close(self) -> None:
-        self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
 
-    async def wait_closed(self) -> None:
-        # A reset from the server while closing still leaves the connection closed.
-        with contextlib.suppress(OSError):
-            await self._writer.wait_closed()
-
-    async def post(self, host: str, path: str, body: bytes) -> tuple[int, bytes, str, bool]:
+    async def post(
+        self, host: str, path: str, body: bytes, timeout_s: float
+    ) -> tuple[int, bytes, str, bool]:
         """Send one POST and read the whole answer.
 
         Returns:
             Status, body, content type, and whether the connection can be reused.
+
+        Raises:
+            TimeoutError: No complete answer within `timeout_s`.
         """
-        headers = [
-            ("Host", host),
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(body))),
-        ]
-        out = self._http.send(h11.Request(method="POST", target=path, headers=headers)) or b""
-        out += self._http.send(h11.Data(data=body)) or b""
-        out += self._http.send(h11.EndOfMessage()) or b""
-        self._writer.write(out)
-        await self._writer.drain()
-        status, content_type, chunks, size = 0, "application/json", [], 0
-        while True:
-            event = self._http.next_event()
-            if event is h11.NEED_DATA:
-                self._http.receive_data(await self._reader.read(_READ_BYTES))
-            elif isinstance(event, h11.Response):
-                status = event.status_code
-                for name, value in event.headers:
-                    if name == b"content-type":
-                        content_type = value.decode("latin-1")
-            elif isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > MAX_ANSWER_BYTES:
-                    raise HttpError(502, f"the answer has more than {MAX_ANSWER_BYTES} bytes")
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            elif isinstance(event, h11.ConnectionClosed):
-                raise _ClosedError("the server closed the connection before answering")
-        reusable = self._http.our_state is h11.DONE and self._http.their_state is h11.DONE
-        if reusable:
-            self._http.start_next_cycle()
-            self.idle_since = time.monotonic()
-        return status, b"".join(chunks), content_type, reusable
+        assert self._transport is not None and self._done is None
+        if self.lost:
+            raise _ClosedError("the server had closed the connection")
+        self._parser = httptools.HttpResponseParser(self)
+        self._answer = _Answer()
+        self._headers_done = False
+        loop = asyncio.get_running_loop()
+        self._done = loop.create_future()
+        head = (
+            b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), host.encode(), len(body))
+        )
+        # One write for a small request: one segment, one wake-up of the server.
+        self._transport.write(head + body if len(body) < 65536 else head)
+        if len(body) >= 65536:
+            self._transport.write(body)
+        # A timer, not asyncio.timeout: the same deadline at a fraction of the cost.
+        timer = loop.call_later(timeout_s, self._finish, TimeoutError())
+        try:
+            await self._done
+        finally:
+            timer.cancel()
+            self._done = None
+        parser, answer = self._parser, self._answer
+        self._parser = None
+        reusable = not self.lost and answer.framed and answer.keep_alive
+        self.idle_since = time.monotonic()
+        return parser.get_status_code(), b"".join(answer.chunks), answer.content_type, reusable
 
 
 class Forwarder:
     """Pooled connections to the model servers; create and close it inside the event loop."""
 
-    def __init__(self, timeout_s: float, max_connections: int) -> None:
-        """An empty pool.
+    def __init__(self, timeout_s: float) -> None:
+        """An empty pool. It opens as many connections as requests are forwarded at once,
+        which the router's admission cap bounds (`Limits.max_concurrent_requests`).
 
         Args:
             timeout_s: How long a model server may take to answer (504 after).
-            max_connections: Requests forwarded at once, to all model servers together.
         """
         self._timeout_s = timeout_s
-        self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[int, list[_Connection]] = {}
+        self._open: set[_Connection] = set()
 
     async def close(self) -> None:
-        """Closes every pooled connection."""
-        pooled = [connection for idle in self._idle.values() for connection in idle]
+        """Closes every connection, pooled or in use."""
         self._idle.clear()
-        for connection in pooled:
+        for connection in self._open:
             connection.close()
-        await asyncio.gather(*(connection.wait_closed() for connection in pooled))
+        self._open.clear()
+        await asyncio.sleep(0)  # the transports close on the next turn of the loop
 
     def _take(self, port: int) -> _Connection | None:
         idle = self._idle.get(port, [])
         while idle:
             connection = idle.pop()
-            if time.monotonic() - connection.idle_since < POOL_KEEPALIVE_S:
+            if not connection.lost and time.monotonic() - connection.idle_since < POOL_KEEPALIVE_S:
                 return connection
-            connection.close()
+            self._discard(connection)
         return None
+
+    def _discard(self, connection: _Connection | None) -> None:
+        if connection is not None:
+            connection.close()
+            self._open.discard(connection)
 
     async def post(self, target: DeployedModel, body: bytes) -> tuple[int, bytes, str]:
         """POST `body` to the target's predict route.
@@ -138,47 +203,43 @@ class Forwarder:
                 f"deployed model {target.deployed_model_id} has no running server; "
                 "restart it with serve",
             )
-        async with self._slots:
-            for attempt in (1, 2):
-                connection = self._take(port)
-                reused = connection is not None
-                try:
-                    async with asyncio.timeout(self._timeout_s):
-                        if connection is None:
-                            connection = await self._open(port)
-                        status, answer, content_type, reusable = await connection.post(
-                            f"127.0.0.1:{port}", target.predict_route, body
-                        )
-                except (OSError, h11.ProtocolError, _ClosedError, HttpError) as error:
-                    _close(connection)
-                    # TimeoutError is an OSError too: only a lost connection is retried.
-                    lost = not isinstance(error, TimeoutError | HttpError)
-                    if lost and reused and attempt == 1:
-                        continue  # a kept-alive connection the server had closed
-                    raise _failed(target, error, self._timeout_s) from None
-                except BaseException:  # cancelled at shutdown: still release the socket
-                    _close(connection)
-                    raise
-                if reusable:
-                    self._idle.setdefault(port, []).append(connection)
-                else:
-                    connection.close()
-                return status, answer, content_type
+        for attempt in (1, 2):
+            connection = self._take(port)
+            reused = connection is not None
+            began = time.monotonic()
+            try:
+                if connection is None:
+                    connection = await self._connect(port)
+                left = self._timeout_s - (time.monotonic() - began)
+                status, answer, content_type, reusable = await connection.post(
+                    f"127.0.0.1:{port}", target.predict_route, body, left
+                )
+            except (OSError, httptools.HttpParserError, _ClosedError, HttpError) as error:
+                self._discard(connection)
+                # TimeoutError is an OSError too: only a lost connection is retried.
+                lost = not isinstance(error, TimeoutError | HttpError)
+                if lost and reused and attempt == 1:
+                    continue  # a kept-alive connection the server had closed
+                raise _failed(target, error, self._timeout_s) from None
+            except BaseException:  # cancelled at shutdown: still release the socket
+                self._discard(connection)
+                raise
+            if reusable:
+                self._idle.setdefault(port, []).append(connection)
+            else:
+                self._discard(connection)
+            return status, answer, content_type
         raise AssertionError("unreachable")
 
-    @staticmethod
-    async def _open(port: int) -> _Connection:
-        async with asyncio.timeout(CONNECT_TIMEOUT_S):
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return _Connection(reader, writer)
+    async def _connect(self, port: int) -> _Connection:
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(min(CONNECT_TIMEOUT_S, self._timeout_s)):
+            _, connection = await loop.create_connection(_Connection, "127.0.0.1", port)
+        self._open.add(connection)
+        return connection
 
 
-def _close(connection: _Connection | None) -> None:
-    if connection is not None:
-        connection.close()
-
-
-def _failed(target: DeployedModel, error: Exception, timeout_s: float) -> HttpError:
+def _failed(target: DeployedModel, error: BaseException, timeout_s: float) -> HttpError:
     if isinstance(error, TimeoutError):
         status, problem = 504, f"did not answer within {timeout_s:g} s"
     elif isinstance(error, HttpError):

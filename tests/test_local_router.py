@@ -200,3 +200,21 @@ def test_router_on_an_empty_endpoint_answers_503(endpoints: LocalEndpoints) -> N
         assert status == 503
         assert "no deployed model receiving traffic" in str(answer["error"])
         client.close()
+
+
+def test_router_answers_for_a_model_whose_name_is_not_latin_1(endpoints: LocalEndpoints) -> None:
+    register_echo(ModelRegistry(), "d", 300, model="おすすめ\r\nSet-Cookie: x")
+    endpoints.deploy("shop recs", "おすすめ\r\nSet-Cookie: x", "1")
+    with start_router("shop recs") as router:
+        client = _client(router)
+        client.request("POST", "/predict", _instances(1), {"Content-Type": "application/json"})
+        response = client.getresponse()
+        assert (response.status, json.loads(response.read())) == (
+            200,
+            {"predictions": [{"model": "d", "value": 301}]},
+        )
+        # Percent-encoded (UTF-8): a header carries Latin-1 only, and never a line break.
+        name = response.getheader("X-Vertex-AI-Model")
+        assert name == "%E3%81%8A%E3%81%99%E3%81%99%E3%82%81%0D%0ASet-Cookie: x"
+        assert response.getheader("Set-Cookie") is None
+        client.close()

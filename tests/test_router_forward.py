@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from vertex_retrain.backends.local import router_forward
 from vertex_retrain.backends.local.asgi_guard import HttpError
 from vertex_retrain.backends.local.endpoints import DeployedModel
 from vertex_retrain.backends.local.router_forward import Forwarder
@@ -125,3 +126,86 @@ def test_forwarder_answers_502_for_an_answer_that_is_not_http(garbage: bytes) ->
     (error,), _ = asyncio.run(_with_stub(babble, 1))
     assert isinstance(error, HttpError) and error.status == 502
     assert "/tmp/server.log" in error.message
+
+
+def test_forwarder_skips_an_interim_1xx_answer() -> None:
+    async def early_hints(
+        number: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await reader.read(65536)
+        writer.write(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the interim answer arrives alone (RFC 9110 15.2)
+        writer.write(OK)
+        await reader.read(65536)
+
+    answers, _ = asyncio.run(_with_stub(early_hints, 1))
+    assert answers == [(200, b"{}", "application/json")]
+
+
+def test_forwarder_keeps_no_connection_that_sent_more_than_its_answer() -> None:
+    extra = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+
+    async def talkative(
+        number: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await reader.read(65536)
+        writer.write(OK + extra if number == 1 else OK)
+        await _keep_answering(number, reader, writer)
+
+    answers, accepted = asyncio.run(_with_stub(talkative, 2))
+    assert answers == [(200, b"{}", "application/json")] * 2
+    assert accepted == 2  # the first connection is out of step with its requests
+
+
+def test_forwarder_retries_on_a_new_connection_when_pooled_ones_are_closed() -> None:
+    async def scenario() -> tuple[list[tuple[int, bytes, str]], int]:
+        accepted = 0
+        both_open = asyncio.Event()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal accepted
+            accepted += 1
+            try:
+                await reader.read(65536)
+                if accepted == 2:
+                    both_open.set()
+                await both_open.wait()  # two connections in the pool
+                writer.write(OK)
+                await reader.read(65536)  # the next request: closed as it arrives
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        target = _target(server.sockets[0].getsockname()[1])
+        forwarder = Forwarder(30.0)
+        try:
+            body = b'{"instances": []}'
+            answers = list(await asyncio.gather(*(forwarder.post(target, body) for _ in "ab")))
+            answers.append(await forwarder.post(target, body))
+        finally:
+            await forwarder.close()
+            server.close()
+            await server.wait_closed()
+        return answers, accepted
+
+    answers, accepted = asyncio.run(scenario())
+    assert answers == [(200, b"{}", "application/json")] * 3
+    assert accepted == 3  # the retry went to a new connection, not a second pooled one
+
+
+def test_forwarder_answers_502_for_a_head_over_the_answer_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(router_forward, "MAX_ANSWER_BYTES", 65536)
+
+    async def endless_header(
+        number: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await reader.read(65536)
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 200_000)
+        await reader.read(65536)  # until the forwarder gives up
+
+    (error,), _ = asyncio.run(_with_stub(endless_header, 1, timeout_s=5.0))
+    assert isinstance(error, HttpError) and error.status == 502
+    assert "65536 bytes" in error.message

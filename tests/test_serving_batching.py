@@ -84,3 +84,22 @@ def test_batcher_runs_large_calls_on_a_worker_thread(size: int, on_loop: bool) -
     (answer,) = asyncio.run(_gather(batcher, [list(range(size))]))
     assert answer == {"predictions": [2 * x for x in range(size)]}
     assert (model.threads == [threading.main_thread().name]) is on_loop
+
+
+def test_batcher_answers_every_request_when_a_merged_answer_cannot_be_serialised() -> None:
+    def predict(instances: list[Any]) -> list[Any]:
+        return [{x} if x == 99 else 2 * x for x in instances]  # a set is not JSON
+
+    async def both() -> tuple[bytes | BaseException, bytes | BaseException]:
+        batcher = PredictionBatcher(predict, max_instances=1000)
+        requests = asyncio.gather(
+            batcher.predict([1]), batcher.predict([99]), return_exceptions=True
+        )
+        try:
+            return await asyncio.wait_for(requests, 60)  # a guard: unanswered, it would hang
+        finally:
+            batcher.close()
+
+    good, bad = asyncio.run(both())
+    assert isinstance(good, bytes) and json.loads(good) == {"predictions": [2]}
+    assert isinstance(bad, TypeError)

@@ -114,15 +114,15 @@ class PredictionBatcher:
             instances = [x for job in batch for x in job.instances]
             try:
                 merged = self._predict(instances)
+                if len(merged) == len(instances):
+                    answers: Results = []
+                    start = 0
+                    for job in batch:
+                        answers.append(_answer(merged[start : start + len(job.instances)]))
+                        start += len(job.instances)
+                    return answers
             except Exception:  # scored again per request below, errors and all
-                merged = []
-            if len(merged) == len(instances):
-                answers: Results = []
-                start = 0
-                for job in batch:
-                    answers.append(_answer(merged[start : start + len(job.instances)]))
-                    start += len(job.instances)
-                return answers
+                pass
         results: Results = []
         for job in batch:
             try:

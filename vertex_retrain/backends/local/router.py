@@ -51,6 +51,15 @@ _VERTEX_ROUTE = re.compile(
     r"(?::(?P<verb>predict|rawPredict))?$"
 )
 
+# Printable ASCII but "%": what a header value carries as it is.
+_HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if c != ord("%"))
+
+
+def _header_value(text: str) -> str:
+    """`text` percent-encoded (UTF-8) where a header could not carry it: a display name may
+    hold any character, a header only Latin-1 and no line breaks (uvicorn refuses them)."""
+    return urllib.parse.quote(text, safe=_HEADER_SAFE)
+
 
 def _check_instances(body: bytes) -> None:
     try:
@@ -161,7 +170,7 @@ class _RouterService:
             content_type = "application/json"
         headers = {
             DEPLOYED_MODEL_HEADER: target.deployed_model_id,
-            "X-Vertex-AI-Model": target.model_display_name,
+            "X-Vertex-AI-Model": _header_value(target.model_display_name),
             "X-Vertex-AI-Model-Version-Id": target.model_version_id,
         }
         return Answer(status, answer, headers, content_type)

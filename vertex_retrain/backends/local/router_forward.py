@@ -35,9 +35,9 @@ class _Answer:
     def __init__(self) -> None:
         self.content_type = "application/json"
         self.chunks: list[bytes] = []
-        self.size = 0
         self.framed = False  # Content-Length or chunked: not read until the server closes
         self.keep_alive = False
+        self.complete = False
 
 
 class _Connection(asyncio.Protocol):
@@ -48,8 +48,9 @@ class _Connection(asyncio.Protocol):
         self._parser: httptools.HttpResponseParser | None = None
         self._answer = _Answer()
         self._headers_done = False
+        self._received = 0  # bytes of the answer, head included
         self._done: asyncio.Future[bool] | None = None
-        self.lost = False
+        self.lost = False  # closed, or not fit to carry another request
         self.idle_since = time.monotonic()
 
     # asyncio.Protocol
@@ -61,12 +62,17 @@ class _Connection(asyncio.Protocol):
             self._finish(_ClosedError("the server sent data it was not asked for"))
             self.close()
             return
+        self._received += len(data)
         try:
+            if self._received > MAX_ANSWER_BYTES:  # head and body: llhttp bounds neither
+                raise HttpError(502, f"the answer has more than {MAX_ANSWER_BYTES} bytes")
             self._parser.feed_data(data)
         except httptools.HttpParserCallbackError as error:
             self._finish(error.__context__ or error)  # what the callback raised
-        except httptools.HttpParserError as error:
+            self.close()
+        except (httptools.HttpParserError, HttpError) as error:
             self._finish(error)
+            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -76,6 +82,10 @@ class _Connection(asyncio.Protocol):
             self._finish(_ClosedError("the server closed the connection before answering"))
 
     # httptools callbacks
+    def on_message_begin(self) -> None:
+        if self._answer.complete:  # bytes after the answer: the connection is out of step
+            raise _ClosedError("the server sent more than one answer to one request")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
         if name == b"content-type":
@@ -87,15 +97,16 @@ class _Connection(asyncio.Protocol):
         self._headers_done = True
 
     def on_body(self, body: bytes) -> None:
-        self._answer.size += len(body)
-        if self._answer.size > MAX_ANSWER_BYTES:
-            raise HttpError(502, f"the answer has more than {MAX_ANSWER_BYTES} bytes")
         self._answer.chunks.append(body)
 
     def on_message_complete(self) -> None:
         # Asked now: the parser forgets once the message is over.
         assert self._parser is not None
+        if self._parser.get_status_code() < 200:  # an interim answer (103, 100): wait on
+            self._answer, self._headers_done = _Answer(), False
+            return
         self._answer.keep_alive = self._parser.should_keep_alive()
+        self._answer.complete = True
         self._finish(None)
 
     def _finish(self, error: BaseException | None) -> None:
@@ -106,6 +117,7 @@ class _Connection(asyncio.Protocol):
                 self._done.set_exception(error)
 
     def close(self) -> None:
+        self.lost = True
         if self._transport is not None:
             self._transport.close()
 
@@ -126,6 +138,7 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._answer = _Answer()
         self._headers_done = False
+        self._received = 0
         loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         head = (
@@ -204,7 +217,8 @@ class Forwarder:
                 "restart it with serve",
             )
         for attempt in (1, 2):
-            connection = self._take(port)
+            # The retry takes a new connection: another pooled one may be as stale.
+            connection = self._take(port) if attempt == 1 else None
             reused = connection is not None
             began = time.monotonic()
             try:

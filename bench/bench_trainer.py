@@ -57,6 +57,7 @@ def in_process_loops(
     from trainer.checkpoint import CheckpointManager
     from trainer.distributed import ClusterInfo
     from trainer.features import read_catalogue
+    from trainer.history import MemberHistory
     from trainer.model import (
         CatalogueTensors,
         DrinkRecommender,
@@ -74,7 +75,9 @@ def in_process_loops(
     data = encoded.load_or_build(manifest, catalogue)
     n_drinks = catalogue.drink_ids.size
     log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
-    cat = CatalogueTensors.build(catalogue, log_q, device)
+    counts = encoded.member_counts(data.train, int(data.member_vocab.size), n_drinks)
+    history = MemberHistory.from_counts(counts)  # the history head's input, as trainer.task
+    cat = CatalogueTensors.build(catalogue, log_q, device, history)
     config = ModelConfig(
         int(data.member_vocab.size), int(catalogue.store_ids.size), n_drinks, catalogue.n_categories
     )

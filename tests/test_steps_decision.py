@@ -105,3 +105,26 @@ def test_decide_refuses_a_rule_that_cannot_decide(
             min_improvement=min_improvement,
             guardrails=guardrails,
         )
+
+
+def test_decide_minimum_blocks_a_candidate_that_does_not_beat_usual() -> None:
+    floor = {"ndcg_at_10_usual_margin": 0.0}
+    losing = {"ndcg_at_10": 0.7, "ndcg_at_10_usual_margin": -0.01}
+    winning = {"ndcg_at_10": 0.7, "ndcg_at_10_usual_margin": 0.03}
+    first = decide(losing, None, primary_metric="ndcg_at_10", minimums=floor)
+    assert not first.is_better and "ndcg_at_10_usual_margin is -0.0100" in first.reason
+    assert first.champion_score == NO_CHAMPION_SCORE
+    better = decide(losing, {"ndcg_at_10": 0.5}, primary_metric="ndcg_at_10", minimums=floor)
+    assert not better.is_better and better.champion_score == 0.5
+    assert decide(winning, None, primary_metric="ndcg_at_10", minimums=floor).is_better
+    assert decide(winning, {"ndcg_at_10": 0.5}, primary_metric="ndcg_at_10",
+                  minimums=floor).is_better  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("minimums", "message"),
+    [({"usual_margin": 0.0}, "no metric 'usual_margin'"), ({"ndcg_at_10": math.nan}, "minimum")],
+)
+def test_decide_refuses_a_minimum_it_cannot_check(minimums: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        decide({"ndcg_at_10": 0.5}, None, primary_metric="ndcg_at_10", minimums=minimums)

@@ -13,7 +13,10 @@ from trainer.distributed import process_group_backend
 from trainer.model import DrinkRecommender, ModelConfig
 from trainer.optim import TrainingOptimizer
 
-CONFIG = ModelConfig(n_members=40, n_stores=5, n_drinks=12, n_categories=3, embedding_dim=8)
+# Two towers only: the loss below calls the model without the history the head would read.
+CONFIG = ModelConfig(
+    n_members=40, n_stores=5, n_drinks=12, n_categories=3, embedding_dim=8, history_hidden=0
+)
 
 
 def _batch(step: int) -> dict[str, torch.Tensor]:
@@ -143,7 +146,9 @@ def test_training_optimizer_refuses_another_optimizers_state() -> None:
     old = torch.optim.AdamW(model.parameters(), lr=0.01).state_dict()
     with pytest.raises(ValueError, match="written by an older trainer"):
         optimizer.load_state_dict(old)
-    other = TrainingOptimizer(DrinkRecommender(ModelConfig(9, 5, 12, 3, 8)), lr=0.01)
+    other = TrainingOptimizer(
+        DrinkRecommender(ModelConfig(9, 5, 12, 3, 8, history_hidden=0)), lr=0.01
+    )
     with pytest.raises(ValueError, match="for another model"):
         optimizer.load_state_dict(other.state_dict())
     with pytest.raises(ValueError, match=r"learning_rate × weight_decay = 0\.2 is too large"):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,14 @@ from data.hostile.support import expect_continue, finish_continued
 from trainer.asgi_guard import Limits
 from trainer.data import generate
 from trainer.export import export_model, load_artifact
-from trainer.features import encode_rows, read_catalogue, read_columns, store_popularity
+from trainer.features import (
+    encode_rows,
+    member_counts,
+    read_catalogue,
+    read_columns,
+    store_popularity,
+)
+from trainer.history import HISTORY_FILE, MemberHistory
 from trainer.model import DrinkRecommender, ModelConfig
 from trainer.paths import sha256_file
 from trainer.predictor import InstanceError, Predictor
@@ -49,8 +57,27 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             int(vocab.size), 6, int(catalogue.drink_ids.size), catalogue.n_categories, 8, 16
         )
     )
-    export_model(root / "model", model, catalogue, vocab, popularity, {"ndcg_at_10": 0.5})
+    history = MemberHistory.from_counts(
+        member_counts(rows, int(vocab.size), int(catalogue.drink_ids.size))
+    )
+    export_model(
+        root / "model", model, catalogue, vocab, popularity, {"ndcg_at_10": 0.5}, history=history
+    )
     return root / "model"
+
+
+def _copy(model_dir: Path, to: Path) -> Path:
+    to.mkdir()
+    for path in model_dir.iterdir():
+        (to / path.name).write_bytes(path.read_bytes())
+    return to
+
+
+def _reindex(folder: Path, drop: str = "") -> None:
+    """Rewrite artifact.json over the folder's files (a hand-made artifact), leaving out `drop`."""
+    index = json.loads((folder / "artifact.json").read_text())
+    index["sha256"] = {name: sha256_file(folder / name) for name in index["sha256"] if name != drop}
+    (folder / "artifact.json").write_text(json.dumps(index))
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +116,15 @@ def _predict(server: RunningServer, payload: Any) -> tuple[int, dict[str, Any]]:
 def test_load_artifact_round_trips_weights_and_detects_tampering(
     model_dir: Path, tmp_path: Path
 ) -> None:
-    model, catalogue, members, popularity = load_artifact(model_dir)
+    model, catalogue, members, popularity, history = load_artifact(model_dir)
     assert (
         catalogue.drink_ids.size == model.config.n_drinks and members.size == model.config.n_members
     )
+    assert history is not None and history.counts.shape == (
+        members.size + 1,
+        catalogue.drink_ids.size,
+    )
+    assert history.counts[1:].sum() > 0 and not history.counts[0].any()
     copy = tmp_path / "copy"
     copy.mkdir()
     for path in model_dir.iterdir():
@@ -122,6 +154,64 @@ def test_load_artifact_refuses_weights_holding_objects(model_dir: Path, tmp_path
     (copy / "artifact.json").write_text(json.dumps(index))
     with pytest.raises(ValueError, match="refused to load"):
         load_artifact(copy)
+
+
+def test_predictor_scores_known_members_with_their_purchase_history(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    copy = _copy(model_dir, tmp_path / "copy")
+    weights = torch.load(copy / "weights.pt", weights_only=True)
+    weights["history.2.bias"] = torch.tensor([50.0])  # every bought drink far above the rest
+    torch.save(weights, copy / "weights.pt")
+    _reindex(copy)
+    predictor = Predictor(copy)
+    history = load_artifact(copy).history
+    assert history is not None
+    member = int(np.argmax(history.counts.astype(bool).sum(axis=1)))  # the most varied buyer
+    bought = set(predictor.catalogue.drink_ids[history.counts[member] > 0].tolist())
+    store = int(predictor.catalogue.store_ids[0])
+    instance = {"member_id": int(predictor.member_vocab[member - 1]), "store_id": store,
+                "timestamp": "2023-01-20T10:00:00", "k": 50}  # fmt: skip
+    (answer,) = predictor.predict([instance])
+    ranked = [d["drink_id"] for d in answer["drinks"]]
+    on_menu_bought = [i for i in ranked if i in bought]
+    assert on_menu_bought and ranked[: len(on_menu_bought)] == on_menu_bought
+
+
+def test_load_artifact_reads_models_without_a_history_head(tmp_path: Path) -> None:
+    generate(WorldConfig(members=30, stores=5, weeks=2, seed=4), tmp_path / "data")
+    catalogue = read_catalogue(plan_time_split(str(tmp_path / "data")))
+    config = ModelConfig(20, 5, int(catalogue.drink_ids.size), catalogue.n_categories, 8, 16, 0)
+    popularity = np.ones((5, catalogue.drink_ids.size))
+    vocab = np.arange(20)
+    export_model(tmp_path / "old", DrinkRecommender(config), catalogue, vocab, popularity, {})
+    config_file = json.loads((tmp_path / "old" / "config.json").read_text())
+    del config_file["model"]["history_hidden"]  # as written before the head existed
+    (tmp_path / "old" / "config.json").write_text(json.dumps(config_file))
+    _reindex(tmp_path / "old")
+    loaded = load_artifact(tmp_path / "old")
+    assert loaded.model.history is None and loaded.history is None
+    instance = {"member_id": 3, "store_id": int(catalogue.store_ids[0]),
+                "timestamp": "2023-01-04T10:00:00", "k": 3}  # fmt: skip
+    assert len(Predictor(tmp_path / "old").predict([instance])[0]["drinks"]) == 3
+    with pytest.raises(ValueError, match="history head"):
+        export_model(tmp_path / "new", DrinkRecommender(replace(config, history_hidden=4)),
+                     catalogue, vocab, popularity, {})  # fmt: skip
+
+
+def test_load_artifact_refuses_a_history_model_without_its_history(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    unlisted = _copy(model_dir, tmp_path / "unlisted")
+    _reindex(unlisted, drop=HISTORY_FILE)
+    with pytest.raises(ValueError, match=r"does not list 'history\.npz'"):
+        load_artifact(unlisted)
+    wrong = _copy(model_dir, tmp_path / "wrong")
+    counts = load_artifact(model_dir).history.counts  # type: ignore[union-attr]
+    (wrong / HISTORY_FILE).write_bytes(MemberHistory(counts[:-1]).to_bytes())
+    _reindex(wrong)
+    with pytest.raises(ValueError, match=r"history\.npz: shape"):
+        load_artifact(wrong)
 
 
 def test_server_health_and_predict_contract(server: RunningServer, model_dir: Path) -> None:

@@ -130,6 +130,7 @@ def test_task_writes_artifact_progress_tensorboard_and_hypertune(reference: Path
         "vocab.json",
         "catalogue.json",
         "popularity.json",
+        "history.npz",
         "metrics.json",
     }
     training = _metrics(reference)["training"]

@@ -170,9 +170,9 @@ def _build(manifest: dict[str, Any], catalogue: Catalogue, folder: Path) -> None
     folder.mkdir(parents=True, exist_ok=True)
     vocab = _member_vocabulary(files["train"])
     _write_npy(folder / "member_vocab.npy", vocab)
-    member_index = _indexer(vocab, offset=1)
-    store_index = _indexer(catalogue.store_ids)
-    drink_index = _indexer(catalogue.drink_ids)
+    member_index = indexer(vocab, offset=1)
+    store_index = indexer(catalogue.store_ids)
+    drink_index = indexer(catalogue.drink_ids)
     dtypes: dict[str, np.dtype[Any]] = {
         "member": np.dtype(np.int32),
         "store": _int_type(catalogue.store_ids.size),
@@ -196,8 +196,8 @@ def _build(manifest: dict[str, Any], catalogue: Catalogue, folder: Path) -> None
                 member[member < 0] = UNKNOWN_MEMBER
                 writer.append(
                     member=member,
-                    store=_known(store_index(raw["store_id"]), raw["store_id"], "store_id"),
-                    drink=_known(drink_index(raw["drink_id"]), raw["drink_id"], "drink_id"),
+                    store=known_index(store_index(raw["store_id"]), raw["store_id"], "store_id"),
+                    drink=known_index(drink_index(raw["drink_id"]), raw["drink_id"], "drink_id"),
                     week=raw["week"],
                     **_time_columns(raw["seconds"]),
                 )
@@ -232,7 +232,7 @@ def _member_vocabulary(paths: list[Path]) -> np.ndarray:
     return np.union1d(np.flatnonzero(seen), np.concatenate([np.zeros(0, np.int64), *others]))
 
 
-def _indexer(vocabulary: np.ndarray, offset: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+def indexer(vocabulary: np.ndarray, offset: int = 0) -> Callable[[np.ndarray], np.ndarray]:
     """`ids -> vocabulary index + offset (-1 if absent)`, through a table when ids are small."""
     if vocabulary.size == 0 or vocabulary[0] < 0 or vocabulary[-1] >= _DENSE_IDS:
         return lambda ids: lookup(vocabulary, ids, offset)
@@ -247,7 +247,8 @@ def _indexer(vocabulary: np.ndarray, offset: int = 0) -> Callable[[np.ndarray], 
     return index
 
 
-def _known(index: np.ndarray, ids: np.ndarray, name: str) -> np.ndarray:
+def known_index(index: np.ndarray, ids: np.ndarray, name: str) -> np.ndarray:
+    """`index` unchanged; a ValueError naming the ids when any is absent (-1) from the catalogue."""
     if (index < 0).any():
         bad = ids[index < 0][:5].tolist()
         raise ValueError(f"{name} values {bad} are not in the catalogue; regenerate the dataset")
@@ -378,9 +379,9 @@ def store_popularity(
 
 
 def member_counts(part: EncodedPart, n_members: int, n_drinks: int) -> np.ndarray:
-    """`trainer.features.member_counts` over encoded rows: float32 (n_members + 1, drinks)."""
+    """`trainer.features.member_counts` over encoded rows, exact: int32 (n_members + 1, drinks)."""
     member, drink = part.columns["member"], part.columns["drink"]
-    counts = np.zeros((n_members + 1) * n_drinks, dtype=np.float32)  # exact below 2**24
+    counts = np.zeros((n_members + 1) * n_drinks, dtype=np.int32)
     for chunk in _chunks(len(part)):
         flat = member[chunk].astype(np.int64) * n_drinks + drink[chunk]
         np.add(counts, np.bincount(flat, minlength=counts.size), out=counts, casting="unsafe")

@@ -2,8 +2,10 @@
 
 Files: `weights.pt` (a state dict of tensors, loadable with `weights_only=True`), `config.json`
 (model sizes), `vocab.json` (member ids), `catalogue.json` (drinks, stores, menus, launch days),
-`popularity.json` (per-store fallback table), `metrics.json`, and last `artifact.json`, listing
-every file's SHA-256. A reader that finds no artifact.json knows the export did not finish.
+`popularity.json` (per-store fallback table), `history.npz` (the members' purchase counts the
+history head reads, `trainer.history`; only for a model with that head), `metrics.json`, and
+last `artifact.json`, listing every file's SHA-256. A reader that finds no artifact.json knows
+the export did not finish.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import pickle
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -27,6 +29,7 @@ from trainer.artifact_index import (
     verify,
 )
 from trainer.features import Catalogue
+from trainer.history import HISTORY_FILE, MemberHistory
 from trainer.model import DrinkRecommender, ModelConfig
 from trainer.paths import atomic_write_bytes, atomic_write_json, sha256_file
 
@@ -38,6 +41,7 @@ def export_model(
     member_vocab: np.ndarray,
     popularity: np.ndarray,
     metrics: dict[str, Any],
+    history: MemberHistory | None = None,
 ) -> dict[str, Any]:
     """Write the artifact; every file atomically, the index last.
 
@@ -48,10 +52,16 @@ def export_model(
         member_vocab: sorted member ids; member index i+1 is member_vocab[i].
         popularity: (stores, drinks) counts for the fallback.
         metrics: evaluation results.
+        history: the members' purchase counts; required when the model has a history head.
 
     Returns:
         The artifact index (format, file hashes).
+
+    Raises:
+        ValueError: a model with a history head but no history.
     """
+    if model.config.history_hidden and history is None:
+        raise ValueError("the model has a history head: export it with the members' history")
     buffer = io.BytesIO()
     torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
     atomic_write_bytes(model_dir / "weights.pt", buffer.getvalue())
@@ -70,6 +80,9 @@ def export_model(
         "popularity.json",
         "metrics.json",
     ]
+    if model.config.history_hidden and history is not None:
+        atomic_write_bytes(model_dir / HISTORY_FILE, history.to_bytes())
+        names.append(HISTORY_FILE)
     index = {"format": ARTIFACT_FORMAT, "sha256": {n: sha256_file(model_dir / n) for n in names}}
     atomic_write_json(model_dir / INDEX_FILE, index)
     return index
@@ -95,14 +108,24 @@ def _load_weights(path: Path) -> dict[str, Any]:
         ) from None
 
 
-def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndarray, np.ndarray]:
+class Artifact(NamedTuple):
+    """A loaded artifact; `history` is None for a model without a history head."""
+
+    model: DrinkRecommender
+    catalogue: Catalogue
+    member_vocab: np.ndarray
+    popularity: np.ndarray
+    history: MemberHistory | None
+
+
+def load_artifact(model_dir: Path) -> Artifact:
     """Verify and load an artifact.
 
     The index is schema-checked and every file it lists must be a regular file inside
     `model_dir` (`trainer.artifact_index`); each file's SHA-256 is checked before it is read.
 
     Returns:
-        `(model, catalogue, member_vocab, popularity)`; the model is in eval mode on CPU.
+        The `Artifact`; the model is in eval mode on CPU.
 
     Raises:
         FileNotFoundError: no artifact.json (not a model folder, or the export did not finish).
@@ -122,6 +145,15 @@ def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndar
         catalogue = Catalogue.from_json(read("catalogue.json"))
         members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)
         popularity = np.asarray(read("popularity.json")["store_drink_counts"], dtype=np.float64)
+        history = None
+        if model.config.history_hidden:
+            if HISTORY_FILE not in files:
+                raise ArtifactError(f"{INDEX_FILE}: 'sha256' does not list {HISTORY_FILE!r}")
+            history = MemberHistory.from_bytes(
+                read_bytes(files[HISTORY_FILE], HISTORY_FILE),
+                model.config.n_members,
+                model.config.n_drinks,
+            )
     except ArtifactError:
         raise
     except (
@@ -137,4 +169,4 @@ def load_artifact(model_dir: Path) -> tuple[DrinkRecommender, Catalogue, np.ndar
         # still list files of the wrong shape.
         detail = " ".join(f"{type(error).__name__}: {error}".split())[:300]
         raise ArtifactError(f"{model_dir}: the files do not form a model ({detail})") from None
-    return model, catalogue, members, popularity
+    return Artifact(model, catalogue, members, popularity, history)

@@ -1,9 +1,13 @@
-"""Two-tower drink recommender and its loss: sampled softmax with log-Q correction.
+"""Hybrid drink recommender and its loss: sampled softmax with log-Q correction.
 
 Query tower: member embedding plus an MLP over (member, store, hour, weekday, season).
 Drink tower: drink, category and hot/cold embeddings, plus a per-drink bias and a bias for how
-recently the drink was launched. Score = query · drink + biases; drinks a shop cannot sell at
-that moment (other region's menu, not launched yet) are masked out everywhere.
+recently the drink was launched: the two-tower logit t = query · drink + biases. History
+head: a small MLP g over the member's purchases of the candidate (`trainer.history`); the
+score of a drink the member has bought is log(exp(t) + exp(g)), a mixture of habit and
+choice in probability, and t otherwise. Drinks a shop cannot sell at that moment (other
+region's menu, not launched yet) are masked out everywhere. With `history_hidden` 0
+(artifacts from before the head) the score is the two towers' alone.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 from trainer.features import NOVELTY_BUCKETS, Catalogue
+from trainer.history import HISTORY_FEATURES, HistoryTensors, MemberHistory, history_features
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class ModelConfig:
     n_categories: int
     embedding_dim: int = 32
     hidden_dim: int = 64
+    history_hidden: int = 16  # width of the history head; 0 = no head
 
     def to_dict(self) -> dict[str, int]:
         """JSON-ready dict."""
@@ -36,13 +42,14 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> ModelConfig:
-        """Inverse of `to_dict`."""
-        return cls(**{k: int(v) for k, v in payload.items()})
+        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0)."""
+        return cls(**{"history_hidden": 0, **{k: int(v) for k, v in payload.items()}})
 
 
 @dataclass(frozen=True)
 class CatalogueTensors:
-    """Per-drink and per-store facts the model and loss need, as tensors on one device."""
+    """Per-drink and per-store facts the model and loss need, as tensors on one device, and
+    the members' purchase history the history head reads."""
 
     drink_category: torch.Tensor
     drink_cold: torch.Tensor
@@ -50,12 +57,18 @@ class CatalogueTensors:
     drink_launch_day: torch.Tensor
     store_region: torch.Tensor
     log_q: torch.Tensor  # log of each drink's share of training purchases
+    history: HistoryTensors | None = None
 
     @classmethod
     def build(
-        cls, catalogue: Catalogue, log_q: np.ndarray | None, device: torch.device
+        cls,
+        catalogue: Catalogue,
+        log_q: np.ndarray | None,
+        device: torch.device,
+        history: MemberHistory | None = None,
     ) -> CatalogueTensors:
-        """Move a catalogue to `device`; `log_q` may be None where no loss is computed."""
+        """Move a catalogue (and the history) to `device`; `log_q` may be None where no loss
+        is computed, `history` where the model has no history head."""
 
         def t(values: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(values, device=device)
@@ -69,6 +82,7 @@ class CatalogueTensors:
             drink_launch_day=t(catalogue.drink_launch_day),
             store_region=t(catalogue.store_region),
             log_q=t(log_q.astype(np.float32)),
+            history=None if history is None else history.tensors(device),
         )
 
 
@@ -102,6 +116,16 @@ class DrinkRecommender(nn.Module):
             nn.init.normal_(table.weight, std=0.05)
         for table in (self.drink, self.category, self.cold):
             nn.init.normal_(table.weight, std=0.05)
+        # Built last, so the towers draw the same initial weights as without the head.
+        self.history = (
+            nn.Sequential(
+                nn.Linear(HISTORY_FEATURES, config.history_hidden),
+                nn.ReLU(),
+                nn.Linear(config.history_hidden, 1),
+            )
+            if config.history_hidden
+            else None
+        )
 
     def query(
         self,
@@ -133,11 +157,30 @@ class DrinkRecommender(nn.Module):
         candidate_category: torch.Tensor,
         candidate_cold: torch.Tensor,
         novelty: torch.Tensor,
+        history_cells: torch.Tensor | None = None,
+        history: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Unmasked scores (B, U) of `candidates` for each visit; `novelty` is (B, U) buckets."""
+        """Unmasked scores (B, U) of `candidates` for each visit.
+
+        Args:
+            novelty: (B, U) novelty buckets.
+            history_cells: (N,) flat positions in the (B, U) scores of the drinks the member
+                bought (`trainer.history.history_features`); required with a history head,
+                ignored without one.
+            history: (N, HISTORY_FEATURES) their features.
+        """
         q = self.query(member, store, hour, weekday, season)
         v = self.items(candidates, candidate_category, candidate_cold)
-        return q @ v.T + self.drink_bias[candidates] + self.novelty_bias[novelty]
+        logits = q @ v.T + self.drink_bias[candidates] + self.novelty_bias[novelty]
+        if self.history is None:
+            return logits
+        if history_cells is None or history is None:
+            raise ValueError("this model has a history head: pass the members' history")
+        flat = logits.flatten()
+        mixed = torch.logaddexp(
+            flat.index_select(0, history_cells), self.history(history).squeeze(1)
+        )
+        return flat.index_copy(0, history_cells, mixed).view_as(logits)
 
 
 def candidate_context(
@@ -168,12 +211,19 @@ def score(
     cat: CatalogueTensors,
     batch: dict[str, torch.Tensor],
     candidates: torch.Tensor,
+    leave_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scores (B, U) of `candidates` for a batch of visits, and their availability mask.
 
     `model` may be a `DrinkRecommender` or a DistributedDataParallel wrapper around one.
+    `leave_out` (training rows only): the drinks bought, taken out of the history features.
     """
     available, novelty = candidate_context(cat, batch["store"], batch["day"], candidates)
+    cells, history = (
+        (None, None)
+        if cat.history is None
+        else history_features(cat.history, batch["member"], candidates, leave_out)
+    )
     logits = model(
         batch["member"],
         batch["store"],
@@ -184,6 +234,8 @@ def score(
         cat.drink_category[candidates],
         cat.drink_cold[candidates],
         novelty,
+        cells,
+        history,
     )
     return logits, available
 
@@ -215,7 +267,7 @@ def sampled_softmax_loss(
     """
     candidates, inverse = torch.unique(global_drinks, return_inverse=True)
     target = inverse[row_offset : row_offset + batch["drink"].shape[0]]
-    logits, available = score(model, cat, batch, candidates)
+    logits, available = score(model, cat, batch, candidates, leave_out=batch["drink"])
     # Q(j) = P(j among G draws) = 1 - (1 - p_j)^G, computed stably in log space.
     g = float(global_drinks.shape[0])
     log_q = torch.log(-torch.expm1(g * torch.log1p(-torch.exp(cat.log_q[candidates]))))

@@ -4,6 +4,8 @@ An instance is `{"member_id": 17, "store_id": 3, "timestamp": "2026-07-01T15:00:
 optional `"k"` (default 10). The timestamp is the shop's local wall-clock time; an offset, if
 given, is ignored, because hour, weekday and season are features of the shop's local time.
 Members unseen in training get the shop's popularity ranking, flagged `"fallback": true`.
+A model with a history head scores known members with their training purchases, which travel
+in the artifact (`history.npz`).
 """
 
 from __future__ import annotations
@@ -83,9 +85,13 @@ class Predictor:
     """Loaded model plus everything needed to answer instances; thread-safe for inference."""
 
     def __init__(self, model_dir: Path) -> None:
-        self.model, self.catalogue, self.member_vocab, popularity = load_artifact(model_dir)
-        self.popularity = torch.as_tensor(popularity)
-        self.cat = CatalogueTensors.build(self.catalogue, None, torch.device("cpu"))
+        artifact = load_artifact(model_dir)
+        self.model, self.catalogue = artifact.model, artifact.catalogue
+        self.member_vocab = artifact.member_vocab
+        self.popularity = torch.as_tensor(artifact.popularity)
+        self.cat = CatalogueTensors.build(
+            self.catalogue, None, torch.device("cpu"), artifact.history
+        )
         self.candidates = torch.arange(self.catalogue.drink_ids.size)
 
     @torch.no_grad()

@@ -18,6 +18,10 @@ def evaluate_exported_model(
 ) -> dict[str, dict[str, float]]:
     """Scores an exported model on the validation weeks of ``dataset``.
 
+    The training weeks are streamed (`trainer.reference`) for the popularity baseline and
+    the "usual" reference; only the validation rows are held, encoded. A model with a history
+    head scores with the history exported with it, as it would serve.
+
     Args:
         model_dir: A folder written by ``trainer.task`` (local, ``gs://`` or ``/gcs/``).
         dataset: A ``manifest.json``, a folder holding one, or a generated dataset folder.
@@ -25,7 +29,8 @@ def evaluate_exported_model(
 
     Returns:
         ``{"model": {...}, "baseline": {...}}``: Recall@10 and NDCG@10 of the model (and the
-        "usual order" reference), and the per-store popularity baseline's, on the same rows.
+        "usual order" reference, and both by segment), and the per-store popularity
+        baseline's, on the same rows.
 
     Raises:
         FileNotFoundError: No model or no dataset at the given place.
@@ -36,21 +41,17 @@ def evaluate_exported_model(
     import torch
 
     from trainer.export import load_artifact
-    from trainer.features import (
-        encode_rows,
-        member_counts,
-        read_catalogue,
-        read_columns,
-        store_popularity,
-    )
+    from trainer.features import encode_rows, read_catalogue, read_columns
     from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors
     from trainer.paths import resolve
+    from trainer.reference import count_training_rows
     from trainer.split import load_manifest
     from trainer.train import rows_to_tensors
 
     manifest = load_manifest(dataset)
-    model, catalogue, member_vocab, _ = load_artifact(resolve(model_dir))
+    artifact = load_artifact(resolve(model_dir))
+    catalogue = artifact.catalogue
     data_catalogue = read_catalogue(manifest)
     for name in ("drink_ids", "store_ids"):
         if not np.array_equal(getattr(catalogue, name), getattr(data_catalogue, name)):
@@ -58,18 +59,15 @@ def evaluate_exported_model(
                 f"the model in {model_dir} knows different {name.removesuffix('_ids')}s than "
                 f"the dataset {dataset}; score it on data from the same catalogue"
             )
-    train_columns = read_columns(manifest, "train")
-    train_rows = encode_rows(train_columns, member_vocab, catalogue)
-    validation_rows = encode_rows(read_columns(manifest, "validation"), member_vocab, catalogue)
+    counts = count_training_rows(manifest, artifact.member_vocab, catalogue, baseline_weeks)
+    validation = encode_rows(read_columns(manifest, "validation"), artifact.member_vocab, catalogue)
     device = torch.device("cpu")
-    popularity = store_popularity(train_rows, catalogue, train_columns["week"], baseline_weeks)
-    usual = member_counts(train_rows, model.config.n_members, model.config.n_drinks)
     metrics = evaluate(
-        model,
-        CatalogueTensors.build(catalogue, None, device),
-        rows_to_tensors(validation_rows, device),
-        torch.as_tensor(popularity),
-        torch.as_tensor(usual),
+        artifact.model,
+        CatalogueTensors.build(catalogue, None, device, artifact.history),
+        rows_to_tensors(validation, device),
+        torch.as_tensor(counts.popularity),
+        torch.as_tensor(counts.member_counts),
     )
     return split_baseline(metrics)
 

@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--embedding_dim", type=integer, default=32)
     p.add_argument("--hidden_dim", type=integer, default=64, help="width of the context MLP")
+    p.add_argument(
+        "--history_hidden",
+        type=integer,
+        default=16,
+        help="width of the history head over the member's purchase counts (0: two towers only)",
+    )
     p.add_argument("--batch_size", type=integer, default=512, help="rows per replica per step")
     p.add_argument("--epochs", type=integer, default=5)
     p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight decay")
@@ -118,6 +124,7 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
             parser.error(f"--{name} must be > 0, got {getattr(args, name)}")
     for name in (
         "weight_decay",
+        "history_hidden",
         "checkpoint_every_steps",
         "checkpoint_every_seconds",
         "num_threads",
@@ -154,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     from trainer.export import export_model
     from trainer.faults import faults_from_env
     from trainer.features import read_catalogue
+    from trainer.history import MemberHistory
     from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
     from trainer.optim import TrainingOptimizer, wrap_ddp
@@ -192,8 +200,10 @@ def run(args: argparse.Namespace) -> int:
     )
     popularity = encoded.store_popularity(data.train, n_stores, n_drinks, args.baseline_weeks)
     log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
-    cat = CatalogueTensors.build(catalogue, log_q, device)
-
+    # The members' training purchases: the history head's input and the "usual" reference.
+    history = MemberHistory.from_counts(
+        encoded.member_counts(data.train, int(member_vocab.size), n_drinks)
+    )
     config = ModelConfig(
         n_members=int(member_vocab.size),
         n_stores=int(catalogue.store_ids.size),
@@ -201,6 +211,10 @@ def run(args: argparse.Namespace) -> int:
         n_categories=catalogue.n_categories,
         embedding_dim=args.embedding_dim,
         hidden_dim=args.hidden_dim,
+        history_hidden=args.history_hidden,
+    )
+    cat = CatalogueTensors.build(
+        catalogue, log_q, device, history if config.history_hidden else None
     )
     raw_model = DrinkRecommender(config).to(device)
     lr = scaled_learning_rate(args.learning_rate, info.world_size)
@@ -251,9 +265,7 @@ def run(args: argparse.Namespace) -> int:
     if info.is_primary:
         optimizer.finish()  # the member rows as AdamW would have left them
         pop_tensor = torch.as_tensor(popularity, device=device)
-        usual = torch.as_tensor(
-            encoded.member_counts(data.train, config.n_members, config.n_drinks), device=device
-        )
+        usual = torch.as_tensor(history.counts, device=device)
         val_tensors = rows_to_tensors(data.validation.rows(), device)
         faults.pause("evaluate", result.step)
         metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
@@ -275,7 +287,15 @@ def run(args: argparse.Namespace) -> int:
             "dataset_content_hash": manifest["content_hash"],
             "args": vars(args),
         }
-        export_model(dirs["AIP_MODEL_DIR"], raw_model, catalogue, member_vocab, popularity, metrics)
+        export_model(
+            dirs["AIP_MODEL_DIR"],
+            raw_model,
+            catalogue,
+            member_vocab,
+            popularity,
+            metrics,
+            history=history if config.history_hidden else None,
+        )
         if writer is not None:
             for name in (
                 "recall_at_10",

@@ -56,6 +56,7 @@ def decide(
     min_improvement: float = 0.0,
     guardrails: Mapping[str, float] | None = None,
     force: str = "",
+    minimums: Mapping[str, float] | None = None,
 ) -> Decision:
     """Applies the rule. Higher is better for every metric.
 
@@ -67,6 +68,9 @@ def decide(
             tie keeps the champion.
         guardrails: Metric -> largest allowed absolute drop.
         force: ``"better"`` or ``"worse"`` overrides the outcome (the reason says so).
+        minimums: Metric -> the least value the candidate must reach, with or without a
+            champion; e.g. ``{"ndcg_at_10_usual_margin": 0.0}``: the reference trainer's
+            candidate must beat "reorder your usual".
 
     Returns:
         The decision.
@@ -78,7 +82,8 @@ def decide(
     if force not in ("", "better", "worse"):
         raise ValueError(f"force_decision must be '', 'better' or 'worse'; got {force!r}")
     guardrails = dict(guardrails or {})
-    _check_rule(min_improvement, guardrails)
+    minimums = dict(minimums or {})
+    _check_rule(min_improvement, guardrails, minimums)
     # Every metric the rule names is checked now, not only on the week it would decide: a
     # misspelt guardrail must fail the first run, not the run with a better candidate.
     for name in [primary_metric, *guardrails]:
@@ -86,11 +91,21 @@ def decide(
         if champion is not None:
             _metric(champion, name, "champion")
     candidate_score = _metric(candidate, primary_metric, "candidate")
-    if champion is None:
+    champion_score = (
+        NO_CHAMPION_SCORE if champion is None else _metric(champion, primary_metric, "champion")
+    )
+    below = [
+        (name, _metric(candidate, name, "candidate"), floor)
+        for name, floor in sorted(minimums.items())
+        if _metric(candidate, name, "candidate") < floor
+    ]
+    if below:
+        name, value, floor = below[0]
+        is_better = False
+        reason = f"the candidate's {name} is {value:.4f}, below the required minimum {floor:.4f}"
+    elif champion is None:
         is_better, reason = True, "no champion yet: the candidate becomes the first champion"
-        champion_score = NO_CHAMPION_SCORE
     else:
-        champion_score = _metric(champion, primary_metric, "champion")
         is_better, reason = _compare(
             candidate, champion, primary_metric, min_improvement, guardrails
         )
@@ -133,9 +148,14 @@ def _compare(
     return True, f"{primary_metric} improved by {gain:+.4f} and every guardrail held"
 
 
-def _check_rule(min_improvement: float, guardrails: Mapping[str, float]) -> None:
+def _check_rule(
+    min_improvement: float, guardrails: Mapping[str, float], minimums: Mapping[str, float]
+) -> None:
     if not math.isfinite(min_improvement):
         raise ValueError(f"min_improvement must be a finite number; got {min_improvement}")
+    for name, floor in minimums.items():
+        if not math.isfinite(floor):
+            raise ValueError(f"minimum {name!r} must be a finite number; got {floor}")
     for name, allowed_drop in guardrails.items():
         if not math.isfinite(allowed_drop) or allowed_drop < 0:
             raise ValueError(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report_render import normalise, render_markdown
+from bench.report_store import load_entries, merge_entries, record_text, store_path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -38,13 +39,20 @@ ORDER = (
     "bench_executor",
     "bench_datagen",  # writes the seed-scale dataset that bench_trainer then trains on
     "bench_trainer",
+    "bench_quality",  # one epoch at the seeds' scale on bench_datagen's dataset
     "bench_scaling",
+    "bench_weekly_seed",
     "bench_goodput",
     "bench_tuning",
     "bench_router",
     "bench_serving",
 )
 TIMEOUT_SECONDS = {"quick": 300.0, "full": 900.0}
+# The weekly pipeline at seed scale runs for most of its 45-minute target.
+TIMEOUT_OVERRIDES = {
+    "bench_weekly_seed": {"quick": 900.0, "full": 7200.0},
+    "bench_quality": {"quick": 600.0, "full": 3600.0},  # an epoch at the seeds' scale
+}
 STOP_GRACE_SECONDS = 30.0
 
 
@@ -150,27 +158,56 @@ def plot_all(entries: list[dict[str, Any]], img_dir: Path, doc: Path) -> dict[st
 
 
 def build_report(
-    modules: Sequence[str], *, quick: bool, doc: Path = DOC, img_dir: Path = IMG_DIR
+    modules: Sequence[str],
+    *,
+    quick: bool,
+    doc: Path = DOC,
+    img_dir: Path = IMG_DIR,
+    keep_others: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run `modules`, draw the plots and write the document; return the entries."""
+    """Run `modules`, draw the plots and write the document; return the entries run.
+
+    Args:
+        modules: The benchmarks to run, in report order.
+        quick: The quick pass.
+        doc: The Markdown file; its results are kept beside it (`bench.report_store`).
+        img_dir: Where the plots go.
+        keep_others: Keep the recorded entries of benchmarks not in `modules` (a partial
+            run, `--only`), so the document still shows every benchmark, each with its date.
+    """
+    import datetime
+
     from bench.machine import describe_machine
 
     machine = describe_machine()
     began = time.monotonic()
-    timeout = TIMEOUT_SECONDS["quick" if quick else "full"]
+    store = store_path(doc)
+    kept = load_entries(store, quick=quick) if keep_others else []
     entries = []
     for module in modules:
         print(f"[bench] {module} ...", file=sys.stderr, flush=True)
-        entry = run_isolated(module, quick, timeout)
+        limits = TIMEOUT_OVERRIDES.get(module, TIMEOUT_SECONDS)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        ran_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        entry = run_isolated(module, quick, limits["quick" if quick else "full"])
+        entry.update(ran_at=ran_at, load_at_start=round(load, 2))
         if "result" in entry:
             entry["result"] = normalise(module, entry["result"])
         state = "FAILED" if entry.get("error") else "done"
         print(f"[bench] {module} {state} in {entry['seconds']:.0f} s", file=sys.stderr, flush=True)
         entries.append(entry)
-    links = plot_all(entries, img_dir, doc)
+    order = list(dict.fromkeys([*discover(BENCH_DIR), *modules]))
+    shown = merge_entries(kept, entries, order)
+    links = plot_all(shown, img_dir, doc)
     text = render_markdown(
-        entries, machine, quick=quick, total_seconds=time.monotonic() - began, plot_links=links
+        shown,
+        machine,
+        quick=quick,
+        total_seconds=time.monotonic() - began,
+        plot_links=links,
+        kept=[e["module"] for e in shown if e["module"] not in set(modules)],
     )
+    atomic_write_text(store, record_text(shown, quick=quick))
     atomic_write_text(doc, text)
     return entries
 
@@ -195,7 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; available: {', '.join(available)}")
     modules = [m for m in available if not args.only or m in args.only]
-    entries = build_report(modules, quick=args.quick, doc=args.out, img_dir=args.out.parent / "img")
+    entries = build_report(
+        modules,
+        quick=args.quick,
+        doc=args.out,
+        img_dir=args.out.parent / "img",
+        keep_others=bool(args.only),
+    )
     failed = [e["module"] for e in entries if e.get("error")]
     print(f"wrote {args.out}; failed: {', '.join(failed) or 'none'}", file=sys.stderr)
     return 1 if failed else 0

@@ -24,6 +24,7 @@ def evaluate_model(
     primary_metric: str = "ndcg_at_10",
     min_improvement: float = 0.0,
     guardrail_metrics: dict = {"recall_at_10": 0.01},  # noqa: B006 - read from the signature
+    minimum_metrics: dict = {},  # noqa: B006
     force_decision: str = "",
     python_module: str = "trainer.evaluate",
     package_uri: str = "",
@@ -51,8 +52,9 @@ def evaluate_model(
     with the evaluation contract's flags (``--candidate-model-dir``, ``--champion-model-dir``,
     ``--data``, ``--metrics-output``) and writes a metrics JSON file (see
     docs/components.md#evaluation-contract). The candidate wins when its primary metric beats
-    the champion's by more than ``min_improvement`` and no guardrail metric drops by more
-    than its allowed amount. With no champion yet, the candidate wins.
+    the champion's by more than ``min_improvement``, no guardrail metric drops by more
+    than its allowed amount, and every metric in ``minimum_metrics`` reaches its minimum.
+    With no champion yet, the candidate wins if it reaches the minimums.
 
     Args:
         backend: ``"vertex"`` or ``"local"``: where the job runs and the champion is found.
@@ -68,6 +70,9 @@ def evaluate_model(
         min_improvement: The primary metric must gain more than this (absolute; with 0 a
             tie keeps the champion).
         guardrail_metrics: Metric name -> largest allowed drop (absolute).
+        minimum_metrics: Metric name -> the least value the candidate must reach, champion
+            or not; e.g. ``{"ndcg_at_10_usual_margin": 0.0}`` (the reference trainer's
+            margin over "reorder your usual") refuses a candidate that does not beat it.
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.
         python_module: The evaluation entry point of the training package.
@@ -112,6 +117,7 @@ def evaluate_model(
             primary_metric=primary_metric,
             min_improvement=min_improvement,
             guardrail_metrics={str(k): float(v) for k, v in guardrail_metrics.items()},
+            minimum_metrics={str(k): float(v) for k, v in minimum_metrics.items()},
             force_decision=force_decision,
             python_module=python_module,
             package_uris=merged_package_uris(package_uri, package_uris),

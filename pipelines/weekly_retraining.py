@@ -87,6 +87,7 @@ def weekly_week(
     expected_training_hours: float = defaults.TRAINING.expected_training_hours,
     service_account: str = "",
     min_improvement: float = 0.0,
+    minimum_metrics: dict = {},  # noqa: B006
     force_decision: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
@@ -100,7 +101,10 @@ def weekly_week(
     ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
     creation time) in ``data_time_zone`` gives the week. ``data_gate_thresholds`` overrides
     the gate's thresholds by name; ``data_gate_accept`` lists checks a person accepts for
-    this run (``rows,stores_vanished``).
+    this run (``rows,stores_vanished``). ``minimum_metrics`` sets floors the candidate must
+    reach, champion or not: ``{"ndcg_at_10_usual_margin": 0.0}`` refuses a candidate that
+    does not beat "reorder your usual" on NDCG@10 (off by default: on small data a first
+    model may not, and then nothing would be served).
 
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
@@ -217,6 +221,7 @@ def weekly_week(
                 package_uri=package.outputs["reference"],
                 executor_image_uri=executor_image_uri,
                 min_improvement=min_improvement,
+                minimum_metrics=minimum_metrics,
                 force_decision=force_decision,
                 service_account=service_account,
                 pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,

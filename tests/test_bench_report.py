@@ -205,3 +205,60 @@ def test_main_refuses_unknown_bench_names(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         report.main(["--only", "bench_nope"])
     assert "unknown benchmark(s) ['bench_nope']" in capsys.readouterr().err
+
+
+def _fake_isolated(values: dict[str, float]) -> Any:
+    def isolated(module: str, quick: bool, timeout: float) -> dict[str, Any]:
+        name = {"bench_cli": "CLI start-up", "bench_tuning": "Tuning efficiency"}[module]
+        result = sample_figure(name=name, measured=("thing", values[module]), plot=None)
+        return {"module": module, "seconds": 1.0, "result": result}
+
+    return isolated
+
+
+def test_build_report_partial_run_keeps_the_other_sections_with_their_dates(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    doc = tmp_path / "benchmarks.md"
+    both = ["bench_cli", "bench_tuning"]
+    monkeypatch.setattr(
+        report, "run_isolated", _fake_isolated({"bench_cli": 3.0, "bench_tuning": 5.0})
+    )
+    report.build_report(both, quick=False, doc=doc, img_dir=tmp_path / "img")
+    monkeypatch.setattr(
+        report, "run_isolated", _fake_isolated({"bench_cli": 3.0, "bench_tuning": 7.0})
+    )
+    report.build_report(
+        ["bench_tuning"], quick=False, doc=doc, img_dir=tmp_path / "img", keep_others=True
+    )
+    text = doc.read_text(encoding="utf-8")
+    assert text.index("## CLI start-up") < text.index("## Tuning efficiency")  # report order
+    assert "re-ran 1 of the 2 benchmarks; the other 1 sections are kept" in text
+    assert "| measured: thing | 7 s |" in text and "| measured: thing | 5 s |" not in text
+    assert "| measured: thing | 3 s |" in text  # the kept section
+    assert text.count("; ran 1 s, on ") == 2
+    record = json.loads((tmp_path / "benchmarks.json").read_text(encoding="utf-8"))
+    assert [e["module"] for e in record["entries"]] == both
+
+
+def test_build_report_never_mixes_quick_and_full_entries(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    doc = tmp_path / "benchmarks.md"
+    monkeypatch.setattr(
+        report, "run_isolated", _fake_isolated({"bench_cli": 3.0, "bench_tuning": 5.0})
+    )
+    report.build_report(["bench_cli", "bench_tuning"], quick=False, doc=doc, img_dir=tmp_path)
+    report.build_report(["bench_tuning"], quick=True, doc=doc, img_dir=tmp_path, keep_others=True)
+    text = doc.read_text(encoding="utf-8")
+    assert "## CLI start-up" not in text and "This is a quick pass" in text
+
+
+def test_load_entries_ignores_a_damaged_or_foreign_record(tmp_path: Path) -> None:
+    from bench.report_store import load_entries
+
+    path = tmp_path / "benchmarks.json"
+    for text in ("{not json", "[]", '{"format": "other", "quick": false, "entries": []}'):
+        path.write_text(text, encoding="utf-8")
+        assert load_entries(path, quick=False) == []
+    assert load_entries(tmp_path / "absent.json", quick=False) == []

@@ -25,6 +25,7 @@ def _fake_size(step_seconds: float) -> Any:
             "members": members,
             "rows": rows,
             "generate": {"seconds": 1.0 + rows / 1e6, "peak_rss_gib": 0.3},
+            "prepare": {"seconds": 0.5 + rows / 1e7, "peak_rss_gib": 0.1},
             "train": {
                 "seconds": 10.0,
                 "peak_rss_gib": 0.5 + members / 1e6,
@@ -46,8 +47,12 @@ def test_scaling_figure_judges_flat_training_and_plots_against_members(
     check_plot(result["plot"])
     assert result["met"] is True  # 1.05x the step time at 50x the members
     assert result["plot"]["x"] == list(bs.SIZES) and result["plot"]["log"] is True
-    assert "train 1,000 steps p = 0.01" in result["notes"]
-    assert len(result["rows"]) == 8 * len(bs.SIZES)
+    assert "train 1,000 steps time p = 0.01" in result["notes"]
+    assert "Every curve, time and peak RSS, is linear or better" in result["notes"]
+    assert "does not grow with the member table" in result["notes"]
+    assert len(result["rows"]) == 10 * len(bs.SIZES)
+    assert "prepare (s)" in result["plot"]["series"]
+    assert "prepare peak RSS (GiB)" in result["plot"]["series"]
     draw_plot(result["plot"], result["name"], tmp_path / "curve.png")
     assert (tmp_path / "curve.png").stat().st_size > 0
 
@@ -61,7 +66,26 @@ def test_scaling_figure_flags_training_that_slows_with_the_member_table(
         return result
 
     monkeypatch.setattr(bs, "_size", slowing)
-    assert bs.run(quick=False)["met"] is False
+    result = bs.run(quick=False)
+    assert result["met"] is False
+    assert "grows with the member table" in result["notes"]
+
+
+def test_scaling_notes_name_each_curve_and_segment_worse_than_linear(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def quadratic_prepare(members: int, weeks: int, steps: int, scratch: Path) -> dict[str, Any]:
+        result: dict[str, Any] = _fake_size(5.0)(members, weeks, steps, scratch)
+        if members >= 100_000:  # only the last two segments bend upwards
+            result["prepare"]["peak_rss_gib"] = (members / 50_000) ** 2
+        return result
+
+    monkeypatch.setattr(bs, "_size", quadratic_prepare)
+    notes = bs.run(quick=False)["notes"]
+    assert "Not linear or better: prepare peak RSS (GiB) from 50,000 to 100,000 members" in notes
+    assert "prepare peak RSS (GiB) from 100,000 to 500,000 members (p = 2.00)" in notes
+    assert "from 10,000 to 50,000" not in notes
+    assert "prepare time from" not in notes
 
 
 def test_plot_x_values_must_match_the_points() -> None:

@@ -97,6 +97,14 @@ def test_evaluate_local_job_scores_the_champion_and_keeps_it_when_better(
     assert decision.reported_metrics()["champion_score"] == 0.7
 
 
+def test_evaluate_local_job_refuses_a_first_candidate_below_a_minimum_metric(
+    package: str, tmp_path: Path
+) -> None:
+    decision = _run(_request(package, "floor", minimum_metrics={"score": 0.6}), tmp_path)
+    assert decision.is_better is False and decision.champion_score == -1.0
+    assert "score is 0.5000, below the required minimum 0.6000" in decision.reason
+
+
 def test_evaluate_local_job_non_finite_metric_fails_naming_the_field(
     package: str, tmp_path: Path
 ) -> None:

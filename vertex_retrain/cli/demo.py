@@ -25,7 +25,8 @@ from vertex_retrain.cli.local_setup import (
 from vertex_retrain.pipelines import defaults
 
 # Two weeks must fit in about two minutes: one epoch of large batches is enough for the
-# candidate to beat the baseline by far on the sample data (ndcg@10 about 0.55 against 0.25).
+# candidate to beat the baseline by far on the sample data (ndcg@10 about 0.62 against 0.25;
+# "reorder your usual" gets about 0.62 too, so the demo does not require beating it).
 DEMO_PARAMETERS: dict[str, Any] = {
     "source_uri": str(REPO_ROOT / "trainer"),
     "epochs": 1,

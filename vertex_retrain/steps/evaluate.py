@@ -56,6 +56,8 @@ class EvaluationRequest:
         primary_metric: The single metric the decision is made on.
         min_improvement: Absolute gain the primary metric needs.
         guardrail_metrics: Metric name -> largest allowed absolute drop.
+        minimum_metrics: Metric name -> the least value the candidate must reach, with or
+            without a champion (e.g. ``{"ndcg_at_10_usual_margin": 0.0}``: beat "usual").
         force_decision: ``"better"`` or ``"worse"`` overrides the rule.
         python_module: The evaluation entry point of a Python-package job.
         package_uris: The training package (the same wheel the training job ran).
@@ -80,6 +82,7 @@ class EvaluationRequest:
     primary_metric: str = "ndcg_at_10"
     min_improvement: float = 0.0
     guardrail_metrics: dict[str, float] = field(default_factory=dict)
+    minimum_metrics: dict[str, float] = field(default_factory=dict)
     force_decision: str = ""
     python_module: str = EVALUATION.python_module
     package_uris: list[str] = field(default_factory=list)
@@ -180,6 +183,7 @@ def evaluate(
         min_improvement=request.min_improvement,
         guardrails=request.guardrail_metrics,
         force=request.force_decision,
+        minimums=request.minimum_metrics,
     )
     return replace(decision, baseline_metrics=metrics.baseline)
 

@@ -281,9 +281,13 @@ def weekly_figure(
         (f"{OUTSIDE}: peak RSS", measured.peaks.get(OUTSIDE, 0) / _GB, "GB"),
     ]
     for name in names:
+        peak = measured.peaks.get(name, 0)
         table += [
             (f"step {name}: wall", steps.get(name, 0.0), "s"),
-            (f"step {name}: peak RSS", measured.peaks.get(name, 0) / _GB, "GB"),
+            # A step that ends between two samples is never seen: say so rather than "0 GB".
+            (f"step {name}: peak RSS", peak / _GB, "GB")
+            if peak
+            else (f"step {name}: peak RSS", f"not sampled (ended within {_SAMPLE_S} s)", ""),
         ]
     metrics = measured.summary.get("metrics") or {}
     table += [(f"model {k}", float(metrics[k]), "") for k in METRICS if _number(metrics.get(k))]

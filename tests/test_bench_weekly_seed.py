@@ -113,6 +113,15 @@ def test_weekly_figure_meets_both_targets_and_reports_every_step() -> None:
     assert result["plot"]["categories"] == ["check-data", "prepare-dataset", "train-custom-job"]
 
 
+def test_weekly_figure_says_a_step_too_short_to_sample_was_not_sampled() -> None:
+    measured = _measured(1800.0, 3 * 10**9)
+    measured.step_seconds["data-window"] = 0.05
+    result = bw.weekly_figure(measured, bw.SEED_SCALE, 89_637_887, False)
+    labels = {row[0]: row[1] for row in result["rows"]}
+    assert labels["step data-window: peak RSS"] == "not sampled (ended within 0.25 s)"
+    assert labels["step check-data: peak RSS"] == pytest.approx(0.4)
+
+
 @pytest.mark.parametrize(
     ("wall", "peak", "missed"),
     [(2701.0, 10**9, "Wall 45.0 min (MISSED"), (600.0, 6 * 10**9, "6.20 GB (MISSED")],

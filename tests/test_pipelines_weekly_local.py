@@ -119,13 +119,19 @@ def test_weekly_retraining_first_run_registers_and_serves_a_champion(
     assert summary["cost_on_vertex"]["on_demand"] > summary["cost_on_vertex"]["spot"] > 0
 
 
-def test_weekly_retraining_worse_candidate_stays_challenger(first_run: FirstRun) -> None:
+def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
+    first_run: FirstRun,
+) -> None:
     endpoints = LocalEndpoints()
     traffic_before = endpoints.get(defaults.ENDPOINT_DISPLAY_NAME).traffic_split
     champion_before = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
-    outcome = _run({"force_decision": "worse"})
+    # No model beats "reorder your usual" by a whole NDCG point: the pipeline's floor refuses it.
+    outcome = _run({"minimum_metrics": {"ndcg_at_10_usual_margin": 1.0}})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
-    assert outcome.summary is not None and outcome.summary["decision"]["is_better"] is False
+    decision = outcome.summary["decision"] if outcome.summary else {}
+    assert decision["is_better"] is False
+    assert "ndcg_at_10_usual_margin is" in decision["reason"]
+    assert "below the required minimum 1.0000" in decision["reason"]
     registry = ModelRegistry()
     versions = registry.list_versions(defaults.MODEL_DISPLAY_NAME)
     assert "challenger" in versions[-1].aliases

@@ -280,3 +280,20 @@ def test_router_cli_finishes_a_request_in_flight_on_sigterm(tmp_path: Path) -> N
             router.send_signal(signal.SIGTERM)
             output = router.communicate(timeout=60)[0]
         assert router.returncode == 0, output
+
+
+@pytest.mark.parametrize(
+    "module", ["trainer.asgi_runner", "vertex_retrain.backends.local.asgi_runner"]
+)
+def test_server_config_runs_on_uvloop(module: str) -> None:
+    import importlib
+
+    import uvloop
+
+    runner = importlib.import_module(module)
+    factory = runner.server_config(lambda scope, receive, send: None, Limits()).get_loop_factory()
+    loop = factory()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()

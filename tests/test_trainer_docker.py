@@ -72,7 +72,7 @@ def test_requirements_pin_exactly_the_runtime_dependencies() -> None:
         "pyarrow",
         "cloudml-hypertune",
         "google-cloud-storage",
-        *("uvicorn", "starlette", "httptools"),  # the prediction server
+        *("uvicorn", "starlette", "httptools", "uvloop"),  # the prediction server
     }
     constraints = (ROOT / "constraints.txt").read_text().splitlines()
     for line in lines:

@@ -166,3 +166,17 @@ def test_read_package_metadata_from_a_wheel_an_sdist_and_a_project(tmp_path: Pat
     assert read_package_metadata(sdist).requires_python == ">=3.10"
     with pytest.raises(BuildError, match="not a wheel"):
         read_package_metadata(tmp_path / "notes.txt")
+
+
+def test_read_package_metadata_joins_an_extras_own_marker_with_the_extra(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "2.0"\n[project.optional-dependencies]\n'
+        "serve = [\"uvloop>=0.19; sys_platform != 'win32'\"]\n"
+    )
+    metadata = read_package_metadata(project)
+    assert metadata.requires_dist == (
+        "uvloop>=0.19 ; (sys_platform != 'win32') and extra == \"serve\"",
+    )
+    assert package_problems(metadata, TRAINING.executor_image_uri, FIELD) == []

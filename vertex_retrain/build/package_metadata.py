@@ -40,7 +40,7 @@ def _from_pyproject(data: dict[str, Any], origin: str) -> PackageMetadata:
     requires = [str(r) for r in project.get("dependencies", []) or []]
     for extra, items in extras.items():
         # The form a wheel's METADATA gives them, so one checker reads both.
-        requires += [f'{item} ; extra == "{extra}"' for item in items]
+        requires += [_with_extra(str(item), str(extra)) for item in items]
     return PackageMetadata(
         name=str(project.get("name", "")),
         version=str(project.get("version", "")),
@@ -48,6 +48,17 @@ def _from_pyproject(data: dict[str, Any], origin: str) -> PackageMetadata:
         requires_dist=tuple(requires),
         origin=origin,
     )
+
+
+def _with_extra(requirement: str, extra: str) -> str:
+    """`requirement` as a wheel's METADATA lists it for `extra`: a marker of its own is kept,
+    joined to the extra's with `and` (``uvloop; sys_platform != 'win32'`` becomes
+    ``uvloop ; (sys_platform != 'win32') and extra == "serve"``)."""
+    spec, _, marker = requirement.partition(";")
+    condition = f'extra == "{extra}"'
+    if marker.strip():
+        condition = f"({marker.strip()}) and {condition}"
+    return f"{spec.strip()} ; {condition}"
 
 
 def _wheel(path: Path) -> PackageMetadata:

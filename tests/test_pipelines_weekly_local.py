@@ -107,8 +107,10 @@ def first_run(local_root: Path) -> FirstRun:
 
 
 def test_weekly_retraining_first_run_registers_and_serves_a_champion(
-    first_run: FirstRun,
+    first_run: FirstRun, local_root: Path
 ) -> None:
+    # The run filled the field-table cache its job tasks check their payloads against.
+    assert list((local_root / "cache").glob("aiplatform-v1-fields-*.json"))
     summary = first_run.outcome.summary
     assert summary is not None and summary["state"] == "SUCCEEDED"
     assert summary["decision"]["is_better"] is True

@@ -161,6 +161,7 @@ def run_pipeline_locally(
         ``refused`` says why nothing ran when another local run holds the same model
         (``model_display_name``, else the pipeline's name) under the same local root.
     """
+    from vertex_retrain.backends.local.field_table_cache import warm_in_background
     from vertex_retrain.backends.local.lifeline import run_scope
     from vertex_retrain.backends.local.storage import local_root
     from vertex_retrain.cli.run_window import with_local_as_of
@@ -172,6 +173,7 @@ def run_pipeline_locally(
     try:
         with exclusive_model_run(root, model):
             _reconcile(root, console)
+            warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
                 return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
     except RunConflictError as conflict:

@@ -179,3 +179,43 @@ def job_field_table() -> FieldTable:
             aiplatform_v1.HyperparameterTuningJob.pb().DESCRIPTOR,
         ]
     )
+
+
+def table_to_json(table: FieldTable) -> dict[str, Any]:
+    """The table as plain JSON data (message -> short name and its fields), for a cache."""
+    return {
+        full_name: {
+            "name": message.name,
+            "fields": [
+                [f.name, f.json_name, f.kind, f.message, f.repeated, f.json_type]
+                for f in dict.fromkeys(message.fields.values())
+            ],
+        }
+        for full_name, message in table.items()
+    }
+
+
+def table_from_json(data: Mapping[str, Any]) -> FieldTable:
+    """The inverse of :func:`table_to_json`.
+
+    Raises:
+        ValueError: The data is not in that shape (a damaged or foreign cache file).
+    """
+    table: dict[str, MessageFields] = {}
+    try:
+        for full_name, message in data.items():
+            fields: dict[str, ProtoField] = {}
+            for name, json_name, kind, below, repeated, json_type in message["fields"]:
+                if kind not in ("message", "map", "opaque", "scalar"):
+                    raise ValueError(f"unknown field kind {kind!r}")
+                field = ProtoField(
+                    str(name), str(json_name), kind, str(below), bool(repeated), str(json_type)
+                )
+                fields[field.name] = fields[field.json_name] = field
+            table[str(full_name)] = MessageFields(str(message["name"]), MappingProxyType(fields))
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"not a field table: {error}") from None
+    for required in (CUSTOM_JOB, CUSTOM_JOB_SPEC, TUNING_JOB):
+        if required not in table:
+            raise ValueError(f"not a field table: {required} is missing")
+    return MappingProxyType(table)

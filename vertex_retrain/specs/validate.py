@@ -25,6 +25,7 @@ from vertex_retrain.specs.proto_fields import (
     CUSTOM_JOB,
     CUSTOM_JOB_SPEC,
     TUNING_JOB,
+    FieldTable,
     job_field_table,
 )
 from vertex_retrain.specs.tuning_rules import check_study
@@ -36,12 +37,12 @@ def _context(catalog: Catalog | None, today: _dt.date | None) -> tuple[Catalog, 
 
 
 def _field_problems(
-    payload: Mapping[str, Any], job: NormalizedJob
+    payload: Mapping[str, Any], job: NormalizedJob, table: FieldTable
 ) -> tuple[list[Problem], frozenset[str]]:
     if job.body_prefix:
-        return check_field_names(payload, CUSTOM_JOB_SPEC, job_field_table(), path="jobSpec")
+        return check_field_names(payload, CUSTOM_JOB_SPEC, table, path="jobSpec")
     root = TUNING_JOB if job.kind == "tuning_job" else CUSTOM_JOB
-    return check_field_names(payload, root, job_field_table())
+    return check_field_names(payload, root, table)
 
 
 def _check(
@@ -50,13 +51,15 @@ def _check(
     catalog: Catalog,
     today: _dt.date,
     check_fields: bool,
+    field_table: FieldTable | None = None,
 ) -> list[Problem]:
     if not check_fields:
         return _check_rules(job, catalog, today)
-    unknown, meant = _field_problems(payload, job)
+    table = field_table if field_table is not None else job_field_table()
+    unknown, meant = _field_problems(payload, job, table)
     # Values of the wrong type are reported and taken out before the rules read them.
     root = TUNING_JOB if job.kind == "tuning_job" else CUSTOM_JOB
-    wrong, typed, removed = check_field_types(job.resource, root, job_field_table())
+    wrong, typed, removed = check_field_types(job.resource, root, table)
     rules = _check_rules(replace(job, resource=typed), catalog, today)
     return unknown + wrong + below_removed(superseded(rules, meant), removed)
 
@@ -123,6 +126,7 @@ def _validate_kind(
     catalog: Catalog | None,
     today: _dt.date | None,
     check_fields: bool,
+    field_table: FieldTable | None = None,
 ) -> list[Problem]:
     try:
         job = normalize_job(payload)
@@ -140,7 +144,7 @@ def _validate_kind(
             )
         ]
     cat, day = _context(catalog, today)
-    return _check(payload, job, cat, day, check_fields)
+    return _check(payload, job, cat, day, check_fields, field_table)
 
 
 def validate_custom_job(
@@ -149,6 +153,7 @@ def validate_custom_job(
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
     check_fields: bool = True,
+    field_table: FieldTable | None = None,
 ) -> list[Problem]:
     """Validates a CustomJob payload; never raises for bad content.
 
@@ -159,11 +164,14 @@ def validate_custom_job(
         today: Date for retirement checks (default: today).
         check_fields: Report keys that are no ``aiplatform_v1`` field (imports
             ``aiplatform_v1`` on first use).
+        field_table: The ``aiplatform_v1`` field table to check against, e.g. one read
+            from a cache (default: :func:`~vertex_retrain.specs.proto_fields.job_field_table`,
+            read from the protos).
 
     Returns:
         Errors and warnings; the payload is valid when no problem has severity ``error``.
     """
-    return _validate_kind(payload, "custom_job", catalog, today, check_fields)
+    return _validate_kind(payload, "custom_job", catalog, today, check_fields, field_table)
 
 
 def validate_tuning_job(

@@ -126,9 +126,11 @@ def _log_tail(path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
-def _checked_spec(payload: dict[str, Any], preemption: PreemptionSchedule | None) -> dict:
+def _checked_spec(
+    payload: dict[str, Any], preemption: PreemptionSchedule | None, root: Path
+) -> dict:
     spec = jp.job_spec_of(payload)
-    problems = jp.local_problems(spec) or jp.core_validation_errors(payload)
+    problems = jp.local_problems(spec) or jp.core_validation_errors(payload, root)
     strategy = jp.scheduling_of(spec).get("strategy", "STANDARD")
     if preemption is not None and strategy != "SPOT":
         problems.append(
@@ -175,9 +177,9 @@ def run_custom_job(
         PoolLaunchError, ImageNotBuiltError, PackageEnvError, StorageError: A pool's
             program cannot be prepared; nothing was started.
     """
-    spec = _checked_spec(payload, preemption)
-    bind_to_run()  # in a pipeline task: a killed run cancels the job (SIGTERM)
     root = (root or local_root()).resolve()
+    spec = _checked_spec(payload, preemption, root)
+    bind_to_run()  # in a pipeline task: a killed run cancels the job (SIGTERM)
     scheduling = jp.scheduling_of(spec)
     timeout = jp.parse_duration(scheduling.get("timeout"), "jobSpec.scheduling.timeout")
     restart_on_worker_failure = bool(scheduling.get("restartJobOnWorkerRestart", False))

@@ -12,6 +12,7 @@ import datetime
 import re
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 POOL_ROLES = ("primary", "workers", "parameter servers / reduction server", "evaluators")
@@ -95,11 +96,21 @@ def job_spec_of(payload: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(spec)
 
 
-def core_validation_errors(payload: dict[str, Any]) -> list[str]:
-    """Run the job-specs core's Vertex rules; return the errors (warnings are dropped)."""
+def core_validation_errors(payload: dict[str, Any], root: Path | None = None) -> list[str]:
+    """Run the job-specs core's Vertex rules; return the errors (warnings are dropped).
+
+    With `root`, the ``aiplatform_v1`` field table comes from its cache
+    (:mod:`vertex_retrain.backends.local.field_table_cache`) instead of the protos.
+    """
     from vertex_retrain.specs.validate import validate_custom_job
 
-    return [p.describe() for p in validate_custom_job(payload) if p.severity == "error"]
+    table = None
+    if root is not None:
+        from vertex_retrain.backends.local.field_table_cache import cached_field_table
+
+        table = cached_field_table(root)
+    problems = validate_custom_job(payload, field_table=table)
+    return [p.describe() for p in problems if p.severity == "error"]
 
 
 def local_problems(spec: dict[str, Any]) -> list[str]:

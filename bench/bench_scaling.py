@@ -133,6 +133,7 @@ def run(quick: bool) -> dict[str, Any]:
         f"{first['members']:,}: the step cost "
         + ("does not grow with the member table. " if flat else "grows with the member table. ")
         + "Fixed costs (interpreter, torch import, world building) flatten the small sizes."
+        + _worker_note(results, weeks)
     )
     rows: list[tuple[str, float | int | str, str]] = []
     for result in results:
@@ -182,6 +183,23 @@ def run(quick: bool) -> dict[str, Any]:
             "xlabel": "members",
             "ylabel": "seconds; peak RSS in GiB",
         },
+    )
+
+
+def _worker_note(results: list[dict[str, Any]], weeks: int) -> str:
+    """Where generation goes from one sampling process to several: its peak RSS (summed over
+    the processes, each holding its own copy of the world) steps up there, once."""
+    from trainer.data import PARALLEL_FROM
+
+    below = [r["members"] for r in results if r["members"] * weeks < PARALLEL_FROM]
+    above = [r["members"] for r in results if r["members"] * weeks >= PARALLEL_FROM]
+    if not below or not above:
+        return ""
+    return (
+        f" Generation samples in one process below {PARALLEL_FROM:,} member-weeks and in one "
+        f"per core from there (`trainer.data.PARALLEL_FROM`), here between {below[-1]:,} and "
+        f"{above[0]:,} members: each worker holds its own copy of the world, so generate's "
+        "peak RSS (summed over its processes) steps up once there rather than growing."
     )
 
 

@@ -200,7 +200,8 @@ def render_markdown(
     ran = f"This is a {mode}; the whole report took {total_seconds:.0f} s."
     if kept:
         ran = (
-            f"The last run ({mode}, {total_seconds:.0f} s) re-ran {len(entries) - len(kept)} "
+            f"The last run ({'quick pass' if quick else 'full-length settings'}, "
+            f"{total_seconds:.0f} s) re-ran {len(entries) - len(kept)} "
             f"of the {len(entries)} benchmarks; the other {len(kept)} sections are kept from "
             "earlier runs of the same mode (`docs/benchmarks.json`), each with the date it "
             "ran. The machine table is the last run's."

@@ -50,6 +50,8 @@ def test_scaling_figure_judges_flat_training_and_plots_against_members(
     assert "train 1,000 steps time p = 0.01" in result["notes"]
     assert "Every curve, time and peak RSS, is linear or better" in result["notes"]
     assert "does not grow with the member table" in result["notes"]
+    # 26 weeks: 50,000 members are 1.3 M member-weeks (one process), 100,000 are 2.6 M.
+    assert "here between 50,000 and 100,000 members" in result["notes"]
     assert len(result["rows"]) == 10 * len(bs.SIZES)
     assert "prepare (s)" in result["plot"]["series"]
     assert "prepare peak RSS (GiB)" in result["plot"]["series"]

@@ -96,3 +96,19 @@ def test_warm_in_background_writes_the_table_once(tmp_path: Path) -> None:
     written = path.stat().st_mtime_ns
     warm_in_background(tmp_path).join(timeout=60)
     assert path.stat().st_mtime_ns == written  # there already: left as it is
+
+
+def test_validate_job_with_the_cached_table_agrees_with_the_protos(tmp_path: Path) -> None:
+    from vertex_retrain.specs.validate import validate_job, validate_tuning_job
+
+    tuning = {
+        "displayName": "t",
+        "maxTrialCount": 4,
+        "parallelTrialCount": 2,
+        "studySpec": {"metrics": [{"metricId": "ndcg", "goal": "MAXIMIZE"}], "paramters": []},
+        "trialJobSpec": {"workerPoolSpecs": []},
+    }
+    table = cached_field_table(tmp_path)
+    assert validate_tuning_job(tuning, field_table=table) == validate_tuning_job(tuning)
+    assert validate_job(tuning, field_table=table) == validate_job(tuning)
+    assert any("paramters" in p.field for p in validate_tuning_job(tuning, field_table=table))

@@ -98,6 +98,7 @@ def validate_job(
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
     check_fields: bool = True,
+    field_table: FieldTable | None = None,
 ) -> tuple[NormalizedJob, list[Problem]]:
     """Detects the job kind and validates it.
 
@@ -107,6 +108,8 @@ def validate_job(
         today: Date for retirement checks (default: today).
         check_fields: Report keys that are no ``aiplatform_v1`` field (imports
             ``aiplatform_v1`` on first use).
+        field_table: The ``aiplatform_v1`` field table to check against (default: read
+            from the protos), as for :func:`validate_custom_job`.
 
     Returns:
         The normalized job and its problems.
@@ -117,7 +120,7 @@ def validate_job(
     """
     job = normalize_job(payload)
     cat, day = _context(catalog, today)
-    return job, _check(payload, job, cat, day, check_fields)
+    return job, _check(payload, job, cat, day, check_fields, field_table)
 
 
 def _validate_kind(
@@ -180,6 +183,7 @@ def validate_tuning_job(
     catalog: Catalog | None = None,
     today: _dt.date | None = None,
     check_fields: bool = True,
+    field_table: FieldTable | None = None,
 ) -> list[Problem]:
     """Validates a HyperparameterTuningJob payload; never raises for bad content.
 
@@ -190,8 +194,10 @@ def validate_tuning_job(
         today: Date for retirement checks (default: today).
         check_fields: Report keys that are no ``aiplatform_v1`` field (imports
             ``aiplatform_v1`` on first use).
+        field_table: The ``aiplatform_v1`` field table to check against (default: read
+            from the protos), as for :func:`validate_custom_job`.
 
     Returns:
         Errors and warnings; the payload is valid when no problem has severity ``error``.
     """
-    return _validate_kind(payload, "tuning_job", catalog, today, check_fields)
+    return _validate_kind(payload, "tuning_job", catalog, today, check_fields, field_table)

@@ -112,3 +112,20 @@ def test_validate_job_with_the_cached_table_agrees_with_the_protos(tmp_path: Pat
     assert validate_tuning_job(tuning, field_table=table) == validate_tuning_job(tuning)
     assert validate_job(tuning, field_table=table) == validate_job(tuning)
     assert any("paramters" in p.field for p in validate_tuning_job(tuning, field_table=table))
+
+
+def test_cached_field_table_does_not_read_an_oversized_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vertex_retrain.backends.local import field_table_cache
+
+    cached_field_table(tmp_path)  # a valid file, then a cap below its size
+    monkeypatch.setattr(field_table_cache, "MAX_CACHE_BYTES", 100)
+    path = cache_file(tmp_path)
+    assert path.stat().st_size > 100
+    calls: list[int] = []
+    monkeypatch.setattr(
+        field_table_cache, "job_field_table", lambda: calls.append(1) or job_field_table()
+    )
+    assert dict(cached_field_table(tmp_path)) == dict(job_field_table())
+    assert calls == [1]  # read from the protos instead of the file

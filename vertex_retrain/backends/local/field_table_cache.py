@@ -30,6 +30,9 @@ from vertex_retrain.specs.proto_fields import (
     table_to_json,
 )
 
+MAX_CACHE_BYTES = 4 * 1024 * 1024
+"""A cache file larger than this is not read (the table is about 30 KB of JSON)."""
+
 
 @functools.cache
 def cache_key() -> str:
@@ -59,7 +62,10 @@ def cached_field_table(root: Path) -> FieldTable:
     """
     path = cache_file(root)
     with suppress(OSError, ValueError):
-        return table_from_json(json.loads(path.read_text(encoding="utf-8")))
+        with path.open("rb") as handle:  # about 30 KB; anything far larger is not ours
+            text = handle.read(MAX_CACHE_BYTES + 1)
+        if len(text) <= MAX_CACHE_BYTES:
+            return table_from_json(json.loads(text))
     table = job_field_table()
     with suppress(OSError):  # a read-only root: validation still works, only slower
         atomic_write_json(path, table_to_json(table))

@@ -47,6 +47,16 @@ def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_pa
         assert (tmp_path / "out" / "components" / f"{name}.yaml").is_file()
     assert "build-container -> check-data -> prepare-dataset" in result.stdout
     assert "on-demand" in result.stdout and "Spot" in result.stdout
+    assert "placeholder" not in result.stdout
+
+
+def test_compile_without_an_image_says_the_components_name_the_placeholder(
+    tmp_path: Path,
+) -> None:
+    result = _compile_cli("compile", "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "component image: the placeholder us-docker.pkg.dev/vertex-retrain/" in result.stdout
+    assert "pass --component-image" in result.stdout
 
 
 def test_compile_refuses_an_image_uri_with_spaces(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@
   account and take seconds run for real (`compile`, `models`, `endpoints`, `schedule
   --dry-run`); `run NAME --local` is run by tests/test_cli_fresh_clone.py. `make TARGET` runs
   as `make -n TARGET` (the target exists and expands); `docker build -f FILE` names a file
-  that exists, and `docker push` pushes what the block built. Anything else fails the test.
+  that exists, and `docker push` pushes what the block built; `pip wheel -w DIR .` builds
+  this project's wheel for real, and `pip install -c FILE WHEEL[extra]` must name a
+  constraints file that exists and a wheel the block built. Anything else fails the test.
 """
 
 from __future__ import annotations
@@ -140,6 +142,29 @@ def _check_compile_py(arguments: list[str], work: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, f"compile.py {' '.join(arguments)}:\n{result.stderr}"
 
 
+def _pip_wheel(words: list[str], work: Path, where: str) -> set[str]:
+    """Builds the wheel for real, `.` being this checkout, into the sandbox's folder."""
+    out = work / words[words.index("-w") + 1]
+    assert words[-1] == ".", f"{where}: builds {words[-1]!r}, not this project"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(out), str(ROOT)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, f"{where}: pip wheel failed:\n{result.stderr}"
+    return {f"{out.name}/{wheel.name}" for wheel in out.glob("*.whl")}
+
+
+def _check_pip_install(words: list[str], work: Path, built: set[str], where: str) -> None:
+    """The constraints file exists, and every wheel named is one the block built, by name."""
+    assert (ROOT / words[words.index("-c") + 1]).is_file(), f"{where}: no constraints file"
+    wheels = [w.split("[")[0] for w in words if ".whl" in w]
+    assert wheels, f"{where}: pip install names no wheel"
+    for wheel in wheels:
+        assert wheel in built, f"{where}: installs {wheel}, but the block built {sorted(built)}"
+        assert (work / wheel).is_file()
+
+
 @pytest.mark.parametrize(("where", "code", "_"), _examples("bash", docs=False))
 def test_readme_shell_snippet_works(
     where: str, code: str, _: bool, tmp_path: Path, compiled_dist: Path
@@ -159,5 +184,9 @@ def test_readme_shell_snippet_works(
             built.add(words[words.index("-t") + 1])
         elif words[:2] == ["docker", "push"]:
             assert words[2] in built, f"{where}: pushes {words[2]}, which the block did not build"
+        elif words[:2] == ["pip", "wheel"]:
+            built |= _pip_wheel(words, work, where)
+        elif words[:2] == ["pip", "install"]:
+            _check_pip_install(words, work, built, where)
         else:
             pytest.fail(f"{where}: no check for {' '.join(words)!r}; add one to this test")

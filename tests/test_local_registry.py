@@ -182,8 +182,11 @@ def test_registry_bad_upload_is_rejected_and_creates_nothing(
 
 
 def test_registry_unknown_model_error_lists_known_ones(registry: ModelRegistry) -> None:
+    with pytest.raises(RegistryNotFoundError, match=r"'recz'.*known models: none yet$"):
+        registry.get_version("recz")
     _upload(registry, "recs")
-    with pytest.raises(RegistryNotFoundError, match=r"no model named 'recz'.*\['recs'\]"):
+    _upload(registry, "other")
+    with pytest.raises(RegistryNotFoundError, match=r"no model named 'recz'.*: other, recs$"):
         registry.get_version("recz")
 
 

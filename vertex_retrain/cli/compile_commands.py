@@ -22,6 +22,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     """Compiles every pipeline and component, validates the defaults, prints the table."""
     from vertex_retrain.cli.compiling import compile_all, default_arguments, describe_pipeline
     from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
     from vertex_retrain.specs import JobSpecError
     from vertex_retrain.specs.cost import format_money
 
@@ -61,6 +62,13 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         )
     components = [n for n in catalog.COMPONENTS if n in written]
     print(f"\ncomponents -> {out_dir / 'components'}: {', '.join(components)}", file=out)
+    if not args.component_image:
+        # Said here, not only by preflight: these files may go to another repository.
+        print(
+            f"component image: the placeholder {DEFAULT_COMPONENT_IMAGE} (runs locally; "
+            "for Vertex pass --component-image, see `compile.py build-image`)",
+            file=out,
+        )
     print(
         f"(cost: training jobs only; {NOT_INCLUDED}; `compile.py estimate NAME` explains)",
         file=out,

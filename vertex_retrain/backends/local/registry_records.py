@@ -134,9 +134,11 @@ def model_id_for(connection: sqlite3.Connection, display_name: str) -> int:
         "SELECT model_id FROM models WHERE display_name = ?", (display_name,)
     ).fetchone()
     if row is None:
-        known = [r[0] for r in connection.execute("SELECT display_name FROM models LIMIT 20")]
+        query = "SELECT display_name FROM models ORDER BY display_name LIMIT 20"
+        known = [r[0] for r in connection.execute(query)]
         raise RegistryNotFoundError(
-            f"no model named {display_name!r} in the local registry; known models: {known}"
+            f"no model named {display_name!r} in the local registry; known models: "
+            f"{', '.join(known) or 'none yet'}"
         )
     return int(row[0])
 

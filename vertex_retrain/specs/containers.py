@@ -87,8 +87,12 @@ class PrebuiltImage:
     sources: tuple[str, ...]
 
     def cited(self, catalog: ContainerCatalog) -> str:
-        """``name (T1, T2; retrieved 2026-12-01)``: the entry with where it comes from."""
-        return f"{self.name} ({', '.join(self.sources)}; retrieved {catalog.retrieved})"
+        """``name (containers.yaml sources T1, T2, retrieved 2026-12-01)``: the entry with
+        where it comes from, so a reader can look the source up."""
+        return (
+            f"{self.name} ({catalog.path.name} sources {', '.join(self.sources)}, retrieved "
+            f"{catalog.retrieved})"
+        )
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,15 @@ from typing import Any
 
 from bench.bench_pipeline import last_run, task_seconds
 from bench.figures import figure, print_figure
-from bench.measure import REPO, SEED_SCALE, cache_root, ensure_dataset, python_env
+from bench.measure import (
+    REPO,
+    SEED_SCALE,
+    cache_root,
+    ensure_dataset,
+    parent_and_start,
+    python_env,
+    resident_bytes,
+)
 
 TARGET_SECONDS = 45 * 60
 TARGET_PEAK_BYTES = 6 * 10**9
@@ -68,17 +76,13 @@ class Proc:
 
 def read_processes() -> dict[int, Proc]:
     """Every process's parent, start time and resident set, from /proc (vanished ones skipped)."""
-    page = os.sysconf("SC_PAGE_SIZE")
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-            resident = int(Path(entry.path, "statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        table[int(entry.name)] = Proc(int(fields[1]), int(fields[19]), resident * page)
+        stat, resident = parent_and_start(entry.name), resident_bytes(entry.name)
+        if stat is not None and resident is not None:
+            table[int(entry.name)] = Proc(stat[0], stat[1], resident)
     return table
 
 

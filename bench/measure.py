@@ -37,27 +37,38 @@ class Measured:
     stderr: str
 
 
+def parent_and_start(pid: int | str) -> tuple[int, int] | None:
+    """A process's parent pid and start time (clock ticks after boot) from /proc/PID/stat;
+    None when it is gone. The command name may hold spaces and parentheses: fields are
+    counted from the last ")"."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def resident_bytes(pid: int | str) -> int | None:
+    """A process's resident set in bytes from /proc/PID/statm; None when it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def tree_rss(pid: int) -> int:
     """Summed resident set (bytes) of `pid` and all its descendants, from /proc (0 if gone)."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
+        stat = parent_and_start(entry.name)
+        if stat is not None:
+            children.setdefault(stat[0], []).append(int(entry.name))
     total, stack = 0, [pid]
-    page = os.sysconf("SC_PAGE_SIZE")
     while stack:
         current = stack.pop()
-        try:
-            resident = int(Path(f"/proc/{current}/statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        total += resident * page
+        total += resident_bytes(current) or 0
         stack.extend(children.get(current, []))
     return total
 

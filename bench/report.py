@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import importlib
 import json
 import os
@@ -175,8 +176,6 @@ def build_report(
         keep_others: Keep the recorded entries of benchmarks not in `modules` (a partial
             run, `--only`), so the document still shows every benchmark, each with its date.
     """
-    import datetime
-
     from bench.machine import describe_machine
 
     machine = describe_machine()
@@ -205,7 +204,7 @@ def build_report(
         quick=quick,
         total_seconds=time.monotonic() - began,
         plot_links=links,
-        kept=[e["module"] for e in shown if e["module"] not in set(modules)],
+        kept=[e["module"] for e in shown if e["module"] not in modules],
     )
     atomic_write_text(store, record_text(shown, quick=quick))
     atomic_write_text(doc, text)

@@ -55,7 +55,9 @@ def _image(scratch: Path) -> str:
 
     context = scratch / "context"
     shutil.copytree(
-        REPO / "trainer", context / "trainer", ignore=shutil.ignore_patterns("__pycache__")
+        REPO / "examples" / "drink_shops" / "trainer",
+        context / "trainer",
+        ignore=shutil.ignore_patterns("__pycache__"),
     )
     shutil.copy2(REPO / "bench" / "periodic_only_trainer.py", context)
     (context / "Dockerfile").write_text('FROM python:3.11-slim\nENTRYPOINT ["python"]\n')

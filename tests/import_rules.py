@@ -21,7 +21,7 @@ SOURCE_ROOTS: dict[str, Path] = {
     "vertex_retrain": REPO / "vertex_retrain",
     "vertex_retrain.components": REPO / "components",
     "vertex_retrain.pipelines": REPO / "pipelines",
-    "trainer": REPO / "trainer",
+    "trainer": REPO / "examples" / "drink_shops" / "trainer",
 }
 """Import name -> folder holding it (pyproject.toml's package-dir mapping, and the trainer)."""
 

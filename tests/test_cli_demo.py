@@ -68,7 +68,9 @@ def test_prepare_local_run_points_an_empty_source_uri_at_the_clones_trainer(root
         "epochs": 1,
     }
     prepared = local_setup.prepare_local_run(arguments, out)
-    assert prepared["source_uri"] == str(local_setup.REPO_ROOT / "trainer")
+    assert prepared["source_uri"] == str(
+        local_setup.REPO_ROOT / "examples" / "drink_shops" / "trainer"
+    )
     assert prepared["epochs"] == 1 and arguments["source_uri"] == defaults.SOURCE_URI
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "sample data generated" in lines[0] and "source_uri" in lines[1]

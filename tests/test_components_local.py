@@ -119,7 +119,7 @@ class Trained:
 def trained(world: LocalWorld) -> Trained:
     _init_kfp_local(world)
     package = build_container(
-        source_uri=str(ROOT / "trainer"),
+        source_uri=str(ROOT / "examples" / "drink_shops" / "trainer"),
         destination=PACKAGES,
         **LOCAL,
     )
@@ -669,7 +669,7 @@ def test_components_local_small_pipeline_runs_every_component_in_order(
     outcome = run_pipeline_locally(
         small_pipeline,
         {
-            "trainer_source": str(ROOT / "trainer"),
+            "trainer_source": str(ROOT / "examples" / "drink_shops" / "trainer"),
             "model_display_name": "pipeline-model",
             "endpoint_display_name": "pipeline-endpoint",
         },

@@ -79,9 +79,13 @@ def test_local_deploy_of_the_serving_image_binds_loopback(
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
     context = tmp_path / "serve-context"
     shutil.copytree(
-        REPO / "trainer", context / "trainer", ignore=shutil.ignore_patterns("__pycache__")
+        REPO / "examples" / "drink_shops" / "trainer",
+        context / "trainer",
+        ignore=shutil.ignore_patterns("__pycache__"),
     )
-    shutil.copy2(REPO / "trainer" / "Dockerfile.serve", context / "Dockerfile")
+    shutil.copy2(
+        REPO / "examples" / "drink_shops" / "trainer" / "Dockerfile.serve", context / "Dockerfile"
+    )
     image = build_container_image(context, image_uri="us-docker.pkg.dev/p/r/serve:v1").uri
     uri = "gs://m/recs/1"
     write_tiny_artifact(to_local_path(uri))

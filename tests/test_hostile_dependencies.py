@@ -19,7 +19,9 @@ _PIN = re.compile(r"\btorch(?:\[[^\]]*\])?\s*([<>=!~][^\s\\;]*)")
 
 def _torch_specifiers() -> dict[str, str]:
     found: dict[str, str] = {}
-    project = tomllib.loads((REPO / "trainer" / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads(
+        (REPO / "examples" / "drink_shops" / "trainer" / "pyproject.toml").read_text()
+    )["project"]
     groups = {"dependencies": project.get("dependencies", [])}
     groups.update(project.get("optional-dependencies", {}))
     for group, items in groups.items():
@@ -27,8 +29,9 @@ def _torch_specifiers() -> dict[str, str]:
             requirement = Requirement(item)
             if requirement.name == "torch":
                 found[f"trainer/pyproject.toml [{group}]"] = str(requirement.specifier)
-    for name in ["trainer/requirements.txt", "constraints.txt", "trainer/Dockerfile",
-                 "trainer/Dockerfile.serve"]:  # fmt: skip
+    for name in ["examples/drink_shops/trainer/requirements.txt", "constraints.txt",
+                 "examples/drink_shops/trainer/Dockerfile",
+                 "examples/drink_shops/trainer/Dockerfile.serve"]:  # fmt: skip
         for number, line in enumerate((REPO / name).read_text().splitlines(), start=1):
             if not line.lstrip().startswith("#"):
                 for match in _PIN.finditer(line):

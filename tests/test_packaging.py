@@ -69,7 +69,9 @@ def library_wheel(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 @pytest.fixture(scope="module")
 def trainer_wheel(checkout: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_wheel(checkout / "trainer", tmp_path_factory.mktemp("trainer-wheel"))
+    return _build_wheel(
+        checkout / "examples" / "drink_shops" / "trainer", tmp_path_factory.mktemp("trainer-wheel")
+    )
 
 
 def _names(wheel: Path) -> list[str]:

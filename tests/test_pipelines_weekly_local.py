@@ -82,7 +82,7 @@ def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         target = root / "gcs" / "drink-shops-ml" / "transactions"
         generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
         shutil.copytree(
-            ROOT / "trainer",
+            ROOT / "examples" / "drink_shops" / "trainer",
             root / "trainer-source",
             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
         )

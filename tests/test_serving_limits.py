@@ -72,7 +72,7 @@ def test_asgi_modules_are_one_copy_in_the_trainer_and_the_library() -> None:
     # The trainer cannot import the library, nor the library the trainer: the two servers
     # share these modules as byte-identical copies.
     for name in ("asgi_guard.py", "asgi_runner.py"):
-        trainer_copy = (REPO / "trainer" / name).read_bytes()
+        trainer_copy = (REPO / "examples" / "drink_shops" / "trainer" / name).read_bytes()
         library_copy = (REPO / "vertex_retrain" / "backends" / "local" / name).read_bytes()
         assert trainer_copy == library_copy, f"trainer/{name} and its library copy differ"
 

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "drink_shops"
+"""The build context of the example's images."""
 
 
 def _instructions(name: str) -> list[tuple[str, str]]:
-    text = (ROOT / "trainer" / name).read_text(encoding="utf-8").replace("\\\n", " ")
+    text = (EXAMPLE / "trainer" / name).read_text(encoding="utf-8").replace("\\\n", " ")
     lines = [
         line.strip()
         for line in text.splitlines()
@@ -39,7 +41,9 @@ def test_dockerfile_base_entrypoint_and_copies(name: str, base: str, module: str
     assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", module]
     copies = [arg.split() for key, arg in steps if key == "COPY"]
     for source, _target in copies:
-        assert (ROOT / source).exists(), f"{name} copies {source}, which is not in the repository"
+        assert (EXAMPLE / source).exists(), (
+            f"{name} copies {source}, which is not in the repository"
+        )
     assert ["trainer/", "/app/trainer/"] in copies
     assert _single(steps, "WORKDIR") == "/app"  # so `python -m trainer.*` finds the package
     runs = " ".join(arg for key, arg in steps if key == "RUN")
@@ -62,7 +66,9 @@ def test_serving_dockerfile_binds_all_interfaces_on_the_aip_port() -> None:
 def test_requirements_pin_exactly_the_runtime_dependencies() -> None:
     lines = [
         line
-        for line in (ROOT / "trainer" / "requirements.txt").read_text().splitlines()
+        for line in (ROOT / "examples" / "drink_shops" / "trainer" / "requirements.txt")
+        .read_text()
+        .splitlines()
         if line and not line.startswith("#")
     ]
     names = {line.split("==")[0] for line in lines}
@@ -80,6 +86,6 @@ def test_requirements_pin_exactly_the_runtime_dependencies() -> None:
 
 
 def test_trainer_package_does_not_import_components() -> None:
-    for path in (ROOT / "trainer").glob("*.py"):
+    for path in (ROOT / "examples" / "drink_shops" / "trainer").glob("*.py"):
         source = path.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(from|import)\s+components\b", source, re.MULTILINE), path.name

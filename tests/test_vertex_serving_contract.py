@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _dockerfile_env() -> dict[str, str]:
-    text = (ROOT / "trainer" / "Dockerfile.serve").read_text(encoding="utf-8")
+    text = (ROOT / "examples" / "drink_shops" / "trainer" / "Dockerfile.serve").read_text(
+        encoding="utf-8"
+    )
     block = re.search(r"^ENV (.*?)(?=^\S)", text, re.DOTALL | re.MULTILINE)
     assert block is not None
     return dict(re.findall(r"(\w+)=(\S+)", block.group(1).replace("\\\n", " ")))

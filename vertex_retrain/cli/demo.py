@@ -28,7 +28,7 @@ from vertex_retrain.pipelines import defaults
 # candidate to beat the baseline by far on the sample data (ndcg@10 about 0.62 against 0.25;
 # "reorder your usual" gets about 0.62 too, so the demo does not require beating it).
 DEMO_PARAMETERS: dict[str, Any] = {
-    "source_uri": str(REPO_ROOT / "trainer"),
+    "source_uri": str(REPO_ROOT / "examples" / "drink_shops" / "trainer"),
     "epochs": 1,
     "batch_size": 2048,
     "learning_rate": 0.01,

@@ -41,7 +41,7 @@ class LocalSetupError(RuntimeError):
 def trainer_source() -> Path | None:
     """The reference trainer's project folder of this clone, or None (the library installed
     from a wheel has no clone next to it)."""
-    folder = REPO_ROOT / "trainer"
+    folder = REPO_ROOT / "examples" / "drink_shops" / "trainer"
     return folder if (folder / "pyproject.toml").is_file() else None
 
 

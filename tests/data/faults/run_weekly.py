@@ -13,7 +13,11 @@ from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
 from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
 
 REPO = Path(__file__).resolve().parents[3]
-OVERRIDES = {"source_uri": str(REPO / "trainer"), "epochs": 1, "batch_size": 64}
+OVERRIDES = {
+    "source_uri": str(REPO / "examples" / "drink_shops" / "trainer"),
+    "epochs": 1,
+    "batch_size": 64,
+}
 console = io.StringIO()
 outcome = run_pipeline_locally(
     weekly_retraining,

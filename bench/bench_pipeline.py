@@ -126,7 +126,7 @@ def _weekly_arguments(quick: bool) -> dict[str, Any]:
     from vertex_retrain.cli.demo import DEMO_PARAMETERS, ensure_demo_data
     from vertex_retrain.cli.local_run import local_arguments
     from vertex_retrain.pipelines import defaults
-    from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
+    from vertex_retrain.pipelines.weekly import weekly_retraining
 
     overrides = dict(DEMO_PARAMETERS)
     if quick:
@@ -151,7 +151,7 @@ def run(quick: bool) -> dict[str, Any]:
     from bench.noop_component import noop_pipeline
     from vertex_retrain.cli.local_run import stop_endpoint_servers
     from vertex_retrain.pipelines import defaults
-    from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
+    from vertex_retrain.pipelines.weekly import weekly_retraining
 
     saved_root = os.environ.get("VERTEX_LOCAL_ROOT")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:

@@ -10,25 +10,28 @@ from vertex_retrain.components.exec_launch import lightweight_component
 @lightweight_component
 def check_data(
     backend: str,
-    transactions_uri: str,
+    data_uri: str,
+    dataset_declaration: dict,
     as_of: str,
     statistics: Output[Metrics],
     report: Output[Markdown],
     thresholds: dict = {},  # noqa: B006 - KFP reads defaults from the signature
     accept: str = "",
 ) -> NamedTuple("Outputs", [("passed", bool), ("verdict", str), ("breaches", list)]):
-    """Checks the newest week before ``as_of`` against the contract and the week before.
+    """Checks the newest period before ``as_of`` against the declaration and the one before.
 
-    Measures (pyarrow compute) rows, members, stores, drinks, nulls, time range, duplicated
-    rows, unknown store and drink ids, and each shop's drink-category mix, and compares them
-    with the week before (docs/components.md#data-gate). The task itself succeeds either way
-    and records its statistics; the pipeline stops before training when ``passed`` is false.
+    Measures (pyarrow compute) rows, distinct values of the declared distinct columns, rows
+    per group, nulls, time range, duplicated rows, keys missing from the dimensions, and each
+    group's category mix, and compares them with the period before
+    (docs/components.md#data-gate). The task itself succeeds either way and records its
+    statistics; the pipeline stops before training when ``passed`` is false.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
-        transactions_uri: The dataset folder (transactions contract).
-        as_of: The window end (from ``data_window``); only transactions before it are read.
-        statistics: Output: the week's numbers (and the week before's) as metrics.
+        data_uri: The dataset folder the declaration describes.
+        dataset_declaration: The dataset declaration (docs/components.md#dataset-contract).
+        as_of: The window end (from ``data_window``); only rows before it are read.
+        statistics: Output: the period's numbers (and the period before's) as metrics.
         report: Output: the verdict, each breach and the statistics, as Markdown.
         thresholds: Overrides of the gate's thresholds by name; empty: the defaults.
         accept: Comma-separated checks a person accepts for this run (a known change).
@@ -42,7 +45,8 @@ def check_data(
 
     gate = run_gate(
         backend=backend,
-        transactions_uri=transactions_uri,
+        data_uri=data_uri,
+        dataset_declaration=dict(dataset_declaration),
         as_of=as_of,
         thresholds=dict(thresholds),
         accept=accept,

@@ -12,9 +12,9 @@ from vertex_retrain.components.exec_launch import lightweight_component
 def deploy_model(
     backend: str,
     vertex_model: Input[VertexModel],
-    endpoint_display_name: str,
     endpoint: Output[VertexEndpoint],
     gcp_resources: OutputPath(str),
+    endpoint_display_name: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
     machine_type: str = "n1-standard-4",
@@ -43,9 +43,10 @@ def deploy_model(
     Args:
         backend: ``"vertex"`` or ``"local"``.
         vertex_model: The version to deploy (from ``register_model``).
-        endpoint_display_name: The endpoint's display name.
         endpoint: Output: GCPC's ``google.VertexEndpoint`` artifact.
         gcp_resources: Output: the deploy operation (Vertex), in GCPC's format.
+        endpoint_display_name: The endpoint's display name (empty: the model's display
+            name, as ``register_model`` recorded it).
         traffic_percentage: Share of traffic for the new version (0-100).
         keep_last_n: The newest deployed versions that are never undeployed (at least 2:
             the new one and a rollback target); older ones go once they have no traffic.
@@ -69,7 +70,8 @@ def deploy_model(
             backend=backend,
             model_resource_name=vertex_model.metadata.get("resourceName", ""),
             model_version_id=str(vertex_model.metadata.get("versionId", "")),
-            endpoint_display_name=endpoint_display_name,
+            endpoint_display_name=endpoint_display_name
+            or str(vertex_model.metadata.get("displayName", "")),
             traffic_percentage=traffic_percentage,
             keep_last_n=keep_last_n,
             machine_type=machine_type,

@@ -18,17 +18,14 @@ def evaluate_model(
     dataset: Input[Dataset],
     model_display_name: str,
     base_output_directory: str,
+    evaluation_declaration: dict,
+    python_module: str,
     metrics: Output[Metrics],
     gcp_resources: OutputPath(str),
     champion_alias: str = "champion",
-    primary_metric: str = "ndcg_at_10",
-    min_improvement: float = 0.0,
-    guardrail_metrics: dict = {"recall_at_10": 0.01},  # noqa: B006 - read from the signature
-    minimum_metrics: dict = {},  # noqa: B006
     force_decision: str = "",
-    python_module: str = "trainer.evaluate",
     package_uri: str = "",
-    package_uris: list = [],  # noqa: B006
+    package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
     image_uri: str = "",
     args: list = [],  # noqa: B006
@@ -43,18 +40,26 @@ def evaluate_model(
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple(
     "Outputs",
-    [("is_better", bool), ("candidate_score", float), ("champion_score", float), ("reason", str)],
+    [
+        ("is_better", bool),
+        ("candidate_score", float),
+        ("champion_score", float),
+        ("reason", str),
+        ("rule", dict),
+    ],
 ):
     """Decides whether the candidate should replace the champion.
 
-    The scoring is the training package's own code: its evaluation entry point (for the
-    reference trainer ``python -m trainer.evaluate``) runs as a CustomJob on one CPU machine
-    with the evaluation contract's flags (``--candidate-model-dir``, ``--champion-model-dir``,
-    ``--data``, ``--metrics-output``) and writes a metrics JSON file (see
-    docs/components.md#evaluation-contract). The candidate wins when its primary metric beats
-    the champion's by more than ``min_improvement``, no guardrail metric drops by more
-    than its allowed amount, and every metric in ``minimum_metrics`` reaches its minimum.
-    With no champion yet, the candidate wins if it reaches the minimums.
+    The scoring is the training package's own code: its evaluation entry point
+    (``python -m PYTHON_MODULE``) runs as a CustomJob on one CPU machine with the evaluation
+    contract's flags (``--candidate-model-dir``, ``--champion-model-dir``, ``--data``,
+    ``--metrics-output``) and writes a metrics JSON file (see
+    docs/components.md#evaluation-contract). The rule is the evaluation declaration
+    (docs/components.md#evaluation-declaration): the candidate wins when it reaches every
+    floor, beats the declared reference on the primary metric, and improves the primary
+    metric over the champion's by more than ``min_improvement`` (in the metric's direction)
+    with no guardrail metric worse by more than allowed. With no champion yet, floors and
+    reference alone decide.
 
     Args:
         backend: ``"vertex"`` or ``"local"``: where the job runs and the champion is found.
@@ -63,19 +68,16 @@ def evaluate_model(
         model_display_name: Registry model that holds the champion.
         base_output_directory: ``gs://`` folder; the job writes ``metrics.json`` under
             ``<it>/<pipeline run>/<task>``, or under it directly without ``pipeline_run``.
-        metrics: Output: candidate, champion and baseline metrics.
+        evaluation_declaration: Metrics and their directions, the primary metric,
+            ``min_improvement``, guardrails, floors and an optional reference
+            (docs/components.md#evaluation-declaration).
+        python_module: The evaluation entry point of the training package
+            (``mypackage.evaluate``); ignored with ``image_uri``.
+        metrics: Output: candidate, champion and reference metrics.
         gcp_resources: Output: the evaluation job's resource (console link, cancellation).
         champion_alias: Alias of the current champion version.
-        primary_metric: The single metric the decision is made on.
-        min_improvement: The primary metric must gain more than this (absolute; with 0 a
-            tie keeps the champion).
-        guardrail_metrics: Metric name -> largest allowed drop (absolute).
-        minimum_metrics: Metric name -> the least value the candidate must reach, champion
-            or not; e.g. ``{"ndcg_at_10_usual_margin": 0.0}`` (the reference trainer's
-            margin over "reorder your usual") refuses a candidate that does not beat it.
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.
-        python_module: The evaluation entry point of the training package.
         package_uri: ``gs://`` URI of the training package (the one the training ran).
         package_uris: More package URIs (used after ``package_uri``, each once).
         executor_image_uri: Prebuilt image that runs the package.
@@ -96,6 +98,8 @@ def evaluate_model(
         candidate_score: The candidate's primary metric.
         champion_score: The champion's primary metric (-1 when there is no champion).
         reason: One sentence explaining the decision.
+        rule: The evaluation declaration as applied (``primary``, ``metrics`` with their
+            directions, ``reference``...), for the run summary and the history.
     """
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
     from vertex_retrain.steps.job_request import (
@@ -113,13 +117,10 @@ def evaluate_model(
             output_directory=scoped_output_directory(
                 base_output_directory, pipeline_run, pipeline_task
             ),
-            champion_alias=champion_alias,
-            primary_metric=primary_metric,
-            min_improvement=min_improvement,
-            guardrail_metrics={str(k): float(v) for k, v in guardrail_metrics.items()},
-            minimum_metrics={str(k): float(v) for k, v in minimum_metrics.items()},
-            force_decision=force_decision,
+            evaluation_declaration=dict(evaluation_declaration),
             python_module=python_module,
+            champion_alias=champion_alias,
+            force_decision=force_decision,
             package_uris=merged_package_uris(package_uri, package_uris),
             executor_image_uri=executor_image_uri,
             image_uri=image_uri,
@@ -135,4 +136,10 @@ def evaluate_model(
     )
     for name, value in decision.reported_metrics().items():
         metrics.log_metric(name, value)
-    return (decision.is_better, decision.candidate_score, decision.champion_score, decision.reason)
+    return (
+        decision.is_better,
+        decision.candidate_score,
+        decision.champion_score,
+        decision.reason,
+        decision.rule,
+    )

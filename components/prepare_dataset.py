@@ -1,4 +1,4 @@
-"""prepare_dataset: the run's window of transaction data, split by time."""
+"""prepare_dataset: the run's window of the declared table, split by time."""
 
 from typing import NamedTuple
 
@@ -10,30 +10,32 @@ from vertex_retrain.components.exec_launch import lightweight_component
 @lightweight_component
 def prepare_dataset(
     backend: str,
-    transactions_uri: str,
+    data_uri: str,
+    dataset_declaration: dict,
     dataset: Output[Dataset],
-    validation_weeks: int = 1,
+    validation_periods: int = 1,
     as_of: str = "",
 ) -> NamedTuple(
     "Outputs",
     [("train_rows", int), ("validation_rows", int), ("as_of", str), ("window_labels", dict)],
 ):
-    """Selects the transactions before ``as_of`` and splits them by time: the last week(s)
-    validate, the weeks before train.
+    """Selects the rows before ``as_of`` and splits them by time: the last period(s)
+    validate, the periods before train.
 
-    Point in time: a file is used only when all its rows are before ``as_of``; later weeks
-    and the week in progress are left out whole, so nothing from after the cut reaches
+    Point in time: a file is used only when all its rows are before ``as_of``; later periods
+    and the period in progress are left out whole, so nothing from after the cut reaches
     training or evaluation. A random split would leak the future into training, so the split
-    is by calendar week. The data is first checked against the declared transactions
-    contract (columns, types, key columns; docs/components.md#dataset-contract); a mismatch
-    fails naming the column.
+    is by period. The files are first checked against the dataset declaration (columns,
+    types, key columns; docs/components.md#dataset-contract); a mismatch fails naming the
+    file and the column.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
-        transactions_uri: Dataset folder (local, ``gs://`` or ``/gcs/``):
-            ``transactions/*.parquet``, ``drinks.parquet`` and ``stores.parquet``.
-        dataset: Output: the folder holding the split and its ``manifest.json``.
-        validation_weeks: How many final weeks of the window to hold out.
+        data_uri: The dataset folder (local, ``gs://`` or ``/gcs/``) the declaration
+            describes.
+        dataset_declaration: The dataset declaration (docs/components.md#dataset-contract).
+        dataset: Output: the folder holding the split's ``manifest.json``.
+        validation_periods: How many final periods of the window to hold out.
         as_of: The window end, ``YYYY-MM-DD`` (from ``data_window``); empty: today (UTC).
 
     Returns:
@@ -47,9 +49,10 @@ def prepare_dataset(
 
     prepared = prepare(
         backend=backend,
-        transactions_uri=transactions_uri,
+        data_uri=data_uri,
+        dataset_declaration=dict(dataset_declaration),
         output_dir=dataset.path,
-        validation_weeks=validation_weeks,
+        validation_periods=validation_periods,
         as_of=as_of,
     )
     dataset.metadata.update(prepared.summary())

@@ -100,6 +100,8 @@ def register_model(
     vertex_model.uri = registered.artifact_uri
     vertex_model.metadata["resourceName"] = registered.resource_name
     vertex_model.metadata["versionId"] = registered.version_id
+    # deploy_model names a new endpoint after the model when it is given no name.
+    vertex_model.metadata["displayName"] = display_name
     # The Vertex registry keeps no instances; the deployment's sample check reads them here.
     vertex_model.metadata["sampleInstances"] = list(sample_instances)
     return (registered.version_id, registered.aliases)

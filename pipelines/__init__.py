@@ -1,4 +1,32 @@
-"""The pipelines (``weekly_retraining``, ``train_only``), the start they share (``data_week``),
-their defaults, the pipeline registry (``catalog``) and the declared schedules. Command-line
-code lives in :mod:`vertex_retrain.cli`.
+"""The pipeline templates: ``weekly_retraining`` and ``train_only``, and :func:`configure`.
+
+::
+
+    from vertex_retrain.pipelines import configure, train_only, weekly_retraining
+
+The names load on first use (kfp and the components are imported then, not by
+``import vertex_retrain.pipelines``). Command-line code lives in :mod:`vertex_retrain.cli`.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = ["configure", "train_only", "weekly_retraining"]
+
+_EXPORTS = {
+    "configure": "vertex_retrain.pipelines.template_defaults",
+    "train_only": "vertex_retrain.pipelines.experiment",
+    "weekly_retraining": "vertex_retrain.pipelines.weekly",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'vertex_retrain.pipelines' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

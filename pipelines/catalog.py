@@ -6,8 +6,8 @@ import importlib
 from typing import Any
 
 PIPELINES: dict[str, str] = {
-    "weekly-retraining": "vertex_retrain.pipelines.weekly_retraining:weekly_retraining",
-    "train-only": "vertex_retrain.pipelines.train_only:train_only",
+    "weekly-retraining": "vertex_retrain.pipelines.weekly:weekly_retraining",
+    "train-only": "vertex_retrain.pipelines.experiment:train_only",
 }
 """Pipeline name -> ``module:attribute`` of its ``@dsl.pipeline`` function."""
 

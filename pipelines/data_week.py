@@ -15,7 +15,8 @@ from vertex_retrain.components.data_window import data_window
 def week_and_data_gate(
     *,
     backend: Any,
-    transactions_uri: Any,
+    data_uri: Any,
+    dataset_declaration: Any,
     as_of: Any,
     time_zone: Any,
     thresholds: Any,
@@ -28,7 +29,8 @@ def week_and_data_gate(
 
     Args:
         backend: The pipeline's ``backend`` parameter.
-        transactions_uri: Where the transactions are.
+        data_uri: Where the declared table is.
+        dataset_declaration: The dataset declaration.
         as_of: ``YYYY-MM-DD`` to replay a past week; empty: the run's week.
         time_zone: The data's time zone, which says when a week starts.
         thresholds: Gate thresholds overridden by name.
@@ -48,7 +50,8 @@ def week_and_data_gate(
     week = window.outputs["as_of"]
     gate = check_data(
         backend=backend,
-        transactions_uri=transactions_uri,
+        data_uri=data_uri,
+        dataset_declaration=dataset_declaration,
         as_of=week,
         thresholds=thresholds,
         accept=accept,

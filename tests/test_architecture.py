@@ -31,7 +31,7 @@ def test_architecture_sources_cover_every_layer(sources: dict[str, tuple[str, bo
     for package, _ in LAYERS:
         assert any(within(name, package) for name in sources), package
     assert "vertex_retrain.components.train_custom_job" in sources
-    assert "vertex_retrain.pipelines.weekly_retraining" in sources
+    assert "vertex_retrain.pipelines.weekly" in sources
     assert "trainer.task" in sources
 
 

@@ -12,7 +12,7 @@ from tests.data.pipelines.notified import no_recipients, notified, tiny_run
 from vertex_retrain.cli.compiling import compile_to_dict
 from vertex_retrain.cli.local_run import run_pipeline_locally
 from vertex_retrain.pipelines.failure_notice import with_failure_notice
-from vertex_retrain.pipelines.weekly_retraining import weekly_retraining, weekly_week
+from vertex_retrain.pipelines.weekly import weekly_retraining, weekly_week
 from vertex_retrain.steps.summary import render_markdown
 from vertex_retrain.steps.summary_week import fallback_facts, notice_facts
 

@@ -29,7 +29,7 @@ from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.demo_weeks import cached_tasks
 from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
 from vertex_retrain.pipelines import defaults
-from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
+from vertex_retrain.pipelines.weekly import weekly_retraining
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {

@@ -2,7 +2,7 @@
 
 The run summary (the exit handler) builds one :class:`RunRecord` from its facts and hands it
 to the backend: the local backend keeps it in the registry database, the Vertex backend logs
-it as one Vertex AI Experiments run. ``compile.py history`` reads the local ones back.
+it as one Vertex AI Experiments run. ``vertex-retrain history`` reads the local ones back.
 
 Pure: no I/O, no third-party import.
 """
@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["ROLES", "RunRecord", "record_from_summary"]
+__all__ = ["ROLES", "RunRecord", "metrics_by_role", "record_from_summary"]
 
-ROLES = ("candidate", "champion", "baseline")
-"""The models whose metrics a week records (the evaluation's ``<role>_<metric>`` keys)."""
+ROLES = ("candidate", "champion")
+"""The models whose metrics a week records (the evaluation's ``<role>_<metric>`` keys); the
+references' metrics arrive as ``reference_<name>_<metric>``."""
 
-_WINDOW_KEYS = ("source", "first_transaction", "last_transaction", "train_rows", "validation_rows")
+_WINDOW_KEYS = ("source", "first_row", "last_row", "train_rows", "validation_rows")
 """What the record keeps of the summary's ``data_window`` besides ``as_of``."""
 
 
@@ -35,12 +36,13 @@ class RunRecord:
         recorded_at: When the record was written (UTC, RFC 3339).
         as_of: The end of the run's data window (``YYYY-MM-DD``), "" when unknown.
         window: How the window was set (``source``: parameter, schedule...), its first and
-            last transaction, and the training and validation rows.
-        data: The data gate: ``passed``, ``verdict`` and the week's ``statistics``.
+            last row's time, and the training and validation rows.
+        data: The data gate: ``passed``, ``verdict`` and the period's ``statistics``.
         candidate: The candidate's metrics.
         champion: The champion's metrics (empty without a champion).
-        baseline: The popularity baseline's metrics.
-        decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``.
+        references: Each reference's metrics on the same rows, by name.
+        decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``, and of
+            the rule: ``primary_metric``, ``reference`` and the declared ``metrics``.
         cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``.
         goodput: Useful training steps / executed steps.
         restarts: Restarts of the training job after preemptions.
@@ -59,7 +61,7 @@ class RunRecord:
     data: dict[str, Any] = field(default_factory=dict)
     candidate: dict[str, float] = field(default_factory=dict)
     champion: dict[str, float] = field(default_factory=dict)
-    baseline: dict[str, float] = field(default_factory=dict)
+    references: dict[str, dict[str, float]] = field(default_factory=dict)
     decision: dict[str, Any] = field(default_factory=dict)
     cost: dict[str, Any] = field(default_factory=dict)
     goodput: float | None = None
@@ -85,7 +87,7 @@ class RunRecord:
             "state": self.state,
             "as_of": self.as_of,
             "window_source": str(self.window.get("source", "")),
-            "first_transaction": str(self.window.get("first_transaction", "")),
+            "first_row": str(self.window.get("first_row", "")),
             "data_gate": _gate_word(self.data),
             "decision": _decision_word(self.decision),
             "decision_reason": str(self.decision.get("reason", "")),
@@ -96,13 +98,16 @@ class RunRecord:
     def experiment_metrics(self) -> dict[str, float]:
         """The run's numbers for Vertex AI Experiments and the ``Metrics`` artifact.
 
-        Keys: ``<role>_<metric>`` for the candidate, champion and baseline; ``data_<stat>``
+        Keys: ``<role>_<metric>`` for the candidate and champion, ``reference_<name>_<metric>``
+        for each reference; ``data_<stat>``
         for the gate's statistics; ``goodput``, ``restarts``, ``cost_spot_plan``,
         ``cost_on_demand_plan`` and, after a fallback, ``fallback_*``. Only finite numbers.
         """
         metrics: dict[str, Any] = {}
         for role in ROLES:
             metrics.update({f"{role}_{k}": v for k, v in getattr(self, role).items()})
+        for name, values in self.references.items():
+            metrics.update({f"reference_{name}_{k}": v for k, v in values.items()})
         statistics = self.data.get("statistics") or {}
         metrics.update({f"data_{k}": v for k, v in statistics.items()})
         metrics["goodput"] = self.goodput
@@ -133,14 +138,51 @@ def _decision_word(decision: Mapping[str, Any]) -> str:
     return "champion" if decision["is_better"] else "challenger"
 
 
-def _by_role(metrics: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Splits the evaluation's flat ``<role>_<metric>`` metrics by role."""
+def metrics_by_role(
+    metrics: Mapping[str, Any],
+) -> tuple[dict[str, float], dict[str, float], dict[str, dict[str, float]]]:
+    """Splits the evaluation's flat metrics into the candidate's, the champion's and each
+    reference's.
+
+    A reference's key is ``reference_<name>_<metric>``; both parts may hold underscores, so
+    the metric is the longest candidate metric the key ends with.
+
+    Returns:
+        ``(candidate, champion, references)``, finite numbers only.
+    """
     split: dict[str, dict[str, float]] = {role: {} for role in ROLES}
+    pending: dict[str, float] = {}
     for key, value in metrics.items():
         role, _, name = str(key).partition("_")
-        if role in split and name and _finite(value):
+        if not name or not _finite(value):
+            continue
+        if role in split:
             split[role][name] = float(value)
-    return split
+        elif role == "reference":
+            pending[name] = float(value)
+    references: dict[str, dict[str, float]] = {}
+    known = sorted(split["candidate"], key=len, reverse=True)
+    for key, value in pending.items():
+        metric = next((m for m in known if key.endswith(f"_{m}") and len(key) > len(m) + 1), None)
+        if metric is not None:
+            references.setdefault(key[: -len(metric) - 1], {})[metric] = value
+    return split["candidate"], split["champion"], references
+
+
+def _decision(decision: Mapping[str, Any]) -> dict[str, Any]:
+    """What the record keeps of the decision; the rule becomes its primary metric, its
+    reference and its declared metrics."""
+    kept = {
+        key: decision[key]
+        for key in ("is_better", "reason", "candidate_score", "champion_score")
+        if key in decision
+    }
+    rule = decision.get("rule")
+    if isinstance(rule, Mapping):
+        kept["primary_metric"] = str(rule.get("primary", ""))
+        kept["reference"] = str(rule.get("reference") or "")
+        kept["metrics"] = [str(name) for name in rule.get("metrics") or {}]
+    return kept
 
 
 def record_from_summary(
@@ -160,7 +202,7 @@ def record_from_summary(
     decision = facts.get("decision") or {}
     training = facts.get("training") or {}
     cost = facts.get("cost_on_vertex") or {}
-    roles = _by_role(facts.get("metrics") or {})
+    candidate, champion, references = metrics_by_role(facts.get("metrics") or {})
     goodput = _number(training.get("goodput"))
     restarts = _number(training.get("restarts"))
     return RunRecord(
@@ -172,14 +214,10 @@ def record_from_summary(
         as_of=str(window.get("as_of", "") or ""),
         window={key: window[key] for key in _WINDOW_KEYS if key in window},
         data={key: gate[key] for key in ("passed", "verdict", "statistics") if key in gate},
-        candidate=roles["candidate"],
-        champion=roles["champion"],
-        baseline=roles["baseline"],
-        decision={
-            key: decision[key]
-            for key in ("is_better", "reason", "candidate_score", "champion_score")
-            if key in decision
-        },
+        candidate=candidate,
+        champion=champion,
+        references=references,
+        decision=_decision(decision),
         cost={
             "currency": cost.get("currency", ""),
             "spot_plan": cost.get("spot"),

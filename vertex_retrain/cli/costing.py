@@ -122,6 +122,6 @@ def estimate_run(
 
 
 def _tuning_parameters() -> list[dict[str, Any]]:
-    from vertex_retrain.pipelines.weekly_retraining import TUNING_PARAMETERS
+    from vertex_retrain.pipelines.weekly import TUNING_PARAMETERS
 
     return list(TUNING_PARAMETERS)

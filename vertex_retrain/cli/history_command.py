@@ -19,16 +19,13 @@ from typing import Any, TextIO
 from vertex_retrain.cli.console import Column, print_json, render_table
 from vertex_retrain.run_record import RunRecord
 
-DEFAULT_METRIC = "ndcg_at_10"
-"""The table's metric column (the weekly pipeline's primary metric)."""
-
 COLUMNS = (
     Column("as_of", "AS OF"),
     Column("outcome", "OUTCOME"),
     Column("rows", "ROWS"),
     Column("candidate", "CANDIDATE"),
     Column("champion", "CHAMPION"),
-    Column("baseline", "BASELINE"),
+    Column("reference", "REFERENCE"),
     Column("goodput", "GOODPUT"),
     Column("cost", "COST"),
 )
@@ -39,8 +36,19 @@ class HistoryInputError(ValueError):
     """Bad input to ``history`` (exit 2)."""
 
 
-def history_row(record: RunRecord, metric: str) -> dict[str, Any]:
-    """One table row: the week, its outcome and data, ``metric`` per role, goodput, cost.
+def shown_metric(record: RunRecord, metric: str | None) -> str:
+    """The metric a row shows: ``metric`` when given, else the run's primary metric."""
+    if metric:
+        return metric
+    primary = record.decision.get("primary_metric")
+    return str(primary) if primary else min(record.candidate, default="")
+
+
+def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
+    """One table row: the week, its outcome and data, the metric per role, goodput, cost.
+
+    The metric is ``metric``, else the one the run's decision was made on; the reference
+    column is the declared reference's value of it.
 
     The outcome is the decision (``champion``, ``challenger``), ``gate`` when the data gate
     stopped the run, else the run's state. The cost is the Spot plan's, or after a fallback
@@ -53,13 +61,16 @@ def history_row(record: RunRecord, metric: str) -> dict[str, Any]:
         cost = f"{_money(fallback['total_cost'], fallback.get('currency', ''))}*"
     else:
         cost = _money(record.cost.get("spot_plan"), record.cost.get("currency", ""))
+    name = shown_metric(record, metric)
+    reference = str(record.decision.get("reference") or "")
     return {
         "as_of": record.as_of,
         "outcome": _outcome(record),
         "rows": statistics.get("rows"),
-        "candidate": record.candidate.get(metric),
-        "champion": record.champion.get(metric),
-        "baseline": record.baseline.get(metric),
+        "metric": name,
+        "candidate": record.candidate.get(name),
+        "champion": record.champion.get(name),
+        "reference": record.references.get(reference, {}).get(name),
         "goodput": record.goodput,
         "cost": cost,
     }
@@ -126,7 +137,7 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     out = out or sys.stdout  # read now: a test (or a caller) may have replaced it
     model = getattr(args, "model", None)
-    metric = getattr(args, "metric", None) or DEFAULT_METRIC
+    metric = getattr(args, "metric", None)
     try:
         records = _load(model, getattr(args, "db", None))
         models = sorted({r.model for r in records})
@@ -147,7 +158,9 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     groups = [(name, [r for r in records if r.model == name]) for name in models]
     for name, shown in groups or [("", [])]:
         if name:
-            out.write(f"{name}: {metric} of each model, * = Spot fell back to on-demand\n")
+            shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
+            what = ", ".join(shown_metrics) or "no metric"
+            out.write(f"{name}: {what} of each model, * = Spot fell back to on-demand\n")
         render_table(
             out,
             COLUMNS,

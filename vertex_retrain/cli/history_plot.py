@@ -1,8 +1,8 @@
-"""The history's plot: each metric over the weeks, for the candidate, champion and baseline.
+"""The history's plot: each metric over the weeks, for the candidate, champion and references.
 
-One panel per metric that the candidate and the baseline both report (``ndcg_at_10``,
-``recall_at_10``...), one point per recorded run, in the order of the history (oldest week
-first), labelled with the run's ``as_of``. matplotlib draws off-screen (Agg).
+One panel per metric the candidate reports, the run's primary metric first, one point per
+recorded run, in the order of the history (oldest week first), labelled with the run's
+``as_of``. matplotlib draws off-screen (Agg).
 """
 
 from __future__ import annotations
@@ -13,14 +13,33 @@ from pathlib import Path
 from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.run_record import ROLES, RunRecord
 
-_STYLES = {"candidate": "o-", "champion": "s--", "baseline": "^:"}
+_STYLES = {"candidate": "o-", "champion": "s--"}
+_REFERENCE_STYLES = ("^:", "v:", "d:", "x:")
+_MAX_PANELS = 4
 
 
 def plotted_metrics(records: Sequence[RunRecord]) -> list[str]:
-    """The metrics the plot shows: those of the candidate that the baseline also reports."""
-    names = {name for r in records for name in r.candidate}
-    baseline = {name for r in records for name in r.baseline}
-    return sorted(names & baseline) or sorted(names)
+    """The metrics the plot shows: the runs' primary and declared metrics, then the
+    candidate's others (at most four panels)."""
+    declared = [
+        str(name)
+        for r in records
+        for name in [r.decision.get("primary_metric"), *(r.decision.get("metrics") or [])]
+        if name
+    ]
+    names = sorted({name for r in records for name in r.candidate})
+    ordered = list(dict.fromkeys([*declared, *names]))
+    return [name for name in ordered if any(name in r.candidate for r in records)][:_MAX_PANELS]
+
+
+def _series(records: Sequence[RunRecord]) -> list[tuple[str, str, list[dict[str, float]]]]:
+    """(label, style, each run's metrics) for the candidate, the champion and each reference."""
+    series = [(role, _STYLES[role], [getattr(r, role) for r in records]) for role in ROLES]
+    names = sorted({name for r in records for name in r.references})
+    for index, name in enumerate(names):
+        style = _REFERENCE_STYLES[index % len(_REFERENCE_STYLES)]
+        series.append((name, style, [r.references.get(name, {}) for r in records]))
+    return series
 
 
 def plot_history(records: Sequence[RunRecord], path: Path, *, title: str) -> list[str]:
@@ -52,10 +71,10 @@ def plot_history(records: Sequence[RunRecord], path: Path, *, title: str) -> lis
         len(metrics), 1, figsize=(8, 2.6 * len(metrics) + 0.6), squeeze=False, sharex=True
     )
     for axis, metric in zip(axes[:, 0], metrics, strict=True):
-        for role in ROLES:
-            values = [getattr(r, role).get(metric, float("nan")) for r in records]
-            if any(v == v for v in values):  # NaN != NaN: a role no run reported is left out
-                axis.plot(range(len(records)), values, _STYLES[role], label=role)
+        for label, style, per_run in _series(records):
+            values = [metrics.get(metric, float("nan")) for metrics in per_run]
+            if any(v == v for v in values):  # NaN != NaN: a series no run reported is left out
+                axis.plot(range(len(records)), values, style, label=label)
         axis.set_ylabel(metric)
         axis.grid(True, alpha=0.3)
         axis.legend(loc="best", fontsize="small")

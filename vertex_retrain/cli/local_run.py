@@ -293,6 +293,23 @@ def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
     return None
 
 
+def cached_tasks(run_dir: Path | None) -> dict[str, str]:
+    """Task -> the run it was served from, for the tasks of ``run_dir`` the cache answered."""
+    import json
+
+    from vertex_retrain.backends.local.task_cache import CACHED_FROM_FILE
+
+    if run_dir is None:
+        return {}
+    found: dict[str, str] = {}
+    for path in sorted(run_dir.glob(f"*/{CACHED_FROM_FILE}")):
+        try:
+            found[path.parent.name] = str(json.loads(path.read_text(encoding="utf-8"))["run"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return found
+
+
 def stop_endpoint_servers(endpoint: str) -> int:
     """Stops the model servers of a local endpoint; deployments and traffic stay.
 

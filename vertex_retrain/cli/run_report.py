@@ -26,7 +26,8 @@ SERVE_PORT = 8080
 TUNING_REPORT_NAME = "tuning-report.html"
 CHAMPION_ALIAS = "champion"
 """register_model's default champion alias: a version holding it was promoted by the run."""
-_SHOWN_METRICS = ("ndcg_at_10", "recall_at_10")
+_SHOWN_METRICS = 3
+"""Metrics on the report's line: the primary one first, then the others by name."""
 
 
 @dataclass
@@ -72,7 +73,7 @@ class LocalRunReport:
         table.add_row("pipeline root", str(self.pipeline_root or "-"))
         table.add_row("log", str(self.log_path))
         if self.metrics:
-            table.add_row("metrics", _metrics_line(self.metrics))
+            table.add_row("metrics", metrics_line(self.metrics, self.decision))
         if self.decision:
             table.add_row("evaluation", self._evaluation_line())
         if self.model:
@@ -118,19 +119,31 @@ class LocalRunReport:
         )
 
 
-def _metrics_line(metrics: Mapping[str, float]) -> str:
-    """``ndcg_at_10 0.6179 (champion 0.6012, baseline 0.2504); recall_at_10 ...``."""
+def metrics_line(metrics: Mapping[str, float], decision: Mapping[str, Any]) -> str:
+    """``rmse 11.2000 (champion 11.6000, seasonal_naive 13.0000); mae ...``.
+
+    The rule's primary metric comes first, then its other declared metrics; a reference is
+    shown when it is the declared one, or when none is declared.
+    """
+    from vertex_retrain.run_record import metrics_by_role
+
+    candidate, champion, references = metrics_by_role(metrics)
+    rule = decision.get("rule") or {}
+    primary = str(rule.get("primary") or "")
+    declared = str(rule.get("reference") or "")
+    shown_references = {declared: references[declared]} if declared in references else references
+    names = list(dict.fromkeys([primary, *(rule.get("metrics") or {}), *sorted(candidate)]))
     parts = []
-    for name in _SHOWN_METRICS:
-        value = metrics.get(f"candidate_{name}", metrics.get(name))
-        if not isinstance(value, int | float):
-            continue
-        others = [
-            f"{who} {metrics[f'{who}_{name}']:.4f}"
-            for who in ("champion", "baseline")
-            if isinstance(metrics.get(f"{who}_{name}"), int | float)
+    for name in [n for n in names if n in candidate][:_SHOWN_METRICS]:
+        others = [f"champion {champion[name]:.4f}"] if name in champion else []
+        others += [
+            f"{ref} {values[name]:.4f}"
+            for ref, values in sorted(shown_references.items())
+            if name in values
         ]
-        parts.append(f"{name} {value:.4f}" + (f" ({', '.join(others)})" if others else ""))
+        parts.append(
+            f"{name} {candidate[name]:.4f}" + (f" ({', '.join(others)})" if others else "")
+        )
     return "; ".join(parts) or ", ".join(f"{k} {v:.4g}" for k, v in sorted(metrics.items())[:4])
 
 

@@ -4,10 +4,10 @@
 (the ``data_window`` task checks it again): a malformed value or one in the future is one line
 and exit 2, and so, for a local run, is one before the local data starts.
 
-A local run without ``as_of`` replays the newest week of its local data (the day after the
-newest transaction, at most today) and says so. The run's own date is what a manual Vertex
+A local run without ``as_of`` replays the newest period of its local data (the day after the
+newest row, at most today) and says so. The run's own date is what a manual Vertex
 run uses; locally it would find the sample data, generated for 2023, years old, and the data
-gate would rightly stop every run for a missing latest week.
+gate would rightly stop every run for a missing latest period.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def as_of_problem(
     """Why the run's ``as_of`` cannot be used, in one line, or None.
 
     Args:
-        arguments: The run's arguments (``as_of``, ``data_time_zone``, ``transactions_uri``).
+        arguments: The run's arguments (``as_of``, ``data_time_zone``, ``data_uri``,
+            ``dataset_declaration``).
         local: The run is local: an ``as_of`` before the local data starts is refused too.
         now: The clock (a test's).
     """
@@ -54,17 +55,22 @@ def as_of_problem(
 
 
 def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datetime] | None:
-    """The oldest and newest transaction of the run's dataset when it is on this machine."""
-    uri = arguments.get("transactions_uri")
+    """The oldest and newest row of the run's declared table when it is on this machine."""
+    uri = arguments.get("data_uri")
     if not isinstance(uri, str) or not uri:
         return None
     import pyarrow.parquet as pq
 
-    from vertex_retrain.steps.transactions_files import open_dataset, scan_file
+    from vertex_retrain.contracts.dataset import parse_dataset_declaration
+    from vertex_retrain.steps.table_files import open_dataset, scan_file
 
     try:
-        folder = open_dataset("local", uri)
-        spans = [scan_file(pq.ParquetFile(p), p, folder.rel(p)).span for p in folder.transactions]
+        declaration = parse_dataset_declaration(arguments.get("dataset_declaration"))
+        folder = open_dataset("local", uri, declaration)
+        spans = [
+            scan_file(pq.ParquetFile(p), p, folder.rel(p), declaration.table).span
+            for p in folder.files
+        ]
     except (OSError, ValueError):
         return None  # the run's own steps report what is wrong with the data
     firsts = [s.first for s in spans if s.first is not None]
@@ -77,7 +83,7 @@ def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datet
 def with_local_as_of(
     arguments: Mapping[str, Any], out: TextIO, *, now: dt.datetime | None = None
 ) -> dict[str, Any]:
-    """The arguments, with ``as_of`` set to replay the local data's newest week if not given.
+    """The arguments, with ``as_of`` set to replay the local data's newest period if not given.
 
     Args:
         arguments: A local run's arguments.
@@ -98,8 +104,8 @@ def with_local_as_of(
     date = min(span[1].date() + dt.timedelta(days=1), today)
     chosen["as_of"] = date.isoformat()
     print(
-        f"as_of not given: this local run replays the newest week of its data, "
-        f"as_of={chosen['as_of']} (newest transaction {span[1].isoformat(sep=' ')}); "
+        f"as_of not given: this local run replays the newest period of its data, "
+        f"as_of={chosen['as_of']} (newest row {span[1].isoformat(sep=' ')}); "
         "pass --param as_of=YYYY-MM-DD to choose the week",
         file=out,
     )

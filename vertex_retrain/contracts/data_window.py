@@ -1,4 +1,4 @@
-"""The run's data window: a run sees only the transactions strictly before ``as_of``.
+"""The run's data window: a run sees only the rows strictly before ``as_of``.
 
 ``as_of`` is a calendar date in the data's time zone; the window ends at its midnight
 (exclusive), so nothing from that day or later reaches training or evaluation (point in time).
@@ -12,11 +12,12 @@ A run gets it, in this order, from:
 
 A time is converted to the data's time zone and cut to its date, so every run of the same day
 has the same ``as_of`` (and Vertex's cache key with it): a re-run of a failed week reuses its
-finished steps, and the next week computes afresh.
+finished steps, and the next period computes afresh.
 
-Transactions files are whole weeks. A file is in the window when its newest row is before the
-cut; a file with rows on both sides of the cut (the week in progress) is left out whole, and
-so is a file entirely after it. This module is pure: times arrive as values.
+A file of the declared table holds one period (a day or a week). A file is in the window when
+its newest row is before the cut; a file with rows on both sides of the cut (the period in
+progress) is left out whole, and so is a file entirely after it. This module is pure: times
+arrive as values.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class AsOf:
     """A resolved window end.
 
     Attributes:
-        date: The window holds transactions strictly before this date's midnight.
+        date: The window holds rows strictly before this date's midnight.
         source: One of :data:`AS_OF_SOURCES`.
     """
 
@@ -169,15 +170,15 @@ def check_as_of(
     as_of: dt.date,
     *,
     today: dt.date,
-    first_transaction: dt.datetime | None = None,
+    first_row: dt.datetime | None = None,
     today_is: str = "in the data's time zone",
 ) -> None:
-    """Refuses a window end in the future or one that leaves no transaction.
+    """Refuses a window end in the future or one that leaves no row.
 
     Args:
         as_of: The window end.
         today: Today in the data's time zone.
-        first_transaction: The oldest transaction, when known.
+        first_row: The oldest row, when known.
         today_is: Where ``today`` is today, for the message.
 
     Raises:
@@ -189,38 +190,38 @@ def check_as_of(
             f"{today_is}); give a date up to today, or leave as_of empty to use the run's "
             "time"
         )
-    if first_transaction is not None:
-        check_after_start(as_of, first_transaction)
+    if first_row is not None:
+        check_after_start(as_of, first_row)
 
 
-def check_after_start(as_of: dt.date, first_transaction: dt.datetime) -> None:
-    """Refuses a window end at or before the oldest transaction.
+def check_after_start(as_of: dt.date, first_row: dt.datetime) -> None:
+    """Refuses a window end at or before the oldest row.
 
     Raises:
-        DataWindowError: One line naming the value and the first transaction.
+        DataWindowError: One line naming the value and the first row's time.
     """
-    if cut_of(as_of) <= first_transaction:
+    if cut_of(as_of) <= first_row:
         raise DataWindowError(
-            f"as_of {as_of.isoformat()} is before the data starts (first transaction "
-            f"{first_transaction.isoformat(sep=' ')}); give a date after "
-            f"{first_transaction.date().isoformat()}"
+            f"as_of {as_of.isoformat()} is before the data starts (first row "
+            f"{first_row.isoformat(sep=' ')}); give a date after "
+            f"{first_row.date().isoformat()}"
         )
 
 
 def cut_of(as_of: dt.date) -> dt.datetime:
-    """The window's end as a naive local time (transactions carry naive local times)."""
+    """The window's end as a naive local time (the rows carry naive local times)."""
     return dt.datetime.combine(as_of, dt.time())
 
 
 @dataclass(frozen=True)
 class FileSpan:
-    """One transactions file placed in time.
+    """One file of the declared table placed in time.
 
     Attributes:
         path: Relative to the dataset folder.
         rows: Its row count.
-        first: Its oldest transaction (None when it holds no rows).
-        last: Its newest transaction (None when it holds no rows).
+        first: Its oldest row's time (None when it holds no rows).
+        last: Its newest row's time (None when it holds no rows).
     """
 
     path: str
@@ -235,7 +236,7 @@ class Selection:
 
     Attributes:
         included: Every row before the cut.
-        partial: Rows on both sides of the cut (the week in progress): left out whole.
+        partial: Rows on both sides of the cut (the period in progress): left out whole.
         after: Every row at or after the cut.
         empty: No rows at all.
     """
@@ -247,12 +248,12 @@ class Selection:
 
     @property
     def first(self) -> dt.datetime | None:
-        """The oldest transaction in the window."""
+        """The oldest row's time in the window."""
         return min((f.first for f in self.included if f.first is not None), default=None)
 
     @property
     def last(self) -> dt.datetime | None:
-        """The newest transaction in the window."""
+        """The newest row's time in the window."""
         return max((f.last for f in self.included if f.last is not None), default=None)
 
 
@@ -279,17 +280,17 @@ def window_labels(as_of: dt.date, first: dt.datetime | None) -> dict[str, str]:
     return labels
 
 
-def describe(as_of: AsOf | dt.date, selection: Selection, weeks: Sequence[int] = ()) -> str:
+def describe(as_of: AsOf | dt.date, selection: Selection, periods: Sequence[dt.date] = ()) -> str:
     """One line for logs and summaries: the window and what it left out."""
     date = as_of.date if isinstance(as_of, AsOf) else as_of
     first, last = selection.first, selection.last
     parts = [f"window up to {date.isoformat()} (exclusive)"]
     if first is not None and last is not None:
-        parts.append(f"transactions {first.isoformat(sep=' ')} .. {last.isoformat(sep=' ')}")
-    if weeks:
-        parts.append(f"weeks {min(weeks)}..{max(weeks)}")
+        parts.append(f"rows {first.isoformat(sep=' ')} .. {last.isoformat(sep=' ')}")
+    if periods:
+        parts.append(f"periods {min(periods).isoformat()}..{max(periods).isoformat()}")
     if selection.partial:
-        parts.append(f"left out the week in progress ({len(selection.partial)} file(s))")
+        parts.append(f"left out the period in progress ({len(selection.partial)} file(s))")
     if selection.after:
         parts.append(f"left out {len(selection.after)} file(s) after as_of")
     return "; ".join(parts)

@@ -1,7 +1,7 @@
 """The evaluation contract: how ``evaluate_model`` runs a training package's scoring code.
 
-``evaluate_model`` runs the package's evaluation entry point (for the reference trainer
-``python -m trainer.evaluate``) as a CustomJob with these flags::
+``evaluate_model`` runs the package's evaluation entry point (``python -m MODULE``, the
+module the pipeline's ``evaluation_module`` names) as a CustomJob with these flags::
 
     --candidate-model-dir=URI   the candidate's model folder (gs://, /gcs/ or local)
     --champion-model-dir=URI    the champion's model folder; absent when there is none
@@ -12,10 +12,15 @@ and reads back the file it wrote at ``--metrics-output``::
 
     {
       "format": "vertex-retrain-evaluation-metrics/v1",
-      "candidate": {"ndcg_at_10": 0.31, "recall_at_10": 0.52, ...},
-      "champion": {"ndcg_at_10": 0.30, ...} | null,    # null exactly when no champion flag
-      "baseline": {"ndcg_at_10": 0.21, ...}            # optional: a reference on the same rows
+      "candidate": {"rmse": 11.2, "mae": 7.9, ...},
+      "champion": {"rmse": 11.6, ...} | null,          # null exactly when no champion flag
+      "references": {"seasonal_naive": {"rmse": 13.0, ...}}   # optional, on the same rows
     }
+
+A reference is a simple predictor scored on the same rows (last year's value, popularity...);
+the evaluation declaration may require the candidate to beat one
+(:mod:`.evaluation_declaration`). ``"baseline": {...}`` is read as the reference named
+``baseline``.
 
 Metric names are non-empty strings and values finite numbers (booleans are refused); a
 metric that has no finite value is left out. Other top-level keys are ignored. The entry
@@ -62,12 +67,12 @@ class EvaluationMetrics:
     Attributes:
         candidate: The candidate's metrics.
         champion: The champion's metrics, or None when no champion was scored.
-        baseline: Reference metrics on the same rows (empty when the file has none).
+        references: Each reference's metrics on the same rows, by name (empty when none).
     """
 
     candidate: dict[str, float]
     champion: dict[str, float] | None
-    baseline: dict[str, float] = field(default_factory=dict)
+    references: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def evaluation_args(
@@ -135,16 +140,27 @@ def parse_metrics(payload: Any, *, expect_champion: bool, source: str) -> Evalua
         if champion_value is not None
         else None
     )
-    baseline_value = payload.get("baseline")
-    baseline = (
-        _metrics(baseline_value, "baseline", source, allow_empty=True)
-        if baseline_value is not None
-        else {}
+    return EvaluationMetrics(
+        candidate=candidate, champion=champion, references=_references(payload, source)
     )
-    return EvaluationMetrics(candidate=candidate, champion=champion, baseline=baseline)
 
 
-_SHAPE = '"format", "candidate", "champion" and optionally "baseline"'
+_SHAPE = '"format", "candidate", "champion" and optionally "references"'
+
+
+def _references(payload: Mapping[str, Any], source: str) -> dict[str, dict[str, float]]:
+    found: dict[str, dict[str, float]] = {}
+    given = payload.get("references")
+    if given is not None:
+        if not isinstance(given, Mapping):
+            _fail(source, "references", given, "an object of reference name -> metrics")
+        for name, metrics in given.items():
+            if not isinstance(name, str) or not name:
+                _fail(source, f"references.{name!r}", name, "a non-empty reference name")
+            found[name] = _metrics(metrics, f"references.{name}", source, allow_empty=True)
+    if payload.get("baseline") is not None and "baseline" not in found:
+        found["baseline"] = _metrics(payload["baseline"], "baseline", source, allow_empty=True)
+    return found
 
 
 def _metrics(value: Any, name: str, source: str, *, allow_empty: bool) -> dict[str, float]:

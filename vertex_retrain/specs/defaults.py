@@ -29,10 +29,9 @@ __all__ = [
 class TrainingDefaults:
     """Defaults of one training job (``train_custom_job`` and each ``hp_tune`` trial).
 
-    The shape is the recommendation for the reference model, a custom PyTorch recommender
-    with a custom loss: a GPU (not a TPU: custom ops and branching), one T4 as the
-    cost-efficient start, and Spot, because the trainer checkpoints on SIGTERM and resumes
-    exactly.
+    The shape suits a custom PyTorch model of moderate size: a GPU (not a TPU: custom ops
+    and branching), one T4 as the cost-efficient start, and Spot, which needs a trainer that
+    checkpoints on SIGTERM and resumes (docs/components.md#trainer-contract).
 
     Attributes:
         machine_type: Machine type of every pool.
@@ -87,14 +86,12 @@ class EvaluationDefaults:
     """Defaults of the evaluation job ``evaluate_model`` runs (one CPU replica, on demand).
 
     Attributes:
-        python_module: The evaluation entry point of the training package.
         executor_image_uri: Prebuilt image that runs the package (the training one: the
             package's framework is already there).
         machine_type: Machine of the job: scoring one held-out week needs CPUs, not a GPU.
         timeout_seconds: Maximum run time of the job.
     """
 
-    python_module: str = "trainer.evaluate"
     executor_image_uri: str = TrainingDefaults.executor_image_uri
     machine_type: str = "n1-standard-8"
     timeout_seconds: int = 2 * 3600

@@ -1,8 +1,8 @@
-"""check_data's logic: measure the window's newest week and the week before, then judge them.
+"""check_data's logic: measure the window's newest period and the one before, then judge them.
 
-The statistics are computed with ``pyarrow.compute`` on the week's files (read with the
-contract's columns only); the judgement is :func:`vertex_retrain.contracts.data_gate.
-evaluate_gate`. A week whose columns cannot be read as the contract's types is reported as a
+The statistics are computed with ``pyarrow.compute`` on the period's files (read with the
+declared columns only); the judgement is :func:`vertex_retrain.contracts.gate_rules.
+evaluate_gate`. A period whose columns cannot be read as the declared types is reported as a
 ``schema`` breach and not measured.
 """
 
@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vertex_retrain.contracts.data_gate import (
     DataGateInputError,
     GateReport,
+    PeriodStatistics,
     SchemaProblem,
-    WeekStatistics,
-    evaluate_gate,
     parse_accept,
     thresholds_from,
 )
@@ -28,11 +26,12 @@ from vertex_retrain.contracts.data_window import (
     cut_of,
     select_before,
 )
-from vertex_retrain.contracts.transactions import DRINKS_FILE, STORES_FILE, TRANSACTIONS
-from vertex_retrain.steps.transactions_files import (
-    TIMESTAMP_COLUMN,
+from vertex_retrain.contracts.dataset import DatasetDeclaration, parse_dataset_declaration
+from vertex_retrain.contracts.gate_rules import evaluate_gate
+from vertex_retrain.steps.table_files import (
     DatasetFolder,
     ScannedFile,
+    as_datetime,
     open_dataset,
     scan_file,
 )
@@ -47,37 +46,30 @@ __all__ = [
     "DataWindowError",
     "GateReport",
     "check_data",
-    "week_statistics",
+    "period_statistics",
 ]
 
 
 class DataGateBreachError(RuntimeError):
-    """The week broke the data gate; the message is the gate's one-line verdict."""
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    """The ids the transactions may name, and each drink's category."""
-
-    store_ids: pa.Array
-    drink_ids: pa.Array
-    drink_categories: pa.Array
+    """The period broke the data gate; the message is the gate's one-line verdict."""
 
 
 def check_data(
     *,
     backend: str,
-    transactions_uri: str,
+    data_uri: str,
+    dataset_declaration: Mapping[str, Any],
     as_of: str = "",
     thresholds: Mapping[str, Any] | None = None,
     accept: str = "",
     now: dt.datetime | None = None,
 ) -> GateReport:
-    """Checks the newest week before ``as_of`` against the contract and the week before.
+    """Checks the newest period before ``as_of`` against the declaration and the one before.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
-        transactions_uri: The dataset folder (transactions contract).
+        data_uri: The dataset folder the declaration describes.
+        dataset_declaration: The dataset declaration (its JSON object).
         as_of: The window end, ``YYYY-MM-DD``; empty: today (UTC).
         thresholds: Partial :class:`~vertex_retrain.contracts.data_gate.GateThresholds`.
         accept: Comma-separated check names whose breaches do not stop the run.
@@ -87,18 +79,21 @@ def check_data(
         The report; the caller stops the run when ``passed`` is False.
 
     Raises:
+        DatasetDeclarationError: The declaration is malformed.
         DataGateInputError: An unknown threshold or check name.
         DataWindowError: ``as_of`` is malformed, in the future, or before the data.
         FileNotFoundError: The dataset folder or one of its parts is missing.
     """
     import pyarrow.parquet as pq
 
+    declaration = parse_dataset_declaration(dataset_declaration)
+    table = declaration.table
     limits = thresholds_from(thresholds)
     accepted = parse_accept(accept)
     end = window_end(as_of, now=now)
-    folder = open_dataset(backend, transactions_uri)
-    scanned = [scan_file(pq.ParquetFile(p), p, folder.rel(p)) for p in folder.transactions]
-    placed = [s for s in scanned if s.rows == 0 or (s.span.first and s.weeks)]
+    folder = open_dataset(backend, data_uri, declaration)
+    scanned = [scan_file(pq.ParquetFile(p), p, folder.rel(p), table) for p in folder.files]
+    placed = [s for s in scanned if s.rows == 0 or (s.span.first and s.periods)]
     unplaced = [s for s in scanned if s not in placed]
     selection = select_before((s.span for s in placed), cut_of(end))
     if not selection.included and not unplaced:
@@ -106,26 +101,27 @@ def check_data(
         if starts:
             check_after_start(end, min(starts))
         raise DataWindowError(
-            f"as_of {end.isoformat()} leaves no complete week in {folder.shown}; give a later date"
+            f"as_of {end.isoformat()} leaves no complete {table.period} in {folder.shown}; "
+            "give a later date"
         )
     included = {span.path for span in selection.included}
     in_window = [s for s in placed if s.rel in included]
-    problems = [p for s in in_window + unplaced for p in _schema_problems(s)]
-    by_week: dict[int, list[ScannedFile]] = {}
+    problems = [p for s in in_window + unplaced for p in _schema_problems(s, declaration)]
+    by_period: dict[dt.date, list[ScannedFile]] = {}
     for item in in_window:
-        by_week.setdefault(item.weeks[0] if item.weeks else -1, []).append(item)
-    weeks = sorted(by_week, reverse=True)
-    catalogue = _catalogue(folder)
+        if item.periods is not None:
+            by_period.setdefault(item.periods[0], []).append(item)
+    newest = sorted(by_period, reverse=True)[:2]
+    lookups = _dimension_keys(folder, declaration)
     measured = [
-        _measure(by_week[week], week, catalogue) if catalogue is not None else None
-        for week in weeks[:2]
+        _measure(by_period[period], period, declaration, lookups) if lookups is not None else None
+        for period in newest
     ]
-    current = measured[0] if measured else None
-    previous = measured[1] if len(measured) > 1 else None
     return evaluate_gate(
+        declaration=declaration,
         as_of=end,
-        current=current,
-        previous=previous,
+        current=measured[0] if measured else None,
+        previous=measured[1] if len(measured) > 1 else None,
         schema_problems=problems,
         empty_files=[span.path for span in selection.empty],
         thresholds=limits,
@@ -133,37 +129,52 @@ def check_data(
     )
 
 
-def _schema_problems(item: ScannedFile) -> list[SchemaProblem]:
+def _schema_problems(item: ScannedFile, declaration: DatasetDeclaration) -> list[SchemaProblem]:
     return [
         SchemaProblem(item.rel, column.name, item.schema.get(column.name, "missing"), column.type)
-        for column in TRANSACTIONS.columns
+        for column in declaration.table.columns
         if item.schema.get(column.name) != column.type
     ]
 
 
-def _catalogue(folder: DatasetFolder) -> Catalogue | None:
-    """Store and drink ids from the catalogue files (None if they cannot be read so)."""
+def _dimension_keys(
+    folder: DatasetFolder, declaration: DatasetDeclaration
+) -> dict[str, pa.Table] | None:
+    """Each dimension's key column (and the mix category, where it lives there).
+
+    None when a dimension cannot be read as declared: ``prepare_dataset``'s check names what
+    is wrong with it.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    mix = declaration.mix
+    found: dict[str, pa.Table] = {}
     try:
-        stores = pq.read_table(folder.catalogue[STORES_FILE], columns=["store_id"])
-        drinks = pq.read_table(folder.catalogue[DRINKS_FILE], columns=["drink_id", "category_id"])
-        return Catalogue(
-            store_ids=stores.column("store_id").combine_chunks().cast(pa.int32()),
-            drink_ids=drinks.column("drink_id").combine_chunks().cast(pa.int32()),
-            drink_categories=drinks.column("category_id").combine_chunks(),
-        )
+        for name, path in folder.dimensions.items():
+            dimension = declaration.dimensions[name]
+            columns = [dimension.key]
+            if mix is not None and mix.dimension == name:
+                columns.append(mix.category_column)
+            types = {c.name: pa.type_for_alias(c.type) for c in dimension.columns}
+            table = pq.read_table(path, columns=columns)
+            found[name] = table.cast(pa.schema([(c, types[c]) for c in columns]))
     except (KeyError, ValueError, pa.ArrowException):
-        return None  # prepare_dataset's contract check names what is wrong with them
+        return None
+    return found
 
 
-def _measure(files: list[ScannedFile], week: int, catalogue: Catalogue) -> WeekStatistics | None:
-    """Reads the week's files as the contract's types; None when they cannot be read so."""
+def _measure(
+    files: list[ScannedFile],
+    period: dt.date,
+    declaration: DatasetDeclaration,
+    lookups: Mapping[str, pa.Table],
+) -> PeriodStatistics | None:
+    """Reads the period's files as the declared types; None when they cannot be read so."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    declared = TRANSACTIONS.schema()
+    declared = declaration.table.schema()
     target = pa.schema([(name, pa.type_for_alias(kind)) for name, kind in declared.items()])
     try:
         tables = [
@@ -172,66 +183,93 @@ def _measure(files: list[ScannedFile], week: int, catalogue: Catalogue) -> WeekS
         ]
     except (KeyError, ValueError, pa.ArrowException):
         return None  # reported as a schema breach
-    return week_statistics(pa.concat_tables(tables), week, catalogue)
+    return period_statistics(pa.concat_tables(tables), period, declaration, lookups)
 
 
-def week_statistics(table: pa.Table, week: int, catalogue: Catalogue) -> WeekStatistics:
-    """Measures one week's transactions (contract columns, contract types).
+def _counts(keys: pa.Array, values: pa.Array | None = None) -> dict[str, Any]:
+    """Rows per key (as text), or per key and value when ``values`` is given."""
+    import pyarrow as pa
+
+    if values is None:
+        grouped = pa.table({"k": keys}).group_by("k").aggregate([("k", "count")])
+        return {
+            str(k): int(n)
+            for k, n in zip(grouped["k"].to_pylist(), grouped["k_count"].to_pylist(), strict=True)
+            if k is not None
+        }
+    pairs = pa.table({"k": keys, "v": values}).group_by(["k", "v"]).aggregate([("k", "count")])
+    nested: dict[str, dict[str, int]] = {}
+    for k, v, n in zip(
+        pairs["k"].to_pylist(), pairs["v"].to_pylist(), pairs["k_count"].to_pylist(), strict=True
+    ):
+        if k is not None and v is not None:
+            nested.setdefault(str(k), {})[str(v)] = int(n)
+    return nested
+
+
+def period_statistics(
+    table: pa.Table,
+    period: dt.date,
+    declaration: DatasetDeclaration,
+    lookups: Mapping[str, pa.Table],
+) -> PeriodStatistics:
+    """Measures one period's rows (declared columns, declared types).
 
     Args:
-        table: The week's rows.
-        week: Its week index.
-        catalogue: The ids the rows may name.
+        table: The period's rows.
+        period: Its first day.
+        declaration: The dataset declaration.
+        lookups: Each dimension's key column (and the mix category where it lives there).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    spec = declaration.table
     rows = table.num_rows
-    stores = table.group_by("store_id").aggregate([("store_id", "count")])
-    store_rows = {
-        int(store): int(count)
-        for store, count in zip(
-            stores.column("store_id").to_pylist(),
-            stores.column("store_id_count").to_pylist(),
-            strict=True,
-        )
-        if store is not None
-    }
-    bounds = pc.min_max(table.column(TIMESTAMP_COLUMN))
-    distinct_rows = table.group_by(table.column_names).aggregate([]).num_rows
-    known_store = pc.is_in(table.column("store_id"), value_set=catalogue.store_ids)
-    known_drink = pc.is_in(table.column("drink_id"), value_set=catalogue.drink_ids)
-    category = pc.take(
-        catalogue.drink_categories,
-        pc.index_in(table.column("drink_id"), value_set=catalogue.drink_ids),
-    )
-    pairs = pa.table({"store": table.column("store_id"), "category": category}).filter(
-        pc.is_valid(category)
-    )
-    mix_counts = pairs.group_by(["store", "category"]).aggregate([("store", "count")])
-    mix: dict[int, dict[int, int]] = {}
-    for store, kind, count in zip(
-        mix_counts.column("store").to_pylist(),
-        mix_counts.column("category").to_pylist(),
-        mix_counts.column("store_count").to_pylist(),
-        strict=True,
-    ):
-        if store is not None:
-            mix.setdefault(int(store), {})[int(kind)] = int(count)
-    return WeekStatistics(
-        week=week,
+    times = table.column(spec.time_column)
+    bounds = pc.min_max(times)
+    days = times if pa.types.is_date(times.type) else pc.cast(times, pa.date32())
+    unknown = {}
+    for name, keys in lookups.items():
+        key = declaration.dimensions[name].key
+        known = pc.is_in(table.column(key), value_set=keys.column(key).combine_chunks())
+        unknown[name] = rows - int(pc.sum(known).as_py() or 0)
+    group_rows: dict[str, int] = {}
+    mix: dict[str, Any] = {}
+    if spec.group_column:
+        groups = table.column(spec.group_column).combine_chunks()
+        group_rows = _counts(groups)
+        if declaration.mix is not None:
+            mix = _counts(groups, _categories(table, declaration, lookups))
+    return PeriodStatistics(
+        period=period,
         rows=rows,
-        members=int(pc.count_distinct(table.column("member_id")).as_py()),
-        drinks=int(pc.count_distinct(table.column("drink_id")).as_py()),
-        store_rows=store_rows,
+        first=as_datetime(bounds["min"].as_py()) or dt.datetime.min,
+        last=as_datetime(bounds["max"].as_py()) or dt.datetime.min,
+        days_covered=int(pc.count_distinct(days).as_py()),
         nulls={name: table.column(name).null_count for name in table.column_names},
-        first=bounds["min"].as_py(),
-        last=bounds["max"].as_py(),
-        days_covered=int(
-            pc.count_distinct(pc.cast(table.column(TIMESTAMP_COLUMN), pa.date32())).as_py()
-        ),
-        duplicate_rows=rows - distinct_rows,
-        unknown_store_rows=rows - int(pc.sum(known_store).as_py() or 0),
-        unknown_drink_rows=rows - int(pc.sum(known_drink).as_py() or 0),
+        duplicate_rows=rows - table.group_by(table.column_names).aggregate([]).num_rows,
+        distinct={
+            c: int(pc.count_distinct(table.column(c)).as_py()) for c in spec.distinct_columns
+        },
+        group_rows=group_rows,
+        unknown_rows=unknown,
         category_mix=mix,
     )
+
+
+def _categories(
+    table: pa.Table, declaration: DatasetDeclaration, lookups: Mapping[str, pa.Table]
+) -> pa.Array:
+    """Each row's mix category: a table column, or looked up in its dimension by key."""
+    import pyarrow.compute as pc
+
+    mix = declaration.mix
+    if mix is None:
+        raise ValueError("the dataset declaration declares no mix")
+    if mix.dimension is None:
+        return table.column(mix.category_column).combine_chunks()
+    key = declaration.dimensions[mix.dimension].key
+    lookup = lookups[mix.dimension]
+    position = pc.index_in(table.column(key), value_set=lookup.column(key).combine_chunks())
+    return pc.take(lookup.column(mix.category_column).combine_chunks(), position)

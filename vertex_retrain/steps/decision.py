@@ -1,13 +1,21 @@
-"""The champion/challenger rule: one primary metric, a minimum gain, and guardrails."""
+"""The champion/challenger rule: the declared primary metric, a minimum gain, guardrails,
+floors and an optional reference, each in its metric's direction
+(:mod:`vertex_retrain.contracts.evaluation_declaration`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from vertex_retrain.contracts.evaluation_declaration import EvaluationDeclaration
 
 NO_CHAMPION_SCORE = -1.0
 """Reported as the champion's score when there is no champion yet."""
+
+FORCE_VALUES = ("", "better", "worse")
+"""What ``force_decision`` accepts."""
 
 
 @dataclass(frozen=True)
@@ -19,28 +27,35 @@ class Decision:
         candidate_score: The candidate's primary metric.
         champion_score: The champion's primary metric, or :data:`NO_CHAMPION_SCORE`.
         reason: One sentence explaining the decision.
+        rule: The evaluation declaration the decision applied, as its JSON object.
         candidate_metrics: Every metric of the candidate.
         champion_metrics: Every metric of the champion (empty without one).
-        baseline_metrics: The popularity baseline's metrics on the same data.
+        reference_metrics: Each reference's metrics on the same rows, by name.
     """
 
     is_better: bool
     candidate_score: float
     champion_score: float
     reason: str
+    rule: Mapping[str, Any] = field(default_factory=dict)
     candidate_metrics: Mapping[str, float] = field(default_factory=dict)
     champion_metrics: Mapping[str, float] = field(default_factory=dict)
-    baseline_metrics: Mapping[str, float] = field(default_factory=dict)
+    reference_metrics: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def reported_metrics(self) -> dict[str, float]:
-        """Flattens the metrics for a KFP ``Metrics`` artifact (``candidate_*`` etc.)."""
-        reported: dict[str, float] = {}
-        for prefix, metrics in (
+        """Flattens the metrics for a KFP ``Metrics`` artifact.
+
+        Keys: ``candidate_<metric>``, ``champion_<metric>``, ``reference_<name>_<metric>``
+        and ``is_better``.
+        """
+        groups: list[tuple[str, Mapping[str, float]]] = [
             ("candidate", self.candidate_metrics),
             ("champion", self.champion_metrics),
-            ("baseline", self.baseline_metrics),
-        ):
-            # Non-finite values (a lift over a zero baseline) have no JSON form.
+        ]
+        groups += [(f"reference_{name}", m) for name, m in sorted(self.reference_metrics.items())]
+        reported: dict[str, float] = {}
+        for prefix, metrics in groups:
+            # Non-finite values (a lift over a zero reference) have no JSON form.
             reported.update(
                 {f"{prefix}_{k}": float(v) for k, v in metrics.items() if math.isfinite(v)}
             )
@@ -51,64 +66,53 @@ class Decision:
 def decide(
     candidate: Mapping[str, float],
     champion: Mapping[str, float] | None,
+    declaration: EvaluationDeclaration,
     *,
-    primary_metric: str,
-    min_improvement: float = 0.0,
-    guardrails: Mapping[str, float] | None = None,
+    references: Mapping[str, Mapping[str, float]] | None = None,
     force: str = "",
-    minimums: Mapping[str, float] | None = None,
 ) -> Decision:
-    """Applies the rule. Higher is better for every metric.
+    """Applies the declared rule.
+
+    The candidate becomes the champion when it reaches every floor, beats the declared
+    reference on the primary metric, and (when there is a champion) improves the primary
+    metric by more than ``min_improvement`` with no guardrail metric worse by more than
+    allowed. A tie is not an improvement: moving the alias for nothing churns deployments.
 
     Args:
         candidate: The candidate's metrics.
         champion: The champion's metrics, or None when there is no champion.
-        primary_metric: The metric the decision is made on.
-        min_improvement: The primary metric must gain more than this (absolute); with 0, a
-            tie keeps the champion.
-        guardrails: Metric -> largest allowed absolute drop.
+        declaration: The evaluation declaration.
+        references: Each reference's metrics on the same rows, by name.
         force: ``"better"`` or ``"worse"`` overrides the outcome (the reason says so).
-        minimums: Metric -> the least value the candidate must reach, with or without a
-            champion; e.g. ``{"ndcg_at_10_usual_margin": 0.0}``: the reference trainer's
-            candidate must beat "reorder your usual".
 
     Returns:
         The decision.
 
     Raises:
-        ValueError: If a metric the rule needs is missing or not finite, or ``force`` is
-            not one of ``""``, ``"better"``, ``"worse"``.
+        ValueError: A metric the rule names is missing or not finite (checked every run, not
+            only on the run it would decide), the declared reference is missing from the
+            metrics file, or ``force`` is not one of :data:`FORCE_VALUES`.
     """
-    if force not in ("", "better", "worse"):
+    if force not in FORCE_VALUES:
         raise ValueError(f"force_decision must be '', 'better' or 'worse'; got {force!r}")
-    guardrails = dict(guardrails or {})
-    minimums = dict(minimums or {})
-    _check_rule(min_improvement, guardrails, minimums)
-    # Every metric the rule names is checked now, not only on the week it would decide: a
-    # misspelt guardrail must fail the first run, not the run with a better candidate.
-    for name in [primary_metric, *guardrails]:
+    references = dict(references or {})
+    named = [declaration.primary, *declaration.guardrails, *declaration.floors]
+    for name in dict.fromkeys(named):
         _metric(candidate, name, "candidate")
         if champion is not None:
             _metric(champion, name, "champion")
-    candidate_score = _metric(candidate, primary_metric, "candidate")
+    primary = declaration.primary
+    candidate_score = _metric(candidate, primary, "candidate")
     champion_score = (
-        NO_CHAMPION_SCORE if champion is None else _metric(champion, primary_metric, "champion")
+        NO_CHAMPION_SCORE if champion is None else _metric(champion, primary, "champion")
     )
-    below = [
-        (name, _metric(candidate, name, "candidate"), floor)
-        for name, floor in sorted(minimums.items())
-        if _metric(candidate, name, "candidate") < floor
-    ]
-    if below:
-        name, value, floor = below[0]
-        is_better = False
-        reason = f"the candidate's {name} is {value:.4f}, below the required minimum {floor:.4f}"
+    refused = _floor_or_reference(candidate, declaration, references)
+    if refused:
+        is_better, reason = False, refused
     elif champion is None:
         is_better, reason = True, "no champion yet: the candidate becomes the first champion"
     else:
-        is_better, reason = _compare(
-            candidate, champion, primary_metric, min_improvement, guardrails
-        )
+        is_better, reason = _compare(candidate, champion, declaration)
     if force:
         is_better = force == "better"
         reason = f"forced to '{force}' (the rule said: {reason})"
@@ -117,57 +121,80 @@ def decide(
         candidate_score=candidate_score,
         champion_score=champion_score,
         reason=reason,
+        rule=declaration.to_dict(),
         candidate_metrics=dict(candidate),
         champion_metrics=dict(champion or {}),
+        reference_metrics={name: dict(m) for name, m in references.items()},
     )
+
+
+def _floor_or_reference(
+    candidate: Mapping[str, float],
+    declaration: EvaluationDeclaration,
+    references: Mapping[str, Mapping[str, float]],
+) -> str:
+    """Why the candidate cannot be champion whatever the champion scores ("" if it can)."""
+    for name, floor in sorted(declaration.floors.items()):
+        value = _metric(candidate, name, "candidate")
+        if not declaration.reaches(name, value, floor):
+            bound = "minimum" if declaration.directions[name] == "higher" else "maximum"
+            return f"the candidate's {name} is {value:.4f}, beyond the required {bound} {floor:.4f}"
+    reference = declaration.reference
+    if reference is None:
+        return ""
+    if reference not in references:
+        raise ValueError(
+            f"the evaluation declaration's reference {reference!r} is not in the metrics file; it "
+            f"reports {sorted(references) or 'no reference'}. Make the evaluation entry point "
+            "write it under \"references\", or drop 'reference' from the declaration"
+        )
+    primary = declaration.primary
+    value = _metric(candidate, primary, "candidate")
+    against = _metric(references[reference], primary, f"reference {reference!r}")
+    gain = declaration.gain(primary, value, against)
+    if gain <= 0:
+        return (
+            f"the candidate's {primary} {value:.4f} does not beat reference {reference!r} "
+            f"({against:.4f})"
+        )
+    return ""
 
 
 def _compare(
     candidate: Mapping[str, float],
     champion: Mapping[str, float],
-    primary_metric: str,
-    min_improvement: float,
-    guardrails: Mapping[str, float],
+    declaration: EvaluationDeclaration,
 ) -> tuple[bool, str]:
-    gain = _metric(candidate, primary_metric, "candidate") - _metric(
-        champion, primary_metric, "champion"
+    primary = declaration.primary
+    gain = declaration.gain(
+        primary, _metric(candidate, primary, "candidate"), _metric(champion, primary, "champion")
     )
-    # A tie is not an improvement: moving the alias for nothing would churn deployments.
-    if gain <= min_improvement:
+    direction = declaration.directions[primary]
+    if gain <= declaration.min_improvement:
         return False, (
-            f"{primary_metric} changed by {gain:+.4f}; promotion needs more than "
-            f"{min_improvement:+.4f}"
+            f"{primary} ({direction} is better) improved by {gain:+.4f}; promotion needs more "
+            f"than {declaration.min_improvement:+.4f}"
         )
-    for name, allowed_drop in sorted(guardrails.items()):
-        drop = _metric(champion, name, "champion") - _metric(candidate, name, "candidate")
-        if drop > allowed_drop:
+    for name, allowed in sorted(declaration.guardrails.items()):
+        worse = -declaration.gain(
+            name, _metric(candidate, name, "candidate"), _metric(champion, name, "champion")
+        )
+        if worse > allowed:
             return False, (
-                f"{primary_metric} improved by {gain:+.4f} but guardrail {name} dropped by "
-                f"{drop:.4f}, more than the allowed {allowed_drop:.4f}"
+                f"{primary} improved by {gain:+.4f} but guardrail {name} got worse by "
+                f"{worse:.4f}, more than the allowed {allowed:.4f}"
             )
-    return True, f"{primary_metric} improved by {gain:+.4f} and every guardrail held"
-
-
-def _check_rule(
-    min_improvement: float, guardrails: Mapping[str, float], minimums: Mapping[str, float]
-) -> None:
-    if not math.isfinite(min_improvement):
-        raise ValueError(f"min_improvement must be a finite number; got {min_improvement}")
-    for name, floor in minimums.items():
-        if not math.isfinite(floor):
-            raise ValueError(f"minimum {name!r} must be a finite number; got {floor}")
-    for name, allowed_drop in guardrails.items():
-        if not math.isfinite(allowed_drop) or allowed_drop < 0:
-            raise ValueError(
-                f"guardrail {name!r} must allow a finite drop of 0 or more; got {allowed_drop}"
-            )
+    return (
+        True,
+        f"{primary} ({direction} is better) improved by {gain:+.4f} and every guardrail held",
+    )
 
 
 def _metric(metrics: Mapping[str, float], name: str, whose: str) -> float:
     if name not in metrics:
         raise ValueError(
-            f"the {whose} has no metric {name!r}; it has {sorted(metrics)}. Pick one of "
-            "those as primary/guardrail metric, or make the trainer report it."
+            f"the {whose} has no metric {name!r}; it has {sorted(metrics)}. Name one of those "
+            "in the evaluation declaration, or make the evaluation entry point report it"
         )
     value = float(metrics[name])
     if not math.isfinite(value):

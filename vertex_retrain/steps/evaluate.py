@@ -9,7 +9,9 @@ stays here is generic: finding the champion, reading the metrics back and the de
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from vertex_retrain.contracts.evaluation import (
     EvaluationContractError,
@@ -17,6 +19,7 @@ from vertex_retrain.contracts.evaluation import (
     evaluation_args,
     parse_metrics,
 )
+from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.specs.defaults import EVALUATION
 from vertex_retrain.steps.backend import readable_path
 from vertex_retrain.steps.champion import find_alias_holder
@@ -52,14 +55,11 @@ class EvaluationRequest:
         model_display_name: Registry model that holds the champion.
         output_directory: ``gs://`` folder of the evaluation job; the metrics file is
             ``<it>/metrics.json``.
-        champion_alias: Alias of the current champion version.
-        primary_metric: The single metric the decision is made on.
-        min_improvement: Absolute gain the primary metric needs.
-        guardrail_metrics: Metric name -> largest allowed absolute drop.
-        minimum_metrics: Metric name -> the least value the candidate must reach, with or
-            without a champion (e.g. ``{"ndcg_at_10_usual_margin": 0.0}``: beat "usual").
-        force_decision: ``"better"`` or ``"worse"`` overrides the rule.
+        evaluation_declaration: How the candidate is judged
+            (:mod:`vertex_retrain.contracts.evaluation_declaration`), as its JSON object.
         python_module: The evaluation entry point of a Python-package job.
+        champion_alias: Alias of the current champion version.
+        force_decision: ``"better"`` or ``"worse"`` overrides the rule.
         package_uris: The training package (the same wheel the training job ran).
         executor_image_uri: Prebuilt image that runs the package.
         image_uri: A custom container instead of a package; its entrypoint receives ``args``
@@ -78,13 +78,10 @@ class EvaluationRequest:
     dataset_uri: str
     model_display_name: str
     output_directory: str
+    evaluation_declaration: Mapping[str, Any]
+    python_module: str = ""
     champion_alias: str = "champion"
-    primary_metric: str = "ndcg_at_10"
-    min_improvement: float = 0.0
-    guardrail_metrics: dict[str, float] = field(default_factory=dict)
-    minimum_metrics: dict[str, float] = field(default_factory=dict)
     force_decision: str = ""
-    python_module: str = EVALUATION.python_module
     package_uris: list[str] = field(default_factory=list)
     executor_image_uri: str = EVALUATION.executor_image_uri
     image_uri: str = ""
@@ -146,20 +143,31 @@ def evaluate(
 ) -> Decision:
     """Scores the candidate and the champion in an evaluation job, then decides.
 
+    The declaration and the entry point are checked before the job is submitted, so a
+    misspelt metric direction or a missing module costs nothing.
+
     Args:
         request: The comparison and the job that scores.
         gcp_resources_path: Where the job resource is recorded (GCPC's format).
         request_key: Makes a re-run of the same pipeline task adopt the job it started.
 
     Returns:
-        The decision, with candidate, champion and baseline metrics.
+        The decision, with candidate, champion and reference metrics.
 
     Raises:
+        EvaluationDeclarationError: The declaration is malformed; nothing was submitted.
         JobSpecError: The evaluation job is impossible; nothing was submitted.
         EvaluationJobFailedError: The job failed, or its metrics file is missing or breaks
             the evaluation contract (the message names the field).
-        ValueError: A metric the rule needs is missing, or the force value is unknown.
+        ValueError: No entry point, a metric the rule needs is missing, or the force value
+            is unknown.
     """
+    declaration = parse_evaluation_declaration(request.evaluation_declaration)
+    if not request.image_uri and not request.python_module:
+        raise ValueError(
+            "evaluate_model needs the package's evaluation entry point: pass python_module "
+            "(the pipelines' evaluation_module), e.g. 'mypackage.evaluate', or image_uri"
+        )
     champion = find_alias_holder(
         backend=request.backend,
         display_name=request.model_display_name,
@@ -176,16 +184,13 @@ def evaluate(
             f"the evaluation job ({_entry_point(job)}) failed:\n{failure}"
         ) from failure
     metrics = read_metrics(request.backend, request.output_directory, champion_uri is not None)
-    decision = decide(
+    return decide(
         metrics.candidate,
         metrics.champion,
-        primary_metric=request.primary_metric,
-        min_improvement=request.min_improvement,
-        guardrails=request.guardrail_metrics,
+        declaration,
+        references=metrics.references,
         force=request.force_decision,
-        minimums=request.minimum_metrics,
     )
-    return replace(decision, baseline_metrics=metrics.baseline)
 
 
 def read_metrics(backend: str, output_directory: str, expect_champion: bool) -> EvaluationMetrics:

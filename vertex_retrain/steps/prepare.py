@@ -1,18 +1,19 @@
-"""prepare_dataset's logic: the run's window of a dataset, checked and split by time.
+"""prepare_dataset's logic: the run's window of the declared table, checked and split by time.
 
-The dataset's shape is a declared contract (:mod:`vertex_retrain.contracts.transactions`),
-not an import of model code, and the result is the manifest of
-:mod:`vertex_retrain.contracts.dataset_manifest`. Only transactions strictly before ``as_of``
-are in it (:mod:`vertex_retrain.contracts.data_window`): the weeks after, and the week in
-progress, are left out whole, so nothing from after the cut reaches training or evaluation.
-Only Parquet metadata and the week and timestamp columns are read to plan the split; every
-file in the window is hashed so the manifest names exact bytes.
+The dataset's shape is the user's declaration (:mod:`vertex_retrain.contracts.dataset`), not an
+import of model code, and the result is the manifest of
+:mod:`vertex_retrain.contracts.dataset_manifest`. Only rows strictly before ``as_of`` are in it
+(:mod:`vertex_retrain.contracts.data_window`): the periods after, and the period in progress,
+are left out whole, so nothing from after the cut reaches training or evaluation. Only Parquet
+metadata and the time column are read to plan the split; every file in the window is hashed
+so the manifest names exact bytes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,22 +28,21 @@ from vertex_retrain.contracts.data_window import (
     select_before,
     window_labels,
 )
+from vertex_retrain.contracts.dataset import (
+    Column,
+    DatasetDeclaration,
+    SchemaMismatchError,
+    check_schema,
+    parse_dataset_declaration,
+)
 from vertex_retrain.contracts.dataset_manifest import (
     MANIFEST_NAME,
-    WeekFile,
-    check_validation_weeks,
+    PeriodFile,
+    check_validation_periods,
     plan_time_split,
 )
-from vertex_retrain.contracts.transactions import (
-    DRINKS,
-    STORES,
-    TIME_COLUMN,
-    TRANSACTIONS,
-    SchemaMismatchError,
-    TableContract,
-)
 from vertex_retrain.steps.backend import readable_path
-from vertex_retrain.steps.transactions_files import ScannedFile, open_dataset, scan_file
+from vertex_retrain.steps.table_files import ScannedFile, open_dataset, scan_file
 from vertex_retrain.steps.window import window_end
 
 if TYPE_CHECKING:
@@ -59,12 +59,12 @@ class PreparedDataset:
 
     @property
     def train_rows(self) -> int:
-        """Rows in the training weeks."""
+        """Rows in the training periods."""
         return int(self.manifest["train"]["rows"])
 
     @property
     def validation_rows(self) -> int:
-        """Rows in the validation weeks."""
+        """Rows in the validation periods."""
         return int(self.manifest["validation"]["rows"])
 
     @property
@@ -75,16 +75,14 @@ class PreparedDataset:
     def summary(self) -> dict[str, Any]:
         """Metadata for the KFP ``Dataset`` artifact (shown in the pipeline UI)."""
         window = self.manifest["window"]
+        train = self.manifest["train"]["periods"]
         return {
             "data_uri": self.manifest["data_uri"],
             "as_of": window["as_of"],
-            "first_transaction": window["first_transaction"],
-            "last_transaction": window["last_transaction"],
-            "train_weeks": [
-                min(self.manifest["train"]["weeks"]),
-                max(self.manifest["train"]["weeks"]),
-            ],
-            "validation_weeks": self.manifest["validation"]["weeks"],
+            "first_row": window["first_row"],
+            "last_row": window["last_row"],
+            "train_periods": [train[0], train[-1]] if train else [],
+            "validation_periods": self.manifest["validation"]["periods"],
             "train_rows": self.train_rows,
             "validation_rows": self.validation_rows,
             "content_hash": self.manifest["content_hash"],
@@ -94,22 +92,24 @@ class PreparedDataset:
 def prepare(
     *,
     backend: str,
-    transactions_uri: str,
+    data_uri: str,
+    dataset_declaration: Mapping[str, Any],
     output_dir: str,
-    validation_weeks: int = 1,
+    validation_periods: int = 1,
     as_of: str = "",
     now: dt.datetime | None = None,
 ) -> PreparedDataset:
-    """Checks the window of the dataset at ``transactions_uri``, writes its split to ``output_dir``.
+    """Checks the window of the dataset at ``data_uri``, writes its split to ``output_dir``.
 
-    The manifest keeps ``transactions_uri`` as given (e.g. ``gs://``), so the training job
-    resolves the same files wherever it runs.
+    The manifest keeps ``data_uri`` as given (e.g. ``gs://``), so the training job resolves
+    the same files wherever it runs.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
-        transactions_uri: A dataset folder laid out as the transactions contract says.
+        data_uri: The dataset folder the declaration describes.
+        dataset_declaration: The dataset declaration (its JSON object).
         output_dir: Folder that receives ``manifest.json``.
-        validation_weeks: Final weeks of the window held out for validation.
+        validation_periods: Final periods of the window held out for validation.
         as_of: The window end, ``YYYY-MM-DD`` (or a time); empty: today, by ``now``.
         now: The clock (a test's); the system's by default.
 
@@ -117,104 +117,127 @@ def prepare(
         The split.
 
     Raises:
-        FileNotFoundError: The folder, its transactions or a catalogue file is missing.
-        SchemaMismatchError: A table's columns or types differ from the contract (the
+        DatasetDeclarationError: The declaration is malformed (the message names the field).
+        FileNotFoundError: The folder, the table's files or a dimension's file is missing.
+        SchemaMismatchError: A file's columns or types differ from the declaration (the
             message names the file, the column, the type found and the type expected).
-        DataWindowError: ``as_of`` is malformed, in the future, or leaves no week.
-        ValueError: A file holds several weeks or nulls in a key column, or
-            ``validation_weeks`` leaves no training week.
+        DataWindowError: ``as_of`` is malformed, in the future, or leaves no period.
+        ValueError: A file holds several periods or nulls in a key column, or
+            ``validation_periods`` leaves no training period.
     """
     import pyarrow.parquet as pq
 
+    declaration = parse_dataset_declaration(dataset_declaration)
+    table = declaration.table
     end = window_end(as_of, now=now)
-    folder = open_dataset(backend, transactions_uri)
+    folder = open_dataset(backend, data_uri, declaration)
     shown = folder.shown
-    scanned = [scan_file(pq.ParquetFile(p), p, folder.rel(p)) for p in folder.transactions]
-    selection, chosen = select_window(scanned, end, shown)
+    scanned = [scan_file(pq.ParquetFile(p), p, folder.rel(p), table) for p in folder.files]
+    selection, chosen = select_window(scanned, end, shown, declaration)
     # Everything cheap is checked before any file is hashed.
     for item in chosen:
-        _check_table(pq.ParquetFile(item.path), TRANSACTIONS, f"{shown}/{item.rel}")
-        _one_week(item, shown)
-    for (name, path), contract in zip(folder.catalogue.items(), (DRINKS, STORES), strict=True):
-        _check_table(pq.ParquetFile(path), contract, f"{shown}/{name}")
-    check_validation_weeks(validation_weeks, len({item.week for item in chosen}))
+        _check_table(pq.ParquetFile(item.path), table.columns, table.key_columns,
+                     "the table", f"{shown}/{item.rel}")  # fmt: skip
+        _one_period(item, shown, declaration)
+    for name, path in folder.dimensions.items():
+        dimension = declaration.dimensions[name]
+        _check_table(pq.ParquetFile(path), dimension.columns, (dimension.key,),
+                     f"dimension {name!r}", f"{shown}/{dimension.file}")  # fmt: skip
+    check_validation_periods(validation_periods, len({item.period for item in chosen}))
     files = [
-        WeekFile(item.rel, int(item.week or 0), item.rows, _sha256(item.path)) for item in chosen
+        PeriodFile(item.rel, item.period or dt.date.min, item.rows, _sha256(item.path))
+        for item in chosen
     ]
-    weeks = sorted({f.week for f in files})
+    periods = sorted({f.period for f in files})
     manifest = plan_time_split(
-        transactions_uri,
+        data_uri,
+        declaration,
         files,
-        {name: _sha256(path) for name, path in folder.catalogue.items()},
-        validation_weeks,
-        window=_window_record(end, selection, weeks),
+        {
+            declaration.dimensions[name].file: _sha256(path)
+            for name, path in folder.dimensions.items()
+        },
+        validation_periods,
+        window=_window_record(end, selection, periods),
     )
     atomic_write_json(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
     return PreparedDataset(manifest)
 
 
 def select_window(
-    scanned: list[ScannedFile], as_of: dt.date, shown: str
+    scanned: list[ScannedFile], as_of: dt.date, shown: str, declaration: DatasetDeclaration
 ) -> tuple[Selection, list[ScannedFile]]:
     """The files of the window ending at ``as_of``, after refusing what cannot be placed.
 
     Raises:
-        SchemaMismatchError: A file with rows whose week or timestamp column is unreadable
-            (it cannot be placed in time).
-        DataWindowError: ``as_of`` leaves no complete week.
+        SchemaMismatchError: A file with rows whose time column is unreadable (it cannot be
+            placed in time).
+        DataWindowError: ``as_of`` leaves no complete period.
     """
+    table = declaration.table
     for item in scanned:
-        if item.rows and (item.span.first is None or item.weeks is None):
-            TRANSACTIONS.check(item.schema, where=f"{shown}/{item.rel}")
+        if item.rows and item.span.first is None:
+            check_schema(table.columns, item.schema, what="the table", where=f"{shown}/{item.rel}")
     selection = select_before((item.span for item in scanned), cut_of(as_of))
     if not selection.included:
         starts = [s.first for s in selection.partial + selection.after if s.first is not None]
         if starts:
             check_after_start(as_of, min(starts))
         raise DataWindowError(
-            f"as_of {as_of.isoformat()} leaves no complete week in {shown}: the first week "
-            "is still in progress at that date; give a later date"
+            f"as_of {as_of.isoformat()} leaves no complete {table.period} in {shown}: the first "
+            f"{table.period} is still in progress at that date; give a later date"
         )
     included = {span.path for span in selection.included}
     return selection, [item for item in scanned if item.rel in included]
 
 
-def _window_record(as_of: dt.date, selection: Selection, weeks: list[int]) -> dict[str, Any]:
+def _window_record(
+    as_of: dt.date, selection: Selection, periods: Sequence[dt.date]
+) -> dict[str, Any]:
     first, last = selection.first, selection.last
     return {
         "as_of": as_of.isoformat(),
-        "first_transaction": first.isoformat() if first else None,
-        "last_transaction": last.isoformat() if last else None,
-        "weeks": [min(weeks), max(weeks)] if weeks else [],
+        "first_row": first.isoformat() if first else None,
+        "last_row": last.isoformat() if last else None,
+        "periods": [min(periods).isoformat(), max(periods).isoformat()] if periods else [],
         "left_out": {
             "in_progress": [s.path for s in selection.partial],
             "after_as_of": [s.path for s in selection.after],
             "empty": [s.path for s in selection.empty],
         },
         "labels": window_labels(as_of, first),
-        "description": describe(as_of, selection, weeks),
+        "description": describe(as_of, selection, periods),
     }
 
 
-def _one_week(item: ScannedFile, shown: str) -> None:
-    if item.weeks is not None and item.weeks[0] != item.weeks[1]:
-        low, high = item.weeks
+def _one_period(item: ScannedFile, shown: str, declaration: DatasetDeclaration) -> None:
+    if item.periods is not None and item.periods[0] != item.periods[1]:
+        low, high = item.periods
+        table = declaration.table
         raise ValueError(
-            f"{shown}/{item.rel} holds weeks {low}..{high}; the transactions contract needs one "
-            f"week per file (column {TIME_COLUMN!r}), because the split moves whole files"
+            f"{shown}/{item.rel} holds rows of the {table.period}s starting {low.isoformat()} "
+            f"and {high.isoformat()}; the dataset declaration needs one {table.period} per "
+            f"file (column {table.time_column!r}), because the split moves whole files"
         )
 
 
-def _check_table(parquet: pq.ParquetFile, contract: TableContract, where: str) -> None:
+def _check_table(
+    parquet: pq.ParquetFile,
+    columns: Sequence[Column],
+    key_columns: Sequence[str],
+    what: str,
+    where: str,
+) -> None:
     """Schema and key-column nulls of one file, from its metadata."""
-    schema = parquet.schema_arrow
-    contract.check({f.name: str(f.type) for f in schema}, where=where)
-    for column in contract.key_columns:
+    check_schema(
+        columns, {f.name: str(f.type) for f in parquet.schema_arrow}, what=what, where=where
+    )
+    for column in key_columns:
         nulls = _null_count(parquet, column)
         if nulls:
             raise ValueError(
-                f"{where}: key column {column!r} holds {nulls} null(s); the {contract.name} "
-                "contract allows none"
+                f"{where}: key column {column!r} holds {nulls} null(s); the dataset "
+                "declaration allows none"
             )
 
 

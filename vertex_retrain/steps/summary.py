@@ -42,7 +42,7 @@ def build_summary(
     if evaluation is not None:
         facts["decision"] = {
             key: evaluation.parameters.get(key)
-            for key in ("is_better", "reason", "candidate_score", "champion_score")
+            for key in ("is_better", "reason", "rule", "candidate_score", "champion_score")
         }
         facts["metrics"] = evaluation.artifacts.get("metrics", {}).get("metadata", {})
     training = _first(outputs, "train-custom-job")
@@ -161,13 +161,9 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         lines += [f"**Error:** {facts['error']}", ""]
     window = facts.get("data_window") or {}
     if window.get("as_of"):
-        span = (
-            f": {window['first_transaction']} .. {window['last_transaction']}"
-            if window.get("last_transaction")
-            else ""
-        )
+        span = f": {window['first_row']} .. {window['last_row']}" if window.get("last_row") else ""
         source = f" ({window['source']})" if window.get("source") else ""
-        lines += [f"**Data window:** transactions before {window['as_of']}{source}{span}", ""]
+        lines += [f"**Data window:** rows before {window['as_of']}{source}{span}", ""]
     gate = facts.get("data_gate") or {}
     if gate.get("verdict"):
         lines += [f"**Data gate:** {gate['verdict']}", ""]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,16 @@ class TuningJobFailedError(RuntimeError):
 def tuning_job_payload(request: TuningRequest) -> dict[str, Any]:
     """Validates the study and returns the HyperparameterTuningJob payload.
 
+    A fixed hyperparameter that the study also tunes is left out of the trial's flags: the
+    study's value is the one each trial must see (a pipeline passes its untuned defaults to
+    both ``hp_tune`` and ``train_custom_job``).
+
     Raises:
         JobSpecError: The study or its trial job is impossible; nothing was submitted.
     """
-    trial_spec = job_spec_from_request(request.trial)
+    tuned = {str(spec.get("parameterId")) for spec in request.parameter_specs}
+    fixed = {k: v for k, v in request.trial.hyperparameters.items() if k not in tuned}
+    trial_spec = job_spec_from_request(replace(request.trial, hyperparameters=fixed))
     study: dict[str, Any] = {
         "metrics": [{"metricId": request.metric_id, "goal": request.goal}],
         "parameters": list(request.parameter_specs),

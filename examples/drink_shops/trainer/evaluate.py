@@ -62,7 +62,7 @@ def evaluation_report(args: argparse.Namespace) -> dict[str, Any]:
 
     Returns:
         The metrics file's content: `format`, `candidate`, `champion` (or None) and the
-        per-store popularity `baseline` on the same rows.
+        `references` on the same rows: per-store `popularity` and "reorder your `usual`".
     """
     from trainer.scoring import evaluate_exported_model
 
@@ -83,7 +83,11 @@ def evaluation_report(args: argparse.Namespace) -> dict[str, Any]:
         "format": METRICS_FORMAT,
         "candidate": finite_metrics(candidate["model"], "candidate"),
         "champion": champion,
-        "baseline": finite_metrics(candidate["baseline"], "baseline"),
+        "references": {
+            name: finite_metrics(metrics, name)
+            for name, metrics in candidate.items()
+            if name != "model"
+        },
     }
 
 

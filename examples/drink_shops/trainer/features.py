@@ -123,8 +123,9 @@ def read_catalogue(manifest: dict[str, Any]) -> Catalogue:
     import pyarrow.parquet as pq
 
     root = resolve(manifest["data_uri"])
-    drinks = pq.read_table(root / manifest["drinks"]).sort_by("drink_id")
-    stores = pq.read_table(root / manifest["stores"]).sort_by("store_id")
+    dimensions = manifest["dimensions"]
+    drinks = pq.read_table(root / dimensions["drinks"]).sort_by("drink_id")
+    stores = pq.read_table(root / dimensions["stores"]).sort_by("store_id")
     launch = drinks.column("launch_date").to_numpy().astype("datetime64[D]").astype(np.int64)
     return Catalogue(
         drink_ids=drinks.column("drink_id").to_numpy().astype(np.int64),

@@ -18,6 +18,7 @@ import numpy as np
 from trainer.encoded import indexer, known_index
 from trainer.features import UNKNOWN_MEMBER, Catalogue
 from trainer.paths import resolve
+from trainer.split import part_weeks
 
 _COLUMNS = ["member_id", "store_id", "drink_id", "week"]
 _BATCH_ROWS = 1 << 20
@@ -64,7 +65,7 @@ def count_training_rows(
         indexer(catalogue.store_ids),
         indexer(catalogue.drink_ids),
     )
-    newest = max(manifest["train"]["weeks"], default=0)
+    newest = max(part_weeks(manifest, "train"), default=0)
     popularity = np.zeros(n_stores * n_drinks, dtype=np.int64)
     counts = np.zeros((member_vocab.size + 1) * n_drinks, dtype=np.int32)
     rows = 0

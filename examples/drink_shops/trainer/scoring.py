@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-BASELINE_PREFIX = "baseline_"
+REFERENCES = {"baseline_": "popularity", "usual_": "usual"}
+"""Metric name prefix of each reference ranker -> its name in the metrics file."""
 
 
 def evaluate_exported_model(
@@ -28,9 +29,9 @@ def evaluate_exported_model(
         baseline_weeks: Recent training weeks counted by the popularity baseline.
 
     Returns:
-        ``{"model": {...}, "baseline": {...}}``: Recall@10 and NDCG@10 of the model (and the
-        "usual order" reference, and both by segment), and the per-store popularity
-        baseline's, on the same rows.
+        ``{"model": {...}, "popularity": {...}, "usual": {...}}``: Recall@10 and NDCG@10 of
+        the model (with its margins over "usual" and by segment), of the per-store
+        popularity baseline and of "reorder your usual", on the same rows.
 
     Raises:
         FileNotFoundError: No model or no dataset at the given place.
@@ -69,18 +70,18 @@ def evaluate_exported_model(
         torch.as_tensor(counts.popularity),
         torch.as_tensor(counts.member_counts),
     )
-    return split_baseline(metrics)
+    return split_references(metrics)
 
 
-def split_baseline(metrics: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """Separates ``baseline_*`` metrics from the model's own (numbers only)."""
-    model: dict[str, float] = {}
-    baseline: dict[str, float] = {}
+def split_references(metrics: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Separates each reference's metrics (by prefix) from the model's own (numbers only)."""
+    split: dict[str, dict[str, float]] = {"model": {}, **{name: {} for name in REFERENCES.values()}}
     for name, value in metrics.items():
         if not isinstance(value, int | float):
             continue
-        if name.startswith(BASELINE_PREFIX):
-            baseline[name.removeprefix(BASELINE_PREFIX)] = float(value)
+        prefix = next((p for p in REFERENCES if name.startswith(p)), None)
+        if prefix is None:
+            split["model"][name] = float(value)
         else:
-            model[name] = float(value)
-    return {"model": model, "baseline": baseline}
+            split[REFERENCES[prefix]][name.removeprefix(prefix)] = float(value)
+    return split

@@ -4,13 +4,16 @@ Random splits of a time series leak the future into training; the manifest train
 0..T-1-v and validates on the last v weeks. CLI: `python -m trainer.split --data DIR --out DIR`.
 
 The manifest's format is a contract with vertex-retrain (docs/components.md#dataset-contract):
-the pipeline's `prepare_dataset` writes the same file from the declared transactions schema, and
-this module reads it (`load_manifest`) and writes it for runs without the pipeline.
+the pipeline's `prepare_dataset` writes the same file from the example's dataset declaration
+(examples/drink_shops/dataset.yaml), and this module reads it (`load_manifest`) and writes it
+for runs without the pipeline. A period is named by its first day; `week_of` turns it back into
+the generator's week index.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
 import sys
@@ -19,9 +22,25 @@ from typing import Any
 
 from trainer.data import FORMAT as DATA_FORMAT
 from trainer.paths import atomic_write_json, resolve, sha256_file
+from trainer.world import START_DATE
 
-MANIFEST_FORMAT = "drinkshop-dataset-manifest/v1"
+MANIFEST_FORMAT = "vertex-retrain-dataset-manifest/v1"
 MANIFEST_NAME = "manifest.json"
+
+
+def period_of(week: int) -> str:
+    """The first day of generator week ``week``, as a manifest names its period."""
+    return (START_DATE + dt.timedelta(days=7 * week)).isoformat()
+
+
+def week_of(period: str) -> int:
+    """The generator's week index of a manifest period (its first day, ISO)."""
+    return (dt.date.fromisoformat(period) - START_DATE).days // 7
+
+
+def part_weeks(manifest: dict[str, Any], part: str) -> list[int]:
+    """The week indices of a manifest part (``train`` or ``validation``)."""
+    return [week_of(period) for period in manifest[part]["periods"]]
 
 
 def plan_time_split(data_dir: str, validation_weeks: int = 1) -> dict[str, Any]:
@@ -68,7 +87,7 @@ def plan_time_split(data_dir: str, validation_weeks: int = 1) -> dict[str, Any]:
 
     def part(chosen: list[dict[str, Any]]) -> dict[str, Any]:
         return {
-            "weeks": [w["week"] for w in chosen],
+            "periods": [period_of(w["week"]) for w in chosen],
             "files": [w["path"] for w in chosen],
             "rows": sum(w["rows"] for w in chosen),
         }
@@ -80,10 +99,10 @@ def plan_time_split(data_dir: str, validation_weeks: int = 1) -> dict[str, Any]:
         "generation": info["config"],
         "start_date": info["start_date"],
         "schema": info["schema"],
+        "period": "week",
         "train": part(weeks[:cut]),
         "validation": part(weeks[cut:]),
-        "drinks": info["drinks_path"],
-        "stores": info["stores_path"],
+        "dimensions": {"drinks": info["drinks_path"], "stores": info["stores_path"]},
         "sha256": files,
         "content_hash": content_hash,
     }
@@ -151,10 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    train = part_weeks(manifest, "train")
     print(
-        f"train weeks {manifest['train']['weeks'][0]}..{manifest['train']['weeks'][-1]} "
-        f"({manifest['train']['rows']} rows), validation weeks {manifest['validation']['weeks']} "
-        f"({manifest['validation']['rows']} rows); content hash {manifest['content_hash'][:12]}"
+        f"train weeks {train[0]}..{train[-1]} ({manifest['train']['rows']} rows), validation "
+        f"weeks {part_weeks(manifest, 'validation')} ({manifest['validation']['rows']} rows); "
+        f"content hash {manifest['content_hash'][:12]}"
     )
     return 0
 

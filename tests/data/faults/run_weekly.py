@@ -10,7 +10,7 @@ from pathlib import Path
 
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
-from vertex_retrain.pipelines.weekly_retraining import weekly_retraining
+from vertex_retrain.pipelines.weekly import weekly_retraining
 
 REPO = Path(__file__).resolve().parents[3]
 OVERRIDES = {

@@ -1,19 +1,24 @@
-"""weekly_retraining: the drink shops' weekly flow, from source to a served champion.
+"""weekly_retraining: the scheduled retraining flow, from source to a served champion.
 
-data window (the run's week) -> data gate -> prepare dataset (transactions before as_of) ->
-(optional) tune -> train (Spot, checkpointed) -> evaluate against the champion -> if better:
-register as champion and deploy; else: register as a challenger with traffic untouched. The
-training code is hashed (source digest) and built in parallel. A gate breach stops the run
-before training, with the gate's report as the error. An exit handler writes a run summary
-either way, and records the week (local registry database, or a Vertex AI Experiments run).
-The whole run sits under the failure notice: Vertex e-mails ``notification_emails`` when it
-ends. A Spot training job or tuning study that loses its capacity falls back to on-demand
-(``spot_fallback``).
+data window (the run's week) -> data gate -> prepare dataset (rows before as_of) -> (optional)
+tune -> train (Spot, checkpointed) -> evaluate against the champion -> if better: register as
+champion and deploy; else: register as a challenger with traffic untouched. The training code
+is hashed (source digest) and built in parallel. A gate breach stops the run before training,
+with the gate's report as the error. An exit handler writes a run summary either way, and
+records the week (local registry database, or a Vertex AI Experiments run). The whole run sits
+under the failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training
+job or tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
+
+It is a template: the team's own trainer (``source_uri``, ``training_module``,
+``evaluation_module``), data (``data_uri`` with its ``dataset_declaration``) and metrics
+(``evaluation_declaration``) are parameters with no default. Give them per run, in a schedule's
+parameter values, or once with :func:`vertex_retrain.pipelines.configure`
+(examples/*/pipelines.py).
 
 Cache keys: every cached task takes the week (``data_window``'s ``as_of``), the source digest
 or an output of a task that does, so Vertex reuses an output only for the same week and the
 same code; the tasks that read the clock or the source run with caching off
-(``compile.py compile`` checks this, :mod:`vertex_retrain.cli.cache_keys`).
+(``vertex-retrain compile`` checks this, :mod:`vertex_retrain.cli.cache_keys`).
 """
 
 from kfp import dsl
@@ -29,82 +34,78 @@ from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
+from vertex_retrain.specs.defaults import TRAINING, TUNING
 
-from . import defaults
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
 
 PIPELINE_NAME = "weekly-retraining"
 
-TUNING_PARAMETERS = [
-    {
-        "parameterId": "learning_rate",
-        "doubleValueSpec": {"minValue": 1e-4, "maxValue": 3e-2},
-        "scaleType": "UNIT_LOG_SCALE",
-    },
-    {
-        "parameterId": "embedding_dim",
-        "discreteValueSpec": {"values": [16, 32, 64]},
-    },
-]
-
-
-DESCRIPTION = "Weekly retraining of the drink shops' 'guess your order' recommender."
+DESCRIPTION = (
+    "Weekly retraining of a custom model: data gate, train, evaluate against the champion, "
+    "register, deploy."
+)
 
 
 @dsl.pipeline(name=f"{PIPELINE_NAME}-week", description=DESCRIPTION)
 def weekly_week(
+    data_uri: str,
+    dataset_declaration: dict,
+    evaluation_declaration: dict,
+    source_uri: str,
+    package_destination: str,
+    training_module: str,
+    evaluation_module: str,
+    output_root: str,
+    model_display_name: str,
+    serving_image_uri: str,
     backend: str = "vertex",
     project: str = "{{$.pipeline_google_cloud_project_id}}",
     location: str = "{{$.pipeline_google_cloud_location}}",
-    source_uri: str = defaults.SOURCE_URI,
-    package_destination: str = defaults.PACKAGES_URI,
-    transactions_uri: str = defaults.TRANSACTIONS_URI,
-    output_root: str = defaults.OUTPUT_ROOT,
-    model_display_name: str = defaults.MODEL_DISPLAY_NAME,
-    endpoint_display_name: str = defaults.ENDPOINT_DISPLAY_NAME,
-    executor_image_uri: str = defaults.TRAINING.executor_image_uri,
-    serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    endpoint_display_name: str = "",
+    executor_image_uri: str = TRAINING.executor_image_uri,
+    serving_command: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    serving_extras: list = [],  # noqa: B006
+    sample_instances: list = [],  # noqa: B006
     as_of: str = "",
-    data_time_zone: str = defaults.DATA_TIME_ZONE,
-    data_gate_thresholds: dict = defaults.DATA_GATE_THRESHOLDS,
+    data_time_zone: str = "UTC",
+    data_gate_thresholds: dict = {},  # noqa: B006
     data_gate_accept: str = "",
-    validation_weeks: int = 1,
+    validation_periods: int = 1,
+    training_args: list = [],  # noqa: B006
+    hyperparameters: dict = {},  # noqa: B006
     tune: bool = False,
-    max_trial_count: int = defaults.TUNING.max_trial_count,
-    parallel_trial_count: int = defaults.TUNING.parallel_trial_count,
-    epochs: int = 4,
-    learning_rate: float = 0.005,
-    embedding_dim: int = 32,
-    batch_size: int = 512,
-    machine_type: str = defaults.TRAINING.machine_type,
-    accelerator_type: str = defaults.TRAINING.accelerator_type,
-    accelerator_count: int = defaults.TRAINING.accelerator_count,
-    worker_count: int = defaults.TRAINING.worker_count,
-    scheduling_strategy: str = defaults.TRAINING.scheduling_strategy,
-    timeout_seconds: int = defaults.TRAINING.timeout_seconds,
-    # Budget figure for the cost in the run summary; `compile.py estimate` reads the same one.
-    expected_training_hours: float = defaults.TRAINING.expected_training_hours,
+    tuning_parameters: list = [],  # noqa: B006
+    tuning_metric: str = "",
+    tuning_goal: str = TUNING.goal,
+    max_trial_count: int = TUNING.max_trial_count,
+    parallel_trial_count: int = TUNING.parallel_trial_count,
+    machine_type: str = TRAINING.machine_type,
+    accelerator_type: str = TRAINING.accelerator_type,
+    accelerator_count: int = TRAINING.accelerator_count,
+    worker_count: int = TRAINING.worker_count,
+    scheduling_strategy: str = TRAINING.scheduling_strategy,
+    timeout_seconds: int = TRAINING.timeout_seconds,
+    # Budget figure for the cost in the run summary; `vertex-retrain estimate` reads it too.
+    expected_training_hours: float = TRAINING.expected_training_hours,
     service_account: str = "",
-    min_improvement: float = 0.0,
-    minimum_metrics: dict = {},  # noqa: B006
     force_decision: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
     local_preemption_after_seconds: float = 0.0,
     spot_fallback: bool = True,
     spot_fallback_deadline_seconds: int = 28800,
-    notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    notification_emails: list = [],  # noqa: B006
 ) -> None:
-    """The weekly retraining flow; every tunable is a parameter with a sensible default.
+    """The weekly retraining flow of any team's model; see docs/components.md for each input.
 
     ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
-    creation time) in ``data_time_zone`` gives the week. ``data_gate_thresholds`` overrides
-    the gate's thresholds by name; ``data_gate_accept`` lists checks a person accepts for
-    this run (``rows,stores_vanished``). ``minimum_metrics`` sets floors the candidate must
-    reach, champion or not: ``{"ndcg_at_10_usual_margin": 0.0}`` refuses a candidate that
-    does not beat "reorder your usual" on NDCG@10 (off by default: on small data a first
-    model may not, and then nothing would be served).
+    creation time) in ``data_time_zone`` gives the week. ``training_args`` go to
+    ``python -m training_module`` before the hyperparameter flags (``hyperparameters``, or
+    the best trial's when ``tune``) and ``--data=<prepared dataset>``. ``tuning_parameters``
+    are Vertex ``StudySpec.ParameterSpec`` objects; the trainer reports ``tuning_metric``
+    with cloudml-hypertune. ``data_gate_thresholds`` overrides the gate's thresholds by name;
+    ``data_gate_accept`` lists checks a person accepts for this run.
 
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
@@ -133,7 +134,8 @@ def weekly_week(
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
         week, gate = week_and_data_gate(
             backend=backend,
-            transactions_uri=transactions_uri,
+            data_uri=data_uri,
+            dataset_declaration=dataset_declaration,
             as_of=as_of,
             time_zone=data_time_zone,
             thresholds=data_gate_thresholds,
@@ -156,13 +158,19 @@ def weekly_week(
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
-                transactions_uri=transactions_uri,
-                validation_weeks=validation_weeks,
+                data_uri=data_uri,
+                dataset_declaration=dataset_declaration,
+                validation_periods=validation_periods,
                 as_of=week,
             ).set_display_name("prepare-dataset")
             common = dict(
                 backend=backend,
-                python_module="trainer.task",
+                display_name=model_display_name,
+                base_output_directory=output_root,
+                python_module=training_module,
+                package_uri=package.outputs["reference"],
+                dataset=data.outputs["dataset"],
+                args=training_args,
                 executor_image_uri=executor_image_uri,
                 machine_type=machine_type,
                 accelerator_type=accelerator_type,
@@ -170,6 +178,8 @@ def weekly_week(
                 scheduling_strategy=scheduling_strategy,
                 timeout_seconds=timeout_seconds,
                 service_account=service_account,
+                spot_fallback=spot_fallback,
+                spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
                 pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
                 pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
                 project=project,
@@ -177,51 +187,37 @@ def weekly_week(
             )
             with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
                 study = hp_tune(
-                    display_name="guess-your-order-tuning",
-                    base_output_directory=output_root,
-                    parameter_specs=TUNING_PARAMETERS,
-                    metric_id="ndcg_at_10",
+                    parameter_specs=tuning_parameters,
+                    metric_id=tuning_metric,
+                    goal=tuning_goal,
                     max_trial_count=max_trial_count,
                     parallel_trial_count=parallel_trial_count,
-                    package_uri=package.outputs["reference"],
-                    dataset=data.outputs["dataset"],
-                    hyperparameters={"epochs": epochs, "batch_size": batch_size},
-                    spot_fallback=spot_fallback,
-                    spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
+                    hyperparameters=hyperparameters,
                     **common,
                 ).set_display_name("tune")
                 tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
                 tuned.set_caching_options(False)  # a pass-through: nothing to save
             with dsl.Else(name="no-tune"):
-                untuned = fixed_hyperparameters(
-                    values={"learning_rate": learning_rate, "embedding_dim": embedding_dim}
-                )
+                untuned = fixed_hyperparameters(values=hyperparameters)
                 untuned.set_caching_options(False)
             trained = train_custom_job(
-                display_name="guess-your-order-training",
-                base_output_directory=output_root,
-                package_uri=package.outputs["reference"],
-                dataset=data.outputs["dataset"],
-                args=["--epochs", epochs, "--batch_size", batch_size],
                 hyperparameters=dsl.OneOf(tuned.output, untuned.output),
                 worker_count=worker_count,
                 local_preemption_after_seconds=local_preemption_after_seconds,
-                spot_fallback=spot_fallback,
-                spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
                 **common,
             ).set_display_name("train")
             candidate = trained.outputs["model"]
-            # The package's own scoring code (python -m trainer.evaluate) runs as a CPU job.
+            # The package's own scoring code (python -m evaluation_module) runs as a CPU job.
             evaluation = evaluate_model(
                 backend=backend,
                 candidate=candidate,
                 dataset=data.outputs["dataset"],
                 model_display_name=model_display_name,
                 base_output_directory=output_root,
+                evaluation_declaration=evaluation_declaration,
+                python_module=evaluation_module,
                 package_uri=package.outputs["reference"],
                 executor_image_uri=executor_image_uri,
-                min_improvement=min_improvement,
-                minimum_metrics=minimum_metrics,
                 force_decision=force_decision,
                 service_account=service_account,
                 pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
@@ -234,8 +230,8 @@ def weekly_week(
                 model=candidate,
                 display_name=model_display_name,
                 serving_image_uri=serving_image_uri,
-                serving_command=defaults.SERVING_COMMAND,
-                sample_instances=defaults.SAMPLE_INSTANCES,
+                serving_command=serving_command,
+                sample_instances=sample_instances,
                 evaluation=evaluation.outputs["metrics"],
                 # The version carries its data window (data_as_of, data_from) as labels.
                 labels=data.outputs["window_labels"],

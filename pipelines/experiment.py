@@ -1,8 +1,9 @@
-"""train_only: a smaller pipeline for experiments: train, evaluate, register as a challenger.
+"""train_only: a smaller template for experiments: train, evaluate, register as a challenger.
 
 Nothing is deployed and the champion never moves, so experiments (on Spot, by default) can
-run next to production without touching what serves. Like the weekly pipeline, a run has a
-data window (``as_of``) and a data gate before training.
+run next to production without touching what serves. Like the weekly template, a run has a
+data window (``as_of``) and a data gate before training. The team's package (``package_uri``,
+a built wheel), modules, data and metrics are parameters with no default.
 """
 
 from kfp import dsl
@@ -12,8 +13,8 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
+from vertex_retrain.specs.defaults import TRAINING
 
-from . import defaults
 from .data_week import week_and_data_gate
 
 PIPELINE_NAME = "train-only"
@@ -24,40 +25,47 @@ PIPELINE_NAME = "train-only"
     description="Experiment: train, evaluate against the champion, register as a challenger.",
 )
 def train_only(
+    data_uri: str,
+    dataset_declaration: dict,
+    evaluation_declaration: dict,
+    package_uri: str,
+    training_module: str,
+    evaluation_module: str,
+    output_root: str,
+    model_display_name: str,
+    serving_image_uri: str,
     backend: str = "vertex",
     project: str = "{{$.pipeline_google_cloud_project_id}}",
     location: str = "{{$.pipeline_google_cloud_location}}",
-    package_uri: str = f"{defaults.PACKAGES_URI}/vertex_retrain_trainer-1.0.0-py3-none-any.whl",
-    transactions_uri: str = defaults.TRANSACTIONS_URI,
-    output_root: str = defaults.OUTPUT_ROOT,
-    model_display_name: str = defaults.MODEL_DISPLAY_NAME,
-    executor_image_uri: str = defaults.TRAINING.executor_image_uri,
-    serving_image_uri: str = defaults.SERVING_IMAGE_URI,
+    executor_image_uri: str = TRAINING.executor_image_uri,
+    serving_command: list = [],  # noqa: B006 - KFP reads defaults from the signature
+    serving_extras: list = [],  # noqa: B006
+    sample_instances: list = [],  # noqa: B006
     as_of: str = "",
-    data_time_zone: str = defaults.DATA_TIME_ZONE,
-    data_gate_thresholds: dict = defaults.DATA_GATE_THRESHOLDS,
+    data_time_zone: str = "UTC",
+    data_gate_thresholds: dict = {},  # noqa: B006
     data_gate_accept: str = "",
-    validation_weeks: int = 1,
-    epochs: int = 4,
-    learning_rate: float = 0.005,
-    embedding_dim: int = 32,
-    batch_size: int = 512,
-    machine_type: str = defaults.TRAINING.machine_type,
-    accelerator_type: str = defaults.TRAINING.accelerator_type,
-    accelerator_count: int = defaults.TRAINING.accelerator_count,
-    scheduling_strategy: str = defaults.TRAINING.scheduling_strategy,
-    timeout_seconds: int = defaults.TRAINING.timeout_seconds,
+    validation_periods: int = 1,
+    training_args: list = [],  # noqa: B006
+    hyperparameters: dict = {},  # noqa: B006
+    machine_type: str = TRAINING.machine_type,
+    accelerator_type: str = TRAINING.accelerator_type,
+    accelerator_count: int = TRAINING.accelerator_count,
+    scheduling_strategy: str = TRAINING.scheduling_strategy,
+    timeout_seconds: int = TRAINING.timeout_seconds,
     service_account: str = "",
     local_preemption_after_seconds: float = 0.0,
 ) -> None:
     """Trains one candidate and registers it as a challenger; traffic is never touched.
 
     ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
-    creation time) in ``data_time_zone`` gives the week.
+    creation time) in ``data_time_zone`` gives the week. See ``weekly_retraining`` for the
+    other inputs.
     """
     week, gate = week_and_data_gate(
         backend=backend,
-        transactions_uri=transactions_uri,
+        data_uri=data_uri,
+        dataset_declaration=dataset_declaration,
         as_of=as_of,
         time_zone=data_time_zone,
         thresholds=data_gate_thresholds,
@@ -66,24 +74,21 @@ def train_only(
     with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
         data = prepare_dataset(
             backend=backend,
-            transactions_uri=transactions_uri,
-            validation_weeks=validation_weeks,
+            data_uri=data_uri,
+            dataset_declaration=dataset_declaration,
+            validation_periods=validation_periods,
             as_of=week,
         ).set_display_name("prepare-dataset")
         trained = train_custom_job(
             backend=backend,
-            display_name="guess-your-order-experiment",
+            display_name=model_display_name,
             base_output_directory=output_root,
-            python_module="trainer.task",
+            python_module=training_module,
             package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             dataset=data.outputs["dataset"],
-            hyperparameters={
-                "epochs": epochs,
-                "learning_rate": learning_rate,
-                "embedding_dim": embedding_dim,
-                "batch_size": batch_size,
-            },
+            args=training_args,
+            hyperparameters=hyperparameters,
             machine_type=machine_type,
             accelerator_type=accelerator_type,
             accelerator_count=accelerator_count,
@@ -102,6 +107,8 @@ def train_only(
             dataset=data.outputs["dataset"],
             model_display_name=model_display_name,
             base_output_directory=output_root,
+            evaluation_declaration=evaluation_declaration,
+            python_module=evaluation_module,
             package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             service_account=service_account,
@@ -115,8 +122,8 @@ def train_only(
             model=trained.outputs["model"],
             display_name=model_display_name,
             serving_image_uri=serving_image_uri,
-            serving_command=defaults.SERVING_COMMAND,
-            sample_instances=defaults.SAMPLE_INSTANCES,
+            serving_command=serving_command,
+            sample_instances=sample_instances,
             make_champion=False,
             evaluation=evaluation.outputs["metrics"],
             labels=data.outputs["window_labels"],

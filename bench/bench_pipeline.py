@@ -120,21 +120,20 @@ def last_run(log_text: str) -> str:
 
 
 def _weekly_arguments(quick: bool) -> dict[str, Any]:
+    from bench.drink_shops import module
     from trainer.data import WorldConfig, generate
     from vertex_retrain.backends.local.storage import to_local_path
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-    from vertex_retrain.cli.demo import DEMO_PARAMETERS, ensure_demo_data
     from vertex_retrain.cli.local_run import local_arguments
-    from vertex_retrain.pipelines import defaults
-    from vertex_retrain.pipelines.weekly import weekly_retraining
 
-    overrides = dict(DEMO_PARAMETERS)
+    demo, chain = module("demo"), module("pipelines")
+    overrides = dict(demo.DEMO_PARAMETERS)
     if quick:
-        generate(WorldConfig(**QUICK_SCALE), str(to_local_path(defaults.TRANSACTIONS_URI)))
-        overrides["epochs"] = 1
+        generate(WorldConfig(**QUICK_SCALE), str(to_local_path(chain.DATA_URI)))
+        overrides["training_args"] = ["--epochs", "1", "--batch_size", "2048"]
     else:
-        ensure_demo_data(io.StringIO())
-    return local_arguments(default_arguments(compile_to_dict(weekly_retraining)), overrides)
+        demo.ensure_data(chain.DATA_URI, io.StringIO())
+    return local_arguments(default_arguments(compile_to_dict(chain.weekly)), overrides)
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -148,10 +147,11 @@ def run(quick: bool) -> dict[str, Any]:
         Baseline: user-code seconds; measured: the pipeline's wall seconds; the ratio's
         excess over 1 is the overhead (target <= 25%).
     """
+    from bench.drink_shops import module
     from bench.noop_component import noop_pipeline
     from vertex_retrain.cli.local_run import stop_endpoint_servers
-    from vertex_retrain.pipelines import defaults
-    from vertex_retrain.pipelines.weekly import weekly_retraining
+
+    chain = module("pipelines")
 
     saved_root = os.environ.get("VERTEX_LOCAL_ROOT")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
@@ -160,11 +160,11 @@ def run(quick: bool) -> dict[str, Any]:
         try:
             arguments = _weekly_arguments(quick)
             empty_wall, empty_tasks = _run(noop_pipeline, {})
-            wall, tasks = _run(weekly_retraining, arguments)
+            wall, tasks = _run(chain.weekly, arguments)
             jobs = job_attempt_seconds(root)
         finally:
             # The run deployed a model: stop its server before its folder goes away.
-            stop_endpoint_servers(defaults.ENDPOINT_DISPLAY_NAME)
+            stop_endpoint_servers(chain.MODEL)
             if saved_root is None:
                 os.environ.pop("VERTEX_LOCAL_ROOT", None)
             else:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.drink_shops import dataset_declaration
 from bench.figures import figure, print_figure
 from bench.measure import Measured, python_env, run_measured
 
@@ -43,8 +44,9 @@ STORES, WEEKS, STEPS, BATCH = 2_000, 26, 1_000, 512
 LINEAR_SLACK = 1.05
 """The largest exponent p (cost ~ members^p) a segment may show and still count as linear."""
 PREPARE = (
-    "import sys; from vertex_retrain.steps.prepare import prepare; "
-    "prepare(backend='local', transactions_uri=sys.argv[1], output_dir=sys.argv[2])"
+    "import json, sys; from vertex_retrain.steps.prepare import prepare; "
+    "prepare(backend='local', data_uri=sys.argv[1], output_dir=sys.argv[2], "
+    "dataset_declaration=json.loads(sys.argv[3]))"
 )
 """The prepare_dataset step's logic as a command (the step has none of its own)."""
 
@@ -58,7 +60,15 @@ def _size(members: int, weeks: int, steps: int, scratch: Path) -> dict[str, Any]
         env=env,
     )  # fmt: skip
     prepare = run_measured(
-        [sys.executable, "-c", PREPARE, str(data), str(out / "prepared")], env=env
+        [
+            sys.executable,
+            "-c",
+            PREPARE,
+            str(data),
+            str(out / "prepared"),
+            json.dumps(dataset_declaration()),
+        ],
+        env=env,
     )
     train = run_measured(
         [sys.executable, "-m", "trainer.task", "--data", str(data), "--output_dir", str(out),

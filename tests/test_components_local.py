@@ -23,7 +23,14 @@ from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp import dsl, local
 from kfp.dsl import Dataset, Metrics, Model
 
+from tests.examples import (
+    DRINK_SHOPS,
+    dataset_declaration,
+    evaluation_declaration,
+    example_module,
+)
 from trainer.data import generate
+from trainer.split import week_of
 from trainer.world import WorldConfig
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
@@ -38,7 +45,6 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.pipelines.defaults import SAMPLE_INSTANCES, SERVING_COMMAND
 
 pytestmark = [
     pytest.mark.slow,
@@ -48,6 +54,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:It looks like you're using the remote file:UserWarning"),
 ]
 
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "data" / "components"
 TRANSACTIONS = "gs://shop/transactions"
@@ -64,9 +71,12 @@ CPU_JOB = {
 FAST_TRAINING = ["--epochs", "1", "--batch_size", "128", "--num_threads", "1"]
 SERVING = {
     "serving_image_uri": "europe-west4-docker.pkg.dev/shop/serving/recommender:1",
-    "serving_command": SERVING_COMMAND,
-    "sample_instances": SAMPLE_INSTANCES,
+    "serving_command": CHAIN.COMMON["serving_command"],
+    "sample_instances": CHAIN.SAMPLE_INSTANCES,
 }
+
+DECLARATION = dataset_declaration(DRINK_SHOPS)
+RULE = evaluation_declaration(DRINK_SHOPS)
 
 
 @dataclass(frozen=True)
@@ -123,7 +133,12 @@ def trained(world: LocalWorld) -> Trained:
         destination=PACKAGES,
         **LOCAL,
     )
-    data = prepare_dataset(backend="local", transactions_uri=TRANSACTIONS, validation_weeks=1)
+    data = prepare_dataset(
+        backend="local",
+        data_uri=TRANSACTIONS,
+        dataset_declaration=DECLARATION,
+        validation_periods=1,
+    )
     training = train_custom_job(
         display_name="direct-training",
         base_output_directory="gs://shop/runs/direct",
@@ -236,8 +251,9 @@ def test_prepare_dataset_local_splits_the_last_week_off_for_validation(
     metadata = outputs["dataset"].metadata
     assert outputs["train_rows"] + outputs["validation_rows"] == world.transaction_rows
     assert outputs["validation_rows"] > 0
-    assert metadata["validation_weeks"] == [7]  # weeks 0..7: the last one is held out
-    assert metadata["train_weeks"] == [0, 6]
+    # weeks 0..7: the last one is held out
+    assert [week_of(p) for p in metadata["validation_periods"]] == [7]
+    assert [week_of(p) for p in metadata["train_periods"]] == [0, 6]
     assert metadata["data_uri"] == TRANSACTIONS
     manifest = json.loads((Path(outputs["dataset"].path) / "manifest.json").read_text())
     assert manifest["validation"]["rows"] == outputs["validation_rows"]
@@ -248,7 +264,7 @@ def test_prepare_dataset_unknown_backend_fails_and_lists_the_choices(
 ) -> None:
     _init_kfp_local(world)
     with pytest.raises(RuntimeError, match="prepare-dataset"):
-        prepare_dataset(backend="gcp", transactions_uri=TRANSACTIONS)
+        prepare_dataset(backend="gcp", data_uri=TRANSACTIONS, dataset_declaration=DECLARATION)
     assert "backend must be one of 'vertex', 'local'; got 'gcp'" in capfd.readouterr().out
 
 
@@ -377,6 +393,8 @@ def evaluate_imported(
         dataset=data.output,
         model_display_name=model_display_name,
         base_output_directory="gs://shop/runs/evaluate-imported",
+        evaluation_declaration=RULE,
+        python_module="trainer.evaluate",
         package_uri=package_uri,
         executor_image_uri=PREBUILT,
         args=["--num-threads", "1"],
@@ -521,11 +539,11 @@ def test_evaluate_model_local_tie_with_the_champion_keeps_the_champion(
     tie = lifecycle.tie_evaluation
     assert tie["is_better"] is False
     assert tie["champion_score"] == pytest.approx(tie["candidate_score"])
-    assert "changed by +0.0000" in tie["reason"]
+    assert "improved by +0.0000" in tie["reason"]
     reported = tie["metrics"].metadata
     assert reported["champion_ndcg_at_10"] == pytest.approx(tie["champion_score"])
     assert reported["candidate_ndcg_at_10"] == pytest.approx(tie["candidate_score"])
-    assert reported["is_better"] == 0.0 and "baseline_ndcg_at_10" in reported
+    assert reported["is_better"] == 0.0 and "reference_popularity_ndcg_at_10" in reported
 
 
 def test_register_model_local_champion_moves_only_when_told(
@@ -606,7 +624,9 @@ def small_pipeline(
             destination=PACKAGES,
             **place,
         )
-        data = prepare_dataset(transactions_uri=TRANSACTIONS, backend=backend)
+        data = prepare_dataset(
+            data_uri=TRANSACTIONS, dataset_declaration=DECLARATION, backend=backend
+        )
         study = hp_tune(
             display_name="small-study",
             base_output_directory="gs://shop/runs/small",
@@ -637,6 +657,8 @@ def small_pipeline(
             dataset=data.outputs["dataset"],
             model_display_name=model_display_name,
             base_output_directory="gs://shop/runs/small",
+            evaluation_declaration=RULE,
+            python_module="trainer.evaluate",
             package_uris=[package.outputs["reference"]],
             executor_image_uri=PREBUILT,
             args=["--num-threads", "1"],

@@ -6,6 +6,7 @@ written on both sides; these tests (which may import both) fail when one side dr
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import subprocess
 import sys
@@ -13,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from trainer.data import SCHEMA, drinks_table, stores_table
+from tests.declarations import DATASET
 from trainer.evaluate import METRICS_FORMAT as TRAINER_METRICS_FORMAT
 from trainer.evaluate import build_parser, finite_metrics
 from trainer.split import MANIFEST_FORMAT as TRAINER_MANIFEST_FORMAT
 from trainer.split import MANIFEST_NAME as TRAINER_MANIFEST_NAME
-from trainer.world import WorldConfig, build_world
+from vertex_retrain.contracts.dataset import parse_dataset_declaration
 from vertex_retrain.contracts.dataset_manifest import (
     MANIFEST_FORMAT,
     MANIFEST_NAME,
-    WeekFile,
+    PeriodFile,
     content_hash,
     plan_time_split,
 )
@@ -32,20 +33,12 @@ from vertex_retrain.contracts.evaluation import (
     evaluation_args,
     parse_metrics,
 )
-from vertex_retrain.contracts.transactions import (
-    DRINKS,
-    STORES,
-    TRANSACTIONS,
-    Column,
-    SchemaMismatchError,
-    TableContract,
-)
 
 GOOD: dict[str, Any] = {
     "format": METRICS_FORMAT,
     "candidate": {"ndcg_at_10": 0.31, "recall_at_10": 0.5},
     "champion": {"ndcg_at_10": 0.3, "recall_at_10": 0.49},
-    "baseline": {"ndcg_at_10": 0.2},
+    "references": {"popularity": {"ndcg_at_10": 0.2}},
 }
 
 
@@ -61,9 +54,14 @@ def test_parse_metrics_reads_a_conforming_file_as_floats() -> None:
     assert parsed.candidate == {"ndcg_at_10": 1.0} and isinstance(
         parsed.candidate["ndcg_at_10"], float
     )
-    assert parsed.champion == GOOD["champion"] and parsed.baseline == GOOD["baseline"]
+    assert parsed.champion == GOOD["champion"] and parsed.references == GOOD["references"]
     without = _parse({"format": METRICS_FORMAT, "candidate": {"x": 0.1}}, expect_champion=False)
-    assert without.champion is None and without.baseline == {}
+    assert without.champion is None and without.references == {}
+
+
+def test_parse_metrics_reads_a_baseline_as_the_reference_of_that_name() -> None:
+    legacy = {k: v for k, v in GOOD.items() if k != "references"} | {"baseline": {"x": 0.2}}
+    assert _parse(legacy).references == {"baseline": {"x": 0.2}}
 
 
 @pytest.mark.parametrize(
@@ -76,7 +74,8 @@ def test_parse_metrics_reads_a_conforming_file_as_floats() -> None:
         ({**GOOD, "candidate": [0.3]}, True, "field candidate is [0.3]; expected an object"),
         ({**GOOD, "candidate": {"ndcg_at_10": math.nan}}, True, "candidate.ndcg_at_10 is nan"),
         ({**GOOD, "champion": {"ndcg_at_10": math.inf}}, True, "champion.ndcg_at_10 is inf"),
-        ({**GOOD, "baseline": {"ndcg_at_10": "0.2"}}, True, "baseline.ndcg_at_10 is '0.2'"),
+        ({**GOOD, "references": {"p": {"ndcg_at_10": "0.2"}}}, True, "references.p.ndcg_at_10 is"),
+        ({**GOOD, "references": [1]}, True, "field references is [1]; expected an object"),
         ({**GOOD, "candidate": {"ndcg_at_10": True}}, True, "candidate.ndcg_at_10 is True"),
         ({**GOOD, "champion": None}, True, "--champion-model-dir was given"),
         (GOOD, False, "no --champion-model-dir was given"),
@@ -114,56 +113,53 @@ def test_reference_entry_point_leaves_out_non_finite_metrics() -> None:
     _parse({**GOOD, "candidate": kept})
 
 
-# --- transactions and the manifest ------------------------------------------------------------
+# --- the manifest ---------------------------------------------------------------------------
 
 
-def test_table_contract_lists_every_mismatch_with_found_and_expected_types() -> None:
-    contract = TableContract("t", (Column("a", "int32"), Column("b", "string")))
-    with pytest.raises(SchemaMismatchError) as error:
-        contract.check({"a": "int64", "c": "bool"}, where="gs://b/t.parquet")
-    message = str(error.value)
-    assert "gs://b/t.parquet does not match the t contract" in message
-    assert "column 'a' has type int64; the t contract expects int32" in message
-    assert "column 'b' is missing; the t contract expects it with type string" in message
-    contract.check({"a": "int32", "b": "string", "extra": "bool"}, where="ok")
-
-
-def test_declared_tables_are_what_the_reference_generator_writes() -> None:
-    world = build_world(WorldConfig(members=20, stores=5, weeks=2, seed=0))
-    for contract, schema in (
-        (TRANSACTIONS, SCHEMA),
-        (DRINKS, drinks_table(world).schema),
-        (STORES, stores_table(world).schema),
-    ):
-        assert contract.problems({f.name: str(f.type) for f in schema}) == [], contract.name
+def test_plan_time_split_holds_out_the_last_periods_with_every_file_of_a_period() -> None:
+    day = dt.date(2026, 3, 2)
+    files = [
+        PeriodFile("sales/d1-b.parquet", day + dt.timedelta(days=1), 5, "b"),
+        PeriodFile("sales/d0.parquet", day, 10, "a"),
+        PeriodFile("sales/d1-a.parquet", day + dt.timedelta(days=1), 7, "c"),
+        PeriodFile("sales/d2.parquet", day + dt.timedelta(days=2), 3, "d"),
+    ]
+    dimensions = {"items.parquet": "e"}
+    declaration = parse_dataset_declaration(DATASET)
+    manifest = plan_time_split("gs://b/data", declaration, files, dimensions, 2)
+    assert manifest["train"] == {
+        "periods": ["2026-03-02"],
+        "files": ["sales/d0.parquet"],
+        "rows": 10,
+    }
+    assert manifest["validation"] == {
+        "periods": ["2026-03-03", "2026-03-04"],
+        "files": ["sales/d1-a.parquet", "sales/d1-b.parquet", "sales/d2.parquet"],
+        "rows": 15,
+    }
+    assert manifest["dimensions"] == {"items": "items.parquet"} and manifest["period"] == "day"
+    assert manifest["declaration"] == declaration.to_dict()
+    assert set(manifest["sha256"]) == {f.path for f in files} | set(dimensions)
+    assert manifest["content_hash"] == content_hash(
+        {**dimensions, **{f.path: f.sha256 for f in files}}
+    )
     assert (MANIFEST_FORMAT, MANIFEST_NAME) == (TRAINER_MANIFEST_FORMAT, TRAINER_MANIFEST_NAME)
 
 
-def test_plan_time_split_holds_out_the_last_weeks_with_every_file_of_a_week() -> None:
-    files = [
-        WeekFile("transactions/w1-b.parquet", 1, 5, "b"),
-        WeekFile("transactions/w0.parquet", 0, 10, "a"),
-        WeekFile("transactions/w1-a.parquet", 1, 7, "c"),
-        WeekFile("transactions/w2.parquet", 2, 3, "d"),
-    ]
-    catalogue = {"drinks.parquet": "e", "stores.parquet": "f"}
-    manifest = plan_time_split("gs://b/data", files, catalogue, validation_weeks=2)
-    assert manifest["train"] == {"weeks": [0], "files": ["transactions/w0.parquet"], "rows": 10}
-    assert manifest["validation"] == {
-        "weeks": [1, 2],
-        "files": [
-            "transactions/w1-a.parquet",
-            "transactions/w1-b.parquet",
-            "transactions/w2.parquet",
-        ],
-        "rows": 15,
-    }
-    assert set(manifest["sha256"]) == {f.path for f in files} | set(catalogue)
-    assert manifest["content_hash"] == content_hash(
-        {**catalogue, **{f.path: f.sha256 for f in files}}
-    )
-    with pytest.raises(ValueError, match="between 1 and 2 for 3 weeks of data, got 3"):
-        plan_time_split("gs://b/data", files, catalogue, validation_weeks=3)
+@pytest.mark.parametrize(("validation", "accepted"), [(0, False), (1, True), (2, True), (3, False)])
+def test_plan_time_split_needs_a_training_and_a_validation_period(
+    validation: int, accepted: bool
+) -> None:
+    day = dt.date(2026, 3, 2)
+    files = [PeriodFile(f"sales/{i}.parquet", day + dt.timedelta(days=i), 1, "x") for i in range(3)]
+    declaration = parse_dataset_declaration(DATASET)
+    if accepted:
+        plan_time_split("gs://b", declaration, files, {}, validation)
+        return
+    with pytest.raises(
+        ValueError, match=f"between 1 and 2 for the 3 period.s. in the window, got {validation}"
+    ):
+        plan_time_split("gs://b", declaration, files, {}, validation)
 
 
 # --- the library imports no model code ------------------------------------------------------

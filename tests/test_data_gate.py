@@ -1,7 +1,8 @@
 """The data gate: each breach is found, named with its value and threshold, and can be accepted.
 
-The data comes from the reference generator; each test breaks the newest week the way a
-failed upstream export would and runs the gate on the window that ends after it.
+The data comes from the drink shops' generator, read by the example's declaration
+(examples/drink_shops/dataset.yaml); each test breaks the newest week the way a failed
+upstream export would and runs the gate on the window that ends after it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from tests.examples import DRINK_SHOPS, dataset_declaration
 from trainer.data import generate, week_file
 from trainer.world import START_DATE, WorldConfig
 from vertex_retrain.contracts.data_gate import (
@@ -26,6 +28,8 @@ from vertex_retrain.contracts.data_gate import (
     thresholds_from,
 )
 from vertex_retrain.steps.data_gate import check_data
+
+DECLARATION = dataset_declaration(DRINK_SHOPS)
 
 WEEKS = 4
 AS_OF = (START_DATE + dt.timedelta(days=7 * WEEKS)).isoformat()
@@ -51,7 +55,13 @@ def _break_newest_week(dataset: Path, change: Callable[[pa.Table], pa.Table]) ->
 
 
 def _gate(dataset: Path, **options: object):  # type: ignore[no-untyped-def]
-    return check_data(backend="local", transactions_uri=str(dataset), as_of=AS_OF, **options)
+    return check_data(
+        backend="local",
+        data_uri=str(dataset),
+        dataset_declaration=DECLARATION,
+        as_of=AS_OF,
+        **options,
+    )
 
 
 def _checks(report) -> list[str]:  # type: ignore[no-untyped-def]
@@ -61,12 +71,15 @@ def _checks(report) -> list[str]:  # type: ignore[no-untyped-def]
 def test_gate_passes_a_clean_week_and_records_its_statistics(clean: Path) -> None:
     report = _gate(clean)
     assert report.passed and report.breaches == [], report.verdict()
-    assert report.week == WEEKS - 1
+    assert report.period == START_DATE + dt.timedelta(days=7 * (WEEKS - 1))
     stats = report.statistics
     assert stats["rows"] == pq.ParquetFile(clean / week_file(WEEKS - 1)).metadata.num_rows
     assert stats["previous_rows"] == pq.ParquetFile(clean / week_file(WEEKS - 2)).metadata.num_rows
-    assert stats["stores"] == 8 and stats["days_covered"] == 7
-    assert report.verdict() == f"data gate passed for week {WEEKS - 1} before {AS_OF}"
+    assert stats["groups"] == 8 and stats["days_covered"] == 7
+    assert stats["distinct_member_id"] > 0 and stats["distinct_drink_id"] > 0
+    assert report.verdict() == (
+        f"data gate passed for the period starting {report.period.isoformat()} before {AS_OF}"
+    )
 
 
 def test_gate_empty_week_names_the_file_and_the_missing_days(dataset: Path) -> None:
@@ -84,7 +97,9 @@ def test_gate_empty_week_names_the_file_and_the_missing_days(dataset: Path) -> N
 def test_gate_half_week_breaks_days_covered_and_rows(dataset: Path) -> None:
     _break_newest_week(dataset, lambda t: t.filter(pc.less(t["weekday"], pa.scalar(3, pa.int8()))))
     report = _gate(dataset)
-    assert set(_checks(report)) == {"days_covered", "rows", "members"}
+    assert set(_checks(report)) == {"days_covered", "rows", "distinct"}
+    distinct = next(b for b in report.breaches if b.check == "distinct")
+    assert "distinct 'member_id' values" in distinct.detail
     days = next(b for b in report.breaches if b.check == "days_covered")
     assert days.value == "3 days" and days.threshold == ">= 7 (min_days_covered)"
     rows = next(b for b in report.breaches if b.check == "rows")
@@ -118,10 +133,10 @@ def test_gate_vanished_store_is_named_with_last_week_rows(dataset: Path) -> None
     last_week = int(pc.sum(pc.equal(before["store_id"], 3)).as_py())
     _break_newest_week(dataset, lambda t: t.filter(pc.not_equal(t["store_id"], 3)))
     report = _gate(dataset)
-    assert _checks(report) == ["stores_vanished"]
+    assert _checks(report) == ["groups_vanished"]
     (vanished,) = report.breaches
-    assert vanished.detail.startswith(f"store(s) 3 ({last_week} rows) sold the week before")
-    assert (vanished.value, vanished.threshold) == ("1 store(s)", "<= 0 (max_vanished_stores)")
+    assert vanished.detail.startswith(f"store_id 3 ({last_week} rows) had rows the period before")
+    assert (vanished.value, vanished.threshold) == ("1 group(s)", "<= 0 (max_vanished_groups)")
 
 
 def test_gate_unknown_ids_and_nulls_are_breaches(dataset: Path) -> None:
@@ -141,17 +156,19 @@ def test_gate_unknown_ids_and_nulls_are_breaches(dataset: Path) -> None:
 
     _break_newest_week(dataset, corrupt)
     report = _gate(dataset)
-    assert sorted(_checks(report)) == ["nulls", "unknown_ids"]
-    unknown = next(b for b in report.breaches if b.check == "unknown_ids")
-    assert unknown.detail == "1 row(s) name a drink missing from drinks.parquet"
+    assert sorted(_checks(report)) == ["nulls", "unknown_keys"]
+    unknown = next(b for b in report.breaches if b.check == "unknown_keys")
+    assert (
+        unknown.detail == "1 row(s) name a drink_id missing from drinks.parquet (dimension drinks)"
+    )
 
 
 def test_gate_accepted_breach_is_reported_and_does_not_stop(dataset: Path) -> None:
     _break_newest_week(dataset, lambda t: t.filter(pc.not_equal(t["store_id"], 3)))
-    report = _gate(dataset, accept="stores_vanished")
+    report = _gate(dataset, accept="groups_vanished")
     assert report.passed and [b.accepted for b in report.breaches] == [True]
-    assert "1 accepted: stores_vanished" in report.verdict()
-    assert "| stores_vanished |" in report.markdown()
+    assert "1 accepted: groups_vanished" in report.verdict()
+    assert "| groups_vanished |" in report.markdown()
 
 
 def test_gate_thresholds_are_parameters(dataset: Path) -> None:
@@ -165,9 +182,9 @@ def test_gate_refuses_unknown_thresholds_and_checks_naming_the_known_ones() -> N
     with pytest.raises(DataGateInputError, match=r"expected a finite number >= 0"):
         thresholds_from({"min_row_ratio": -1})
     with pytest.raises(DataGateInputError, match=r"expected a whole number"):
-        thresholds_from({"max_vanished_stores": 1.5})
-    assert thresholds_from({"max_vanished_stores": 2.0}).max_vanished_stores == 2
+        thresholds_from({"max_vanished_groups": 1.5})
+    assert thresholds_from({"max_vanished_groups": 2.0}).max_vanished_groups == 2
     assert thresholds_from({}) == GateThresholds()
     with pytest.raises(DataGateInputError, match=r"unknown check\(s\) row; known checks: schema"):
-        parse_accept("row, stores_vanished")
-    assert parse_accept(" rows , drink_mix ") == {"rows", "drink_mix"} <= set(CHECKS)
+        parse_accept("row, groups_vanished")
+    assert parse_accept(" rows , mix_shift ") == {"rows", "mix_shift"} <= set(CHECKS)

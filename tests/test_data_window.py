@@ -86,9 +86,9 @@ def test_window_end_refuses_only_dates_in_the_future_everywhere() -> None:
 
 def test_check_as_of_refuses_a_date_before_the_data_starts() -> None:
     first = dt.datetime(2023, 1, 2, 7, 24)
-    with pytest.raises(DataWindowError, match=r"before the data starts \(first transaction 2023"):
-        check_as_of(dt.date(2023, 1, 2), today=dt.date(2026, 1, 1), first_transaction=first)
-    check_as_of(dt.date(2023, 1, 3), today=dt.date(2026, 1, 1), first_transaction=first)
+    with pytest.raises(DataWindowError, match=r"before the data starts \(first row 2023"):
+        check_as_of(dt.date(2023, 1, 2), today=dt.date(2026, 1, 1), first_row=first)
+    check_as_of(dt.date(2023, 1, 3), today=dt.date(2026, 1, 1), first_row=first)
 
 
 def test_select_before_keeps_whole_weeks_strictly_before_the_cut() -> None:

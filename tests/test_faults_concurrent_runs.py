@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.examples import DRINK_SHOPS, example_module
 from trainer.data import generate
 from trainer.world import WorldConfig
 from vertex_retrain.backends.local.endpoint_servers import stop_servers
@@ -24,12 +25,12 @@ from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.local_run import RunConflictError, exclusive_model_run
-from vertex_retrain.pipelines import defaults
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
 RUN_WEEKLY = Path(__file__).parent / "data" / "faults" / "run_weekly.py"
-LOCK = f"locks/run-{defaults.MODEL_DISPLAY_NAME}.lock"
+LOCK = f"locks/run-{CHAIN.MODEL}.lock"
 
 
 def _start_run(root: Path) -> subprocess.Popen[str]:
@@ -61,7 +62,7 @@ def test_second_concurrent_weekly_run_is_refused_and_first_completes(
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(root))
     generate(
         WorldConfig(members=200, stores=10, weeks=8, seed=1),
-        str(to_local_path(defaults.TRANSACTIONS_URI)),
+        str(to_local_path(CHAIN.DATA_URI)),
     )
     # `with`: however the test ends, the first run's pipes are closed and it is reaped.
     with _start_run(root) as first:
@@ -83,14 +84,14 @@ def test_second_concurrent_weekly_run_is_refused_and_first_completes(
                     stop_servers(endpoint.display_name)
     assert second["succeeded"] is False
     refusal = second["refused"] or ""
-    assert f"already working on model '{defaults.MODEL_DISPLAY_NAME}'" in refusal
+    assert f"already working on model '{CHAIN.MODEL}'" in refusal
     assert f"pid {first.pid}" in refusal and "another VERTEX_LOCAL_ROOT" in refusal
     assert outcome["succeeded"] is True, outcome["console_tail"]
     assert outcome["decision"]["is_better"] is True
     # The registry and endpoint hold exactly what the first run alone would have made.
-    versions = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)
+    versions = ModelRegistry().list_versions(CHAIN.MODEL)
     assert [sorted(v.aliases) for v in versions] == [["champion", "default"]]
-    endpoint = LocalEndpoints().get(defaults.ENDPOINT_DISPLAY_NAME)
+    endpoint = LocalEndpoints().get(CHAIN.MODEL)
     assert list(endpoint.traffic_split.values()) == [100]
     assert len(list((root / "pipeline-root").iterdir())) == 1  # the refused run made none
 

@@ -1,5 +1,5 @@
-"""weekly_retraining runs locally, end to end, through both branches of the champion gate,
-and for the week after.
+"""The weekly template runs locally, end to end, through both branches of the champion gate,
+and for the week after: configured for the drink shops (examples/drink_shops/pipelines.py).
 
 The first run on an empty root is a module fixture (``first_run``): each test that needs a
 champion gets one from it, so any test passes alone, in any order, or on another xdist worker.
@@ -21,39 +21,38 @@ from typing import Any
 
 import pytest
 
+from tests.examples import DRINK_SHOPS, evaluation_declaration, example_module
+from trainer.split import week_of
 from vertex_retrain.backends.local.endpoint_servers import stop_servers
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
 from vertex_retrain.backends.local.router import start_router
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-from vertex_retrain.cli.demo_weeks import cached_tasks
-from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
-from vertex_retrain.pipelines import defaults
-from vertex_retrain.pipelines.weekly import weekly_retraining
+from vertex_retrain.cli.local_run import cached_tasks, local_arguments, run_pipeline_locally
 
-ROOT = Path(__file__).resolve().parent.parent
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
+MODEL = CHAIN.MODEL
 TINY = {
-    "epochs": 1,
-    "batch_size": 256,
-    "learning_rate": 0.01,
+    "training_args": ["--epochs", "1", "--batch_size", "256"],
+    "hyperparameters": {"learning_rate": 0.01, "embedding_dim": 32},
 }
 
 
 def _run(overrides: dict[str, Any]) -> Any:
-    spec = compile_to_dict(weekly_retraining)
+    spec = compile_to_dict(CHAIN.weekly)
     source = Path(os.environ["VERTEX_LOCAL_ROOT"]) / "trainer-source"
     arguments = local_arguments(
         default_arguments(spec), {**TINY, "source_uri": str(source), **overrides}
     )
     with open("/dev/null", "w") as quiet:
-        return run_pipeline_locally(weekly_retraining, arguments, console=quiet)
+        return run_pipeline_locally(CHAIN.weekly, arguments, console=quiet)
 
 
 def _predict(endpoint: str) -> tuple[dict[str, int], list[Any]]:
     with start_router(endpoint) as router:
         request = urllib.request.Request(
             f"{router.url}/v1/endpoints/{endpoint}:predict",
-            data=json.dumps({"instances": defaults.SAMPLE_INSTANCES}).encode(),
+            data=json.dumps({"instances": CHAIN.SAMPLE_INSTANCES}).encode(),
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
@@ -82,7 +81,7 @@ def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         target = root / "gcs" / "drink-shops-ml" / "transactions"
         generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(target))
         shutil.copytree(
-            ROOT / "examples" / "drink_shops" / "trainer",
+            DRINK_SHOPS / "trainer",
             root / "trainer-source",
             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
         )
@@ -101,8 +100,8 @@ def first_run(local_root: Path) -> FirstRun:
     later tests change."""
     outcome = _run({})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
-    champion = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
-    traffic, predictions = _predict(defaults.ENDPOINT_DISPLAY_NAME)
+    champion = ModelRegistry().get_version(MODEL, "champion")
+    traffic, predictions = _predict(MODEL)
     return FirstRun(outcome, champion, traffic, predictions)
 
 
@@ -125,41 +124,44 @@ def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
     first_run: FirstRun,
 ) -> None:
     endpoints = LocalEndpoints()
-    traffic_before = endpoints.get(defaults.ENDPOINT_DISPLAY_NAME).traffic_split
-    champion_before = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
-    # No model beats "reorder your usual" by a whole NDCG point: the pipeline's floor refuses it.
-    outcome = _run({"minimum_metrics": {"ndcg_at_10_usual_margin": 1.0}})
+    traffic_before = endpoints.get(MODEL).traffic_split
+    champion_before = ModelRegistry().get_version(MODEL, "champion")
+    # No model beats "reorder your usual" by a whole NDCG point: the declared floor refuses it.
+    rule = evaluation_declaration(DRINK_SHOPS)
+    floored = {
+        **rule,
+        "metrics": {**rule["metrics"], "ndcg_at_10_usual_margin": "higher"},
+        "floors": {"ndcg_at_10_usual_margin": 1.0},
+    }
+    outcome = _run({"evaluation_declaration": floored})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     decision = outcome.summary["decision"] if outcome.summary else {}
     assert decision["is_better"] is False
     assert "ndcg_at_10_usual_margin is" in decision["reason"]
-    assert "below the required minimum 1.0000" in decision["reason"]
+    assert "beyond the required minimum 1.0000" in decision["reason"]
     registry = ModelRegistry()
-    versions = registry.list_versions(defaults.MODEL_DISPLAY_NAME)
+    versions = registry.list_versions(MODEL)
     assert "challenger" in versions[-1].aliases
-    assert registry.get_version(defaults.MODEL_DISPLAY_NAME, "champion") == champion_before
-    assert endpoints.get(defaults.ENDPOINT_DISPLAY_NAME).traffic_split == traffic_before
+    assert registry.get_version(MODEL, "champion") == champion_before
+    assert endpoints.get(MODEL).traffic_split == traffic_before
 
 
 def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
     first_run: FirstRun,
 ) -> None:
-    old_champion = ModelRegistry().get_version(defaults.MODEL_DISPLAY_NAME, "champion")
+    old_champion = ModelRegistry().get_version(MODEL, "champion")
     outcome = _run({"force_decision": "better"})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     registry = ModelRegistry()
-    new_champion = registry.get_version(defaults.MODEL_DISPLAY_NAME, "champion")
+    new_champion = registry.get_version(MODEL, "champion")
     assert new_champion.version_id != old_champion.version_id
-    assert (
-        "champion"
-        not in registry.get_version(defaults.MODEL_DISPLAY_NAME, old_champion.version_id).aliases
-    )
-    endpoint = LocalEndpoints().get(defaults.ENDPOINT_DISPLAY_NAME)
+    assert "champion" not in registry.get_version(MODEL, old_champion.version_id).aliases
+    endpoint = LocalEndpoints().get(MODEL)
     by_version = {m.model_version_id: m.traffic_percentage for m in endpoint.deployed_models}
     # The new champion takes all traffic; the previous one stays deployed for rollback.
     assert by_version[new_champion.version_id] == 100
     assert by_version[old_champion.version_id] == 0
-    traffic, predictions = _predict(defaults.ENDPOINT_DISPLAY_NAME)
+    traffic, predictions = _predict(MODEL)
     assert sum(traffic.values()) == 100 and predictions[0]["drinks"]
 
 
@@ -176,11 +178,15 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     week_two = outcome.summary["data_window"]
     # Fresh data: the new week validates, last week's validation week now trains.
-    assert (week_one["validation_weeks"], week_two["validation_weeks"]) == ([7], [8])
-    assert week_two["train_weeks"] == [0, 7] and week_two["as_of"] == as_of.isoformat()
+    weeks = [[week_of(p) for p in w["validation_periods"]] for w in (week_one, week_two)]
+    assert weeks == [[7], [8]]
+    assert [week_of(p) for p in week_two["train_periods"]] == [0, 7]
+    assert week_two["as_of"] == as_of.isoformat()
     assert week_two["content_hash"] != week_one["content_hash"]
     gate = outcome.summary["data_gate"]
-    assert gate["passed"] is True and gate["statistics"]["week"] == 8
+    assert gate["passed"] is True and gate["verdict"].startswith(
+        f"data gate passed for the period starting {week_two['validation_periods'][0]}"
+    )
     # Only the build (same code) comes from the cache; everything keyed on the week ran.
     cached = cached_tasks(outcome.run_dir)
     assert "build-container" in cached
@@ -192,7 +198,7 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
         "train-custom-job",
         "evaluate-model",
     } & set(cached)
-    newest = ModelRegistry().list_versions(defaults.MODEL_DISPLAY_NAME)[-1]
+    newest = ModelRegistry().list_versions(MODEL)[-1]
     assert newest.labels["data_as_of"] == as_of.isoformat()
     assert newest.labels["data_from"] == "2023-01-02"
 

@@ -26,7 +26,7 @@ FACTS: dict[str, Any] = {
     "data_window": {
         "as_of": "2026-11-23",
         "source": "schedule",
-        "first_transaction": "2026-08-31T07:00:00",
+        "first_row": "2026-08-31T07:00:00",
         "train_rows": 900,
         "content_hash": "sha256:ab",
     },
@@ -34,20 +34,26 @@ FACTS: dict[str, Any] = {
         "passed": True,
         "verdict": "data gate passed for week 12",
         "breaches": [],
-        "statistics": {"rows": 353, "members": 199, "stores": 8},
+        "statistics": {"rows": 353, "distinct_member_id": 199, "groups": 8},
     },
     "decision": {
         "is_better": True,
         "reason": "ndcg_at_10 improved by +0.0100",
         "candidate_score": 0.23,
         "champion_score": 0.22,
+        "rule": {
+            "primary": "ndcg_at_10",
+            "metrics": {"ndcg_at_10": "higher", "recall_at_10": "higher"},
+            "reference": "popularity",
+        },
     },
     "metrics": {
         "candidate_ndcg_at_10": 0.23,
         "champion_ndcg_at_10": 0.22,
-        "baseline_ndcg_at_10": 0.2,
+        "reference_popularity_ndcg_at_10": 0.2,
         "candidate_recall_at_10": 0.44,
-        "baseline_recall_at_10": 0.41,
+        "reference_popularity_recall_at_10": 0.41,
+        "reference_last_week_recall_at_10": 0.3,
         "is_better": 1.0,
     },
     "training": {"goodput": 0.9, "restarts": 2.0, "spot_fallback": 1.0},
@@ -80,14 +86,22 @@ def test_record_from_summary_keeps_window_gate_roles_decision_cost_and_fallback(
     )
     assert record.window == {
         "source": "schedule",
-        "first_transaction": "2026-08-31T07:00:00",
+        "first_row": "2026-08-31T07:00:00",
         "train_rows": 900,
     }
     assert record.data["passed"] is True and record.data["statistics"]["rows"] == 353
     assert record.candidate == {"ndcg_at_10": 0.23, "recall_at_10": 0.44}
     assert record.champion == {"ndcg_at_10": 0.22}
-    assert record.baseline == {"ndcg_at_10": 0.2, "recall_at_10": 0.41}
+    assert record.references == {
+        "popularity": {"ndcg_at_10": 0.2, "recall_at_10": 0.41},
+        "last_week": {"recall_at_10": 0.3},  # a reference name may hold underscores
+    }
     assert record.decision["is_better"] is True
+    assert (record.decision["primary_metric"], record.decision["reference"]) == (
+        "ndcg_at_10",
+        "popularity",
+    )
+    assert record.decision["metrics"] == ["ndcg_at_10", "recall_at_10"]
     assert record.cost["spot_plan"] == 0.71 and record.cost["on_demand_plan"] == 1.68
     assert (record.goodput, record.restarts) == (0.9, 2)
     assert record.spot_fallback["total_cost"] == 0.775
@@ -181,7 +195,7 @@ def test_log_week_logs_one_experiment_run_with_the_weeks_params_and_metrics() ->
         "state": "SUCCEEDED",
         "as_of": "2026-11-23",
         "window_source": "schedule",
-        "first_transaction": "2026-08-31T07:00:00",
+        "first_row": "2026-08-31T07:00:00",
         "data_gate": "passed",
         "decision": "champion",
         "decision_reason": "ndcg_at_10 improved by +0.0100",
@@ -190,8 +204,8 @@ def test_log_week_logs_one_experiment_run_with_the_weeks_params_and_metrics() ->
     metrics = calls["log_metrics"]
     assert metrics["candidate_ndcg_at_10"] == 0.23
     assert metrics["champion_ndcg_at_10"] == 0.22
-    assert metrics["baseline_recall_at_10"] == 0.41
-    assert metrics["data_rows"] == 353.0 and metrics["data_stores"] == 8.0
+    assert metrics["reference_popularity_recall_at_10"] == 0.41
+    assert metrics["data_rows"] == 353.0 and metrics["data_groups"] == 8.0
     assert (metrics["goodput"], metrics["restarts"]) == (0.9, 2.0)
     assert (metrics["cost_spot_plan"], metrics["cost_on_demand_plan"]) == (0.71, 1.68)
     assert metrics["fallback_total_cost"] == 0.775
@@ -249,8 +263,9 @@ def test_history_prints_the_weeks_as_a_table_and_writes_the_plot(
     _record_two_weeks()
     assert main(["history", "guess-your-order"]) == 0
     lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("guess-your-order: ndcg_at_10 of each model")
     assert lines[1].split() == [
-        "AS", "OF", "OUTCOME", "ROWS", "CANDIDATE", "CHAMPION", "BASELINE", "GOODPUT", "COST",
+        "AS", "OF", "OUTCOME", "ROWS", "CANDIDATE", "CHAMPION", "REFERENCE", "GOODPUT", "COST",
     ]  # fmt: skip
     assert lines[2].split() == [
         "2026-11-16", "champion", "353", "0.23", "0.22", "0.2", "0.9", "0.71", "USD",
@@ -296,3 +311,29 @@ def test_history_of_an_empty_root_says_nothing_is_recorded(
 ) -> None:
     assert main(["history", "--no-plot"]) == 0
     assert "no run recorded yet" in capsys.readouterr().out
+
+
+def test_history_metric_option_picks_the_column_else_each_runs_primary_metric(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = RunHistory()
+    history.record(_record(run="w1", as_of="2026-11-16", spot_fallback={}))
+    rmse_rule = {"primary": "rmse", "metrics": {"rmse": "lower"}}
+    demand = record_from_summary(
+        {
+            **FACTS,
+            "pipeline_run": "d1",
+            "decision": {**FACTS["decision"], "rule": rmse_rule},
+            "metrics": {"candidate_rmse": 11.5, "candidate_ndcg_at_10": 0.1},
+        },
+        model="demand",
+        backend="local",
+    )
+    history.record(demand)
+    assert main(["history", "demand", "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("demand: rmse of each model") and "11.5" in out
+    assert main(["history", "guess-your-order", "--no-plot", "--metric", "recall_at_10"]) == 0
+    row = capsys.readouterr().out.splitlines()[2].split()
+    assert row[:5] == ["2026-11-16", "champion", "353", "0.44", "-"]
+    assert row[5] == "0.41"  # the declared reference's recall

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from vertex_retrain.steps.job_request import custom_job_payload
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "components" / "tiny_evaluator"
 SERVING = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "predictRoute": "/predict"}
+RULE = {"primary": "score", "metrics": {"score": "higher"}}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,7 @@ def _request(package: str, name: str, **changes: Any) -> EvaluationRequest:
         "dataset_uri": "gs://b/datasets/d1",
         "model_display_name": name,
         "output_directory": f"gs://b/evaluations/{name}",
-        "primary_metric": "score",
+        "evaluation_declaration": RULE,
         "python_module": "tiny_evaluator.evaluate",
         "package_uris": [package],
         "machine_type": "n1-standard-4",
@@ -76,7 +78,7 @@ def test_evaluate_local_job_without_champion_makes_the_candidate_the_first(
     decision = _run(request, tmp_path)
     assert decision.is_better and decision.champion_score == -1.0
     assert decision.candidate_score == 0.5
-    assert decision.baseline_metrics == {"score": 0.1}
+    assert decision.reference_metrics == {"constant": {"score": 0.1}}
     written = json.loads(to_local_path(metrics_uri(request.output_directory)).read_text())
     assert written["champion"] is None and written["data"] == "gs://b/datasets/d1"
     (resource,) = json.loads((tmp_path / "gcp_resources").read_text())["resources"]
@@ -93,16 +95,56 @@ def test_evaluate_local_job_scores_the_champion_and_keeps_it_when_better(
     decision = _run(_request(package, "held"), tmp_path)
     assert decision.is_better is False
     assert (decision.candidate_score, decision.champion_score) == (0.5, 0.7)
-    assert "score changed by -0.2000" in decision.reason
+    assert "score (higher is better) improved by -0.2000" in decision.reason
     assert decision.reported_metrics()["champion_score"] == 0.7
 
 
-def test_evaluate_local_job_refuses_a_first_candidate_below_a_minimum_metric(
+def test_evaluate_local_job_reads_the_declared_direction(package: str, tmp_path: Path) -> None:
+    champion = _model("gs://b/models/errors/champion", 0.7)
+    ModelRegistry().upload_version(
+        "errors", artifact_uri=champion, container_spec=SERVING, aliases=["champion"]
+    )
+    lower = {"primary": "score", "metrics": {"score": "lower"}}
+    decision = _run(_request(package, "errors", evaluation_declaration=lower), tmp_path)
+    assert decision.is_better is True  # 0.5 against 0.7, and lower is better
+    assert "score (lower is better) improved by +0.2000" in decision.reason
+
+
+def test_evaluate_local_job_refuses_a_first_candidate_beyond_a_floor(
     package: str, tmp_path: Path
 ) -> None:
-    decision = _run(_request(package, "floor", minimum_metrics={"score": 0.6}), tmp_path)
+    rule = {**RULE, "floors": {"score": 0.6}}
+    decision = _run(_request(package, "floor", evaluation_declaration=rule), tmp_path)
     assert decision.is_better is False and decision.champion_score == -1.0
-    assert "score is 0.5000, below the required minimum 0.6000" in decision.reason
+    assert "score is 0.5000, beyond the required minimum 0.6000" in decision.reason
+
+
+def test_evaluate_local_job_first_candidate_must_beat_the_declared_reference(
+    package: str, tmp_path: Path
+) -> None:
+    rule = {**RULE, "reference": "constant"}
+    request = _request(package, "weak", evaluation_declaration=rule)
+    weak = replace(request, candidate_uri=_model("gs://b/models/weak/below", 0.05))
+    decision = _run(weak, tmp_path)
+    assert decision.is_better is False
+    assert "does not beat reference 'constant' (0.1000)" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"python_module": ""}, "needs the package's evaluation entry point"),
+        ({"evaluation_declaration": {"primary": "score"}}, "metrics is None"),
+    ],
+)
+def test_evaluate_refuses_a_request_it_cannot_decide_before_any_job(
+    package: str, tmp_path: Path, changes: dict[str, Any], message: str
+) -> None:
+    request = _request(package, "unsubmitted", **changes)
+    with pytest.raises(ValueError, match=message):
+        _run(request, tmp_path)
+    assert not (tmp_path / "gcp_resources").exists()
+    assert not to_local_path(metrics_uri(request.output_directory)).exists()
 
 
 def test_evaluate_local_job_non_finite_metric_fails_naming_the_field(
@@ -136,6 +178,8 @@ def test_evaluation_job_request_is_one_cpu_replica_on_demand_with_the_contract_f
         dataset_uri="gs://b/d",
         model_display_name="m",
         output_directory="gs://b/e/",
+        evaluation_declaration=RULE,
+        python_module="mine.evaluate",
         package_uris=["gs://b/p/trainer-1.0-py3-none-any.whl"],
         args=["--num-threads", "4"],
     )
@@ -145,7 +189,7 @@ def test_evaluation_job_request_is_one_cpu_replica_on_demand_with_the_contract_f
     assert pool["replicaCount"] == "1"
     assert payload["jobSpec"].get("scheduling", {}).get("strategy", "STANDARD") == "STANDARD"
     code = pool["pythonPackageSpec"]
-    assert code["pythonModule"] == "trainer.evaluate"
+    assert code["pythonModule"] == "mine.evaluate"
     assert code["args"] == [
         "--num-threads",
         "4",

@@ -1,7 +1,8 @@
-"""prepare_dataset's step: the transactions contract is checked, the split is written.
+"""prepare_dataset's step: the dataset declaration is checked, the split is written.
 
-The data comes from the reference generator (``trainer.data``); the step itself reads it only
-through the declared contract, and the reference trainer reads the manifest it writes.
+The data comes from the drink shops' generator (``trainer.data``); the step itself reads it
+only through the example's declaration, and the example's trainer reads the manifest it
+writes.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from tests.examples import DRINK_SHOPS, dataset_declaration
 from trainer.data import generate, week_file
-from trainer.split import load_manifest, plan_time_split
+from trainer.split import load_manifest, part_weeks, plan_time_split
 from trainer.world import START_DATE, WorldConfig
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.steps.prepare import DataWindowError, SchemaMismatchError, prepare
+
+DECLARATION = dataset_declaration(DRINK_SHOPS)
+CONTRACT_KEYS = (
+    "format", "data_uri", "period", "train", "validation", "dimensions", "sha256", "content_hash",
+)  # fmt: skip
+"""The manifest keys both writers (the library's step and the trainer's split) define."""
 
 
 @pytest.fixture()
@@ -31,9 +39,10 @@ def dataset(tmp_path: Path) -> Path:
 def _prepare(dataset: Path, out: Path, validation_weeks: int = 1, as_of: str = "") -> dict:
     return prepare(
         backend="local",
-        transactions_uri=str(dataset),
+        data_uri=str(dataset),
+        dataset_declaration=DECLARATION,
         output_dir=str(out),
-        validation_weeks=validation_weeks,
+        validation_periods=validation_weeks,
         as_of=as_of,
     ).manifest
 
@@ -46,14 +55,16 @@ def test_prepare_local_writes_the_manifest_the_reference_trainer_reads(
     dataset: Path, tmp_path: Path
 ) -> None:
     manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2)
-    assert manifest["train"]["weeks"] == [0, 1, 2] and manifest["validation"]["weeks"] == [3, 4]
+    assert part_weeks(manifest, "train") == [0, 1, 2]
+    assert part_weeks(manifest, "validation") == [3, 4]
+    assert manifest["train"]["periods"][0] == START_DATE.isoformat()
     assert manifest["validation"]["files"] == [week_file(3), week_file(4)]
     assert load_manifest(str(tmp_path / "split")) == manifest
     # The trainer's own split of the same folder agrees on every key the contract defines;
-    # the window is the pipeline's record of the run (readers ignore keys they do not know).
+    # each writer adds keys of its own (readers ignore keys they do not know).
     trainers = plan_time_split(str(dataset), validation_weeks=2)
-    assert {key: trainers[key] for key in manifest if key != "window"} == {
-        key: value for key, value in manifest.items() if key != "window"
+    assert {key: trainers[key] for key in CONTRACT_KEYS} == {
+        key: manifest[key] for key in CONTRACT_KEYS
     }
 
 
@@ -64,10 +75,15 @@ def test_prepare_local_maps_gs_uris_under_the_local_root(
     target.parent.mkdir(parents=True)
     dataset.rename(target)
     prepared = prepare(
-        backend="local", transactions_uri="gs://bucket/data", output_dir=str(tmp_path / "out")
+        backend="local",
+        data_uri="gs://bucket/data",
+        dataset_declaration=DECLARATION,
+        output_dir=str(tmp_path / "out"),
     )
     assert prepared.manifest["data_uri"] == "gs://bucket/data"
-    assert prepared.summary()["validation_weeks"] == [4]
+    assert prepared.summary()["validation_periods"] == [
+        (START_DATE + dt.timedelta(days=28)).isoformat()
+    ]
     assert prepared.train_rows + prepared.validation_rows == sum(
         pq.ParquetFile(path).metadata.num_rows
         for path in (to_local_path("gs://bucket/data") / "transactions").glob("*.parquet")
@@ -85,7 +101,7 @@ def test_prepare_refuses_a_mistyped_column_naming_found_and_expected_types(
         _prepare(dataset, tmp_path / "split")
     message = str(error.value)
     assert "week-0002.parquet" in message
-    assert "column 'member_id' has type int64; the transactions contract expects int32" in message
+    assert "column 'member_id' has type int64; the table declares int32" in message
     assert not (tmp_path / "split").exists()
 
 
@@ -96,7 +112,7 @@ def test_prepare_refuses_a_missing_column_and_lists_what_was_found(
     _rewrite(path, pq.read_table(path).drop_columns(["region_id"]))
     with pytest.raises(SchemaMismatchError, match=r"stores\.parquet") as error:
         _prepare(dataset, tmp_path / "split")
-    assert "column 'region_id' is missing; the stores contract expects it with type int8" in str(
+    assert "column 'region_id' is missing; dimension 'stores' declares it with type int8" in str(
         error.value
     )
 
@@ -104,7 +120,7 @@ def test_prepare_refuses_a_missing_column_and_lists_what_was_found(
 def test_prepare_refuses_a_file_of_several_weeks(dataset: Path, tmp_path: Path) -> None:
     merged = pa.concat_tables([pq.read_table(dataset / week_file(w)) for w in (0, 1)])
     _rewrite(dataset / week_file(0), merged)
-    with pytest.raises(ValueError, match=r"week-0000\.parquet holds weeks 0\.\.1"):
+    with pytest.raises(ValueError, match=r"week-0000\.parquet holds rows of the weeks starting"):
         _prepare(dataset, tmp_path / "split")
 
 
@@ -121,7 +137,7 @@ def test_prepare_refuses_nulls_in_a_key_column(dataset: Path, tmp_path: Path) ->
 
 def test_prepare_refuses_missing_parts_and_impossible_splits(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "split"
-    with pytest.raises(ValueError, match="validation_weeks must be between 1 and 4"):
+    with pytest.raises(ValueError, match="validation_periods must be between 1 and 4"):
         _prepare(dataset, out, validation_weeks=5)
     with pytest.raises(FileNotFoundError, match="no dataset folder"):
         _prepare(tmp_path / "nowhere", out)
@@ -154,7 +170,7 @@ def test_prepare_point_in_time_no_row_at_or_after_as_of_reaches_the_split(
     # Wednesday of week 3: week 3 is in progress, week 4 is after the cut.
     as_of = START_DATE + dt.timedelta(days=7 * 3 + 2)
     manifest = _prepare(dataset, tmp_path / "split", validation_weeks=1, as_of=as_of.isoformat())
-    assert manifest["train"]["weeks"] == [0, 1] and manifest["validation"]["weeks"] == [2]
+    assert part_weeks(manifest, "train") == [0, 1] and part_weeks(manifest, "validation") == [2]
     cut = dt.datetime.combine(as_of, dt.time())
     used = manifest["train"]["files"] + manifest["validation"]["files"]
     newest = max(
@@ -175,7 +191,7 @@ def test_prepare_on_a_week_boundary_keeps_the_week_that_just_ended(
 ) -> None:
     as_of = (START_DATE + dt.timedelta(days=7 * 4)).isoformat()
     manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2, as_of=as_of)
-    assert manifest["validation"]["weeks"] == [2, 3]
+    assert part_weeks(manifest, "validation") == [2, 3]
     assert manifest["window"]["left_out"]["after_as_of"] == [week_file(4)]
 
 
@@ -184,7 +200,7 @@ def test_prepare_on_a_week_boundary_keeps_the_week_that_just_ended(
     [
         (
             "2022-12-01",
-            r"as_of 2022-12-01 is before the data starts \(first transaction 2023-01-02",
+            r"as_of 2022-12-01 is before the data starts \(first row 2023-01-02",
         ),
         ("2023-01-04", r"leaves no complete week"),
         ("2999-01-01", r"as_of 2999-01-01 is in the future"),

@@ -20,8 +20,8 @@ def test_summary_records_the_window_and_the_gate() -> None:
                     "uri": "/tmp/d",
                     "metadata": {
                         "as_of": "2026-11-23",
-                        "first_transaction": "2023-01-02T07:01:00",
-                        "last_transaction": "2026-11-22T21:59:00",
+                        "first_row": "2023-01-02T07:01:00",
+                        "last_row": "2026-11-22T21:59:00",
                         "content_hash": "abc",
                     },
                 }
@@ -46,7 +46,7 @@ def test_summary_records_the_window_and_the_gate() -> None:
     }
     text = render_markdown(facts)
     assert (
-        "**Data window:** transactions before 2026-11-23 (schedule): "
+        "**Data window:** rows before 2026-11-23 (schedule): "
         "2023-01-02T07:01:00 .. 2026-11-22T21:59:00" in text
     )
     assert "**Data gate:** data gate passed for week 41" in text

@@ -12,7 +12,7 @@ import pytest
 
 from trainer.data import generate, sample_week, week_file
 from trainer.data_append import append_week
-from trainer.split import plan_time_split
+from trainer.split import part_weeks, plan_time_split
 from trainer.world import WorldConfig, build_world
 
 CONFIG = WorldConfig(members=80, stores=5, weeks=3, seed=4)
@@ -30,7 +30,7 @@ def test_append_week_writes_the_next_week_from_the_same_world(tmp_path: Path) ->
     assert info["config"]["weeks"] == 3  # the world's, unchanged
     assert info["rows"] == sum(w["rows"] for w in info["weeks"])
     # The trainer's own split sees the new week as the validation week.
-    assert plan_time_split(str(folder))["validation"]["weeks"] == [3]
+    assert part_weeks(plan_time_split(str(folder)), "validation") == [3]
     assert append_week(folder)["week"] == 4
 
 

@@ -70,7 +70,11 @@ def test_evaluate_entry_point_writes_the_contract_file_through_the_gcs_mapping(
     assert parsed.champion == parsed.candidate
     at_training = json.loads((trained / "out" / "model" / "metrics.json").read_text())
     assert parsed.candidate["ndcg_at_10"] == pytest.approx(at_training["ndcg_at_10"])
-    assert parsed.baseline["ndcg_at_10"] == pytest.approx(at_training["baseline_ndcg_at_10"])
+    popularity = parsed.references["popularity"]
+    assert popularity["ndcg_at_10"] == pytest.approx(at_training["baseline_ndcg_at_10"])
+    assert parsed.references["usual"]["ndcg_at_10"] == pytest.approx(
+        at_training["usual_ndcg_at_10"]
+    )
 
 
 def test_evaluate_entry_point_without_champion_writes_null_and_fails_cleanly(

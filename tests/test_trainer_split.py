@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainer.data import generate, week_file
-from trainer.split import load_manifest, main, make_time_split, plan_time_split
+from trainer.split import load_manifest, main, make_time_split, part_weeks, plan_time_split
 from trainer.world import WorldConfig
 
 
@@ -20,8 +20,8 @@ def dataset(tmp_path: Path) -> Path:
 
 def test_make_time_split_holds_out_the_last_week(dataset: Path, tmp_path: Path) -> None:
     manifest = make_time_split(str(dataset), str(tmp_path / "split"))
-    assert manifest["train"]["weeks"] == [0, 1, 2, 3]
-    assert manifest["validation"]["weeks"] == [4]
+    assert part_weeks(manifest, "train") == [0, 1, 2, 3]
+    assert part_weeks(manifest, "validation") == [4]
     assert manifest["validation"]["files"] == [week_file(4)]
     info = json.loads((dataset / "generation.json").read_text())
     assert manifest["train"]["rows"] == sum(w["rows"] for w in info["weeks"][:4])
@@ -33,7 +33,8 @@ def test_make_time_split_holds_out_the_last_week(dataset: Path, tmp_path: Path) 
 
 def test_make_time_split_several_validation_weeks(dataset: Path, tmp_path: Path) -> None:
     manifest = make_time_split(str(dataset), str(tmp_path / "split"), validation_weeks=2)
-    assert manifest["train"]["weeks"] == [0, 1, 2] and manifest["validation"]["weeks"] == [3, 4]
+    assert part_weeks(manifest, "train") == [0, 1, 2]
+    assert part_weeks(manifest, "validation") == [3, 4]
 
 
 def test_plan_time_split_content_hash_tracks_file_content(dataset: Path) -> None:
@@ -81,7 +82,7 @@ def test_split_cli_reports_errors(
 
 def test_load_manifest_rejects_foreign_json(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text('{"format": "something-else"}')
-    with pytest.raises(ValueError, match="drinkshop-dataset-manifest/v1"):
+    with pytest.raises(ValueError, match="vertex-retrain-dataset-manifest/v1"):
         load_manifest(str(tmp_path / "manifest.json"))
     with pytest.raises(FileNotFoundError, match="no dataset"):
         load_manifest(str(tmp_path / "absent.json"))

@@ -51,6 +51,8 @@ def load_pipelines() -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {HERE / 'pipelines.py'}")
     module = importlib.util.module_from_spec(spec)
+    # Registered first: dataclasses and pickling look their module up by name.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 

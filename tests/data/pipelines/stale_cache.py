@@ -14,9 +14,9 @@ from vertex_retrain.components.source_digest import source_digest
 
 
 @dsl.pipeline(name="stale-dataset")
-def stale_dataset(transactions_uri: str = "gs://b/t", as_of: str = "") -> None:
+def stale_dataset(data_uri: str = "gs://b/t", as_of: str = "") -> None:
     """prepare_dataset takes the as_of parameter itself: "" every week, so last week's split."""
-    prepare_dataset(backend="local", transactions_uri=transactions_uri, as_of=as_of)
+    prepare_dataset(backend="local", data_uri=data_uri, dataset_declaration={}, as_of=as_of)
 
 
 @dsl.pipeline(name="stale-build")
@@ -30,12 +30,12 @@ def stale_build(source_uri: str = "gs://b/src") -> None:
 
 
 @dsl.pipeline(name="keyed")
-def keyed(transactions_uri: str = "gs://b/t", source_uri: str = "gs://b/src") -> None:
+def keyed(data_uri: str = "gs://b/t", source_uri: str = "gs://b/src") -> None:
     """Every cached task is keyed on the week or the digest; a pass-through opts out."""
     window = data_window(as_of="", created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
     window.set_caching_options(False)
     prepare_dataset(
-        backend="local", transactions_uri=transactions_uri, as_of=window.outputs["as_of"]
+        backend="local", data_uri=data_uri, dataset_declaration={}, as_of=window.outputs["as_of"]
     )
     digest = source_digest(backend="local", source_uri=source_uri).set_caching_options(False)
     build_container(
@@ -45,7 +45,7 @@ def keyed(transactions_uri: str = "gs://b/t", source_uri: str = "gs://b/src") ->
 
 
 @dsl.pipeline(name="half-keyed-oneof")
-def half_keyed_oneof(tune: bool = False, transactions_uri: str = "gs://b/t") -> None:
+def half_keyed_oneof(tune: bool = False, data_uri: str = "gs://b/t") -> None:
     """A task whose only key comes through dsl.OneOf is keyed only if every branch is."""
     window = data_window(as_of="").set_caching_options(False)
     with dsl.If(tune == True):  # noqa: E712 - KFP builds a condition from ==

@@ -1,7 +1,8 @@
 """A tiny program that keeps vertex-retrain's evaluation contract and nothing more.
 
 It reads ``model.json`` (``{"x": ...}``, as ``tiny_trainer`` writes it) from the candidate and
-champion folders and reports ``score = x`` for each, with a baseline ``score`` of 0.1.
+champion folders and reports ``score = x`` for each, with a reference ``constant`` whose
+``score`` is 0.1.
 ``--break`` makes it break the contract on purpose: ``nan`` writes a non-finite score,
 ``silent`` writes nothing, ``exit`` fails with exit status 3.
 """
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         "format": "vertex-retrain-evaluation-metrics/v1",
         "candidate": {"score": candidate},
         "champion": {"score": score(args.champion_model_dir)} if args.champion_model_dir else None,
-        "baseline": {"score": 0.1},
+        "references": {"constant": {"score": 0.1}},
         "data": args.data,
     }
     output = resolve(args.metrics_output)

@@ -103,7 +103,7 @@ def estimate_run(
             # Trials run on the primary pool alone, as weekly-retraining's hp_tune does.
             trial=dataclasses.replace(request, worker_count=0),
             parameter_specs=_tuning_parameters(),
-            metric_id="ndcg_at_10",
+            metric_id="objective",
             max_trial_count=int(arguments.get("max_trial_count", TUNING.max_trial_count)),
             parallel_trial_count=int(
                 arguments.get("parallel_trial_count", TUNING.parallel_trial_count)

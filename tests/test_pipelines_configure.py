@@ -53,9 +53,17 @@ def test_configure_on_the_weekly_wrapper_reaches_the_outer_parameters() -> None:
     ("defaults", "error", "message"),
     [
         ({"dataset_uri": "gs://x"}, ValueError, "has no parameter 'dataset_uri'; its parameters"),
-        ({"validation_periods": "7"}, TypeError, "'validation_periods' takes a int value; got '7'"),
-        ({"validation_periods": True}, TypeError, "'validation_periods' takes a int value; got True"),
-        ({"training_args": "--epochs 1"}, TypeError, "'training_args' takes a list value"),
+        (
+            {"validation_periods": "7"},
+            TypeError,
+            "'validation_periods' takes values of type int; got '7'",
+        ),
+        (
+            {"validation_periods": True},
+            TypeError,
+            "'validation_periods' takes values of type int; got True",
+        ),
+        ({"training_args": "--epochs 1"}, TypeError, "'training_args' takes values of type list"),
         ({"dataset_declaration": {"format": "v0"}}, DatasetDeclarationError, "format is 'v0'"),
         ({"evaluation_declaration": {"primary": "x"}}, EvaluationDeclarationError, "metrics"),
     ],

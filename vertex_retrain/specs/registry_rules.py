@@ -25,10 +25,10 @@ __all__ = [
     "serves_region",
 ]
 
-_AR_HOST = re.compile(r"^(?P<location>[a-z0-9-]+)-docker\.pkg\.dev$")
+_AR_HOST = re.compile(r"(?P<location>[a-z0-9-]+)-docker\.pkg\.dev")
 _GCR_HOSTS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}
 MULTI_REGIONS = ("us", "europe", "asia")
-_REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d+$")
+_REGION = re.compile(r"[a-z]+(?:-[a-z]+)+\d+")
 _GEOGRAPHY_PREFIXES = {"us": ("us-",), "europe": ("europe-",), "asia": ("asia-",)}
 
 
@@ -49,7 +49,7 @@ class RegistryLocation:
 def registry_location(image_uri: str) -> RegistryLocation:
     """Reads the registry and its location from an image URI."""
     host = image_uri.split("/", 1)[0] if "/" in image_uri else "docker.io"
-    match = _AR_HOST.match(host)
+    match = _AR_HOST.fullmatch(host)
     if match:
         return RegistryLocation(host, match.group("location"))
     return RegistryLocation(host, _GCR_HOSTS.get(host))
@@ -57,7 +57,7 @@ def registry_location(image_uri: str) -> RegistryLocation:
 
 def is_region(location: str) -> bool:
     """Whether ``location`` has the form of a Google Cloud region (``europe-west4``)."""
-    return bool(_REGION.match(location))
+    return bool(_REGION.fullmatch(location))
 
 
 def serves_region(location: str, region: str) -> bool:

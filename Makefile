@@ -29,7 +29,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 demo: $(STAMP)
-	$(PY) compile.py demo
+	$(PY) examples/drink_shops/demo.py
 
 compile: $(STAMP)
 	$(PY) compile.py compile

@@ -2,7 +2,7 @@
 
 The run summary (the exit handler) builds one :class:`RunRecord` from its facts and hands it
 to the backend: the local backend keeps it in the registry database, the Vertex backend logs
-it as one Vertex AI Experiments run. ``compile.py history`` reads the local ones back.
+it as one Vertex AI Experiments run. ``vertex-retrain history`` reads the local ones back.
 
 Pure: no I/O, no third-party import.
 """

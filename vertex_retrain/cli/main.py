@@ -1,8 +1,9 @@
 """Command line for the vertex-retrain library: compile, validate, run, upload, schedule, estimate.
 
 Start-up stays cheap: only the standard library is imported here, and each subcommand imports
-its implementation when it runs (``python compile.py --help`` imports neither kfp's heavy
-modules, aiplatform nor torch).
+its implementation when it runs (``vertex-retrain --help`` imports neither kfp's heavy
+modules, aiplatform nor torch). Help and messages name the command as it was invoked
+(:mod:`vertex_retrain.invocation`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,14 @@ from vertex_retrain.cli.local_parsers import (
     add_local_inspection,
     local_root_problem,
 )
-from vertex_retrain.cli.options import add_param_option, add_submission_options
+from vertex_retrain.cli.options import (
+    PIPELINE_HELP,
+    add_param_option,
+    add_pipeline_argument,
+    add_submission_options,
+)
 from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
+from vertex_retrain.invocation import command_name, invoked_as
 
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
 # the process exit code.
@@ -34,18 +41,17 @@ _HANDLERS: dict[str, str] = {
     "models": "vertex_retrain.cli.registry_commands:cli_models",
     "endpoints": "vertex_retrain.cli.registry_commands:cli_endpoints",
     "serve": "vertex_retrain.cli.registry_commands:cli_serve",
-    "demo": "vertex_retrain.cli.demo:cli_demo",
     "history": "vertex_retrain.cli.history_command:cli_history",
     "validate": "vertex_retrain.cli.validate_command:cli_validate",
-    "upload": "vertex_retrain.cli.template_upload:cli_upload",
-    "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
+    "upload": "vertex_retrain.cli.upload_command:cli_upload",
+    "schedule": "vertex_retrain.cli.schedule_command:cli_schedule",
     "preflight": "vertex_retrain.cli.preflight:cli_preflight",
     "build-image": "vertex_retrain.cli.build_image:cli_build_image",
 }
 
 
 # Commands that read or write under the local root (and `run --local`).
-_LOCAL_ROOT_COMMANDS = frozenset({"models", "endpoints", "serve", "demo", "history"})
+_LOCAL_ROOT_COMMANDS = frozenset({"models", "endpoints", "serve", "history"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,12 +74,16 @@ def _add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool) ->
 def _add_compile(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compile",
-        help="compile every pipeline and component to dist/ (the default command)",
+        help="compile pipelines (default: the library's templates and components) to dist/",
         description=(
-            "Compile every pipeline to DIR/pipelines and every component to DIR/components, "
-            "validate each pipeline's default training job, and print its steps, parameters "
-            "and the estimated cost of one run on Vertex (on-demand and Spot)."
+            "Compile each PIPELINE to DIR/pipelines/NAME.yaml (without one: the library's "
+            "templates, and every component to DIR/components), check the jobs it would "
+            "submit with its defaults, and print its steps, parameters and the estimated cost "
+            f"of one run on Vertex (on-demand and Spot). {PIPELINE_HELP}"
         ),
+    )
+    parser.add_argument(
+        "pipelines", nargs="*", metavar="PIPELINE", help="pipelines to compile (see above)"
     )
     _add_compile_options(parser, subcommand=True)
 
@@ -100,11 +110,12 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="run a pipeline locally (--local) or submit it to Vertex AI Pipelines",
         description=(
-            "Run NAME on this machine with kfp.local and the local backend (--local), or "
-            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root)."
+            "Run PIPELINE on this machine with kfp.local and the local backend (--local), or "
+            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root). "
+            + PIPELINE_HELP
         ),
     )
-    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    add_pipeline_argument(parser)
     parser.add_argument("--local", action="store_true", help="run on this machine")
     add_submission_options(
         parser,
@@ -124,8 +135,9 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         "--no-cache",
         action="store_true",
         help=(
-            "run every task, reusing no earlier outputs (--local caches as Vertex does: the "
-            "same component with the same inputs reuses its outputs)"
+            "run every task, reusing no earlier outputs (a run caches as Vertex does: the "
+            "same component with the same inputs reuses its outputs; on Vertex this submits "
+            "with enable_caching=False)"
         ),
     )
     parser.add_argument(
@@ -153,8 +165,12 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "estimate",
         help="cost breakdown of one run on Vertex, per step, on-demand against Spot",
+        description=(
+            "Price every training and tuning job PIPELINE would submit with its defaults and "
+            f"the --param overrides, on-demand against Spot. {PIPELINE_HELP}"
+        ),
     )
-    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    add_pipeline_argument(parser)
     add_param_option(parser)
     parser.add_argument(
         "--training-hours",
@@ -203,17 +219,6 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     add_db_option(parser, create=False)  # history only reads
 
 
-def _add_demo(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help=(
-            "generate small data and run weekly-retraining locally for two consecutive weeks "
-            "(make demo)"
-        ),
-    )
-    add_param_option(parser)
-
-
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "validate",
@@ -243,8 +248,17 @@ def _add_upload(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "files",
         nargs="*",
-        metavar="FILE",
-        help="compiled pipeline YAML files (default: dist/pipelines/*.yaml)",
+        metavar="PIPELINE",
+        help=(
+            "compiled pipeline files, or pipelines to compile first (a template name, "
+            "MODULE:ATTR, path/to/file.py:ATTR); default: dist/pipelines/*.yaml"
+        ),
+    )
+    parser.add_argument(
+        "--component-image",
+        default=argparse.SUPPRESS,
+        metavar="URI",
+        help="component image of the pipelines compiled here (as compile --component-image)",
     )
     parser.add_argument("--project", help="Google Cloud project of the repository")
     parser.add_argument("--location", help="region of the repository, e.g. asia-east1")
@@ -260,13 +274,23 @@ def _add_upload(subparsers: argparse._SubParsersAction) -> None:
 def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "schedule",
-        help="reconcile the schedules declared in pipelines/schedules.py with Vertex AI",
+        help="reconcile the schedules your repository declares with Vertex AI",
         description=(
             "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
-            "pipelines/schedules.py, matched by display name, pinned to an uploaded template "
-            "version. --dry-run changes nothing and needs no flag nor credentials: it prints "
-            "the declared schedules, their next five run times and the template each pins, "
-            "and, given every flag and credentials, the diff against Vertex."
+            "--schedules, matched by display name, pinned to an uploaded template version. "
+            "--dry-run changes nothing and needs no other flag nor credentials: it prints the "
+            "declared schedules, their next five run times and the template each pins, and, "
+            "given every flag and credentials, the diff against Vertex."
+        ),
+    )
+    parser.add_argument(
+        "--schedules",
+        metavar="FILE_OR_REF",
+        help=(
+            "the schedules: a YAML file with a list of declarations (display_name, "
+            "pipeline_name, pipeline, cron, time_zone, parameter_values, "
+            "max_concurrent_run_count, paused), or MODULE:ATTR / path/to/file.py:ATTR naming "
+            "a tuple of vertex_retrain.schedules.ScheduleDeclaration"
         ),
     )
     parser.add_argument("--project", help="Google Cloud project")
@@ -293,10 +317,11 @@ def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser for every subcommand (no heavy imports)."""
     parser = _Parser(
-        prog="compile.py",
+        prog=command_name(),
         description=(
-            "Compile, validate, run, upload and schedule the vertex-retrain pipelines. "
-            "Without a command, compiles (see `compile --help`)."
+            "Compile, check, run, upload and schedule Kubeflow pipelines on Vertex AI or on "
+            "this machine: the library's templates or your own. Without a command, compiles "
+            "(see `compile --help`)."
         ),
     )
     _add_compile_options(parser, subcommand=False)
@@ -312,7 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_build_image(subparsers)
     add_local_inspection(subparsers)
     _add_history(subparsers)
-    _add_demo(subparsers)
     for subparser in subparsers.choices.values():
         _add_common_options(subparser, subcommand=True)
     return parser
@@ -330,8 +354,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line and returns its exit code.
 
     Exit codes: 0 success, 1 a failure (one line on stderr), 2 bad input (one line), 130
-    interrupted. A traceback is shown only with ``--verbose``.
+    interrupted. A traceback is shown only with ``--verbose``. Output cut short by its reader
+    (``vertex-retrain models | head -1``) ends quietly with 0.
     """
+    name = command_name()
+    try:
+        with invoked_as(name):
+            code = _main(argv)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit where it would be noise
+            return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Points standard output at /dev/null, so the interpreter's last flush finds no pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -352,6 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: main ends quietly
     except Exception as error:  # the last line of defence: one line, not a traceback
         if args.verbose:
             traceback.print_exc()

@@ -7,30 +7,31 @@ from __future__ import annotations
 
 import argparse
 
-from vertex_retrain.cli.options import add_param_option, add_submission_options
+from vertex_retrain.cli.options import PIPELINE_HELP, add_param_option, add_submission_options
 
 
 def add_preflight(subparsers: argparse._SubParsersAction) -> None:
-    """``compile.py preflight [PIPELINE...]``."""
+    """``preflight [PIPELINE...]``."""
     parser = subparsers.add_parser(
         "preflight",
         help="check pipelines before submitting them to Vertex AI (offline; more with credentials)",
         description=(
             "Run every check that can be done before a submission: the component image is "
-            "not the placeholder and its registry serves the region; the training package "
-            "installs on its executor image (container catalog: Python, framework); the "
-            "machine and accelerator are offered in the region; the job is valid; no cached "
-            "task can serve another week's output; a service account and a gs:// pipeline "
-            "root are set. With --project and --location, and credentials, also that the "
+            "not the placeholder and its registry serves the region; every CustomJob and "
+            "tuning job the pipeline's tasks would submit is valid, its machine and "
+            "accelerator are offered in the region and its package installs on its executor "
+            "image (container catalog: Python, framework); in a pipeline with a data window, "
+            "no cached task can serve another week's output; a service account and a gs:// "
+            "pipeline root are set. With --project and --location, and credentials, also that the "
             "images and the service account exist and where the bucket is. Exit 1 on an "
-            "error, 2 on bad input."
+            f"error, 2 on bad input. {PIPELINE_HELP}"
         ),
     )
     parser.add_argument(
         "pipelines",
         nargs="*",
         metavar="PIPELINE",
-        help="pipeline names or compiled YAML files (default: every pipeline)",
+        help="pipelines to check (default: the library's templates)",
     )
     parser.add_argument(
         "--component-image",
@@ -49,7 +50,7 @@ def add_preflight(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_build_image(subparsers: argparse._SubParsersAction) -> None:
-    """``compile.py build-image --project P --location L [--repository R]``."""
+    """``build-image --project P --location L [--repository R]``."""
     parser = subparsers.add_parser(
         "build-image",
         help="build and push the component image with Cloud Build, then print the compile command",
@@ -57,7 +58,7 @@ def add_build_image(subparsers: argparse._SubParsersAction) -> None:
             "Build components/Dockerfile with Cloud Build and push it to Artifact Registry "
             "as LOCATION-docker.pkg.dev/PROJECT/REPOSITORY/vertex-retrain, tagged with the "
             "digest of its sources; skipped when an image of the same sources was pushed. "
-            "Prints the `compile.py compile --component-image ...` command that uses it."
+            "Prints the `compile --component-image ...` command that uses it."
         ),
     )
     parser.add_argument("--project", required=True, help="Google Cloud project")

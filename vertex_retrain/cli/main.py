@@ -29,7 +29,12 @@ from vertex_retrain.cli.options import (
     add_pipeline_argument,
     add_submission_options,
 )
-from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
+from vertex_retrain.cli.vertex_parsers import (
+    add_build_image,
+    add_preflight,
+    add_schedule,
+    add_upload,
+)
 from vertex_retrain.invocation import command_name, invoked_as
 
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
@@ -234,86 +239,6 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print problems as a JSON list")
 
 
-def _add_upload(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "upload",
-        help="upload compiled pipeline templates to Artifact Registry or a local directory",
-        description=(
-            "Upload compiled templates, tagged v<package version> and with the git revision "
-            "(short sha, '-dirty' for uncommitted changes, 'nogit' without git), to an "
-            "Artifact Registry KFP repository or to a local directory registry. Prints each "
-            "version digest and the URI to pin in `schedule --template-version`."
-        ),
-    )
-    parser.add_argument(
-        "files",
-        nargs="*",
-        metavar="PIPELINE",
-        help=(
-            "compiled pipeline files, or pipelines to compile first (a template name, "
-            "MODULE:ATTR, path/to/file.py:ATTR); default: dist/pipelines/*.yaml"
-        ),
-    )
-    parser.add_argument(
-        "--component-image",
-        default=argparse.SUPPRESS,
-        metavar="URI",
-        help="component image of the pipelines compiled here (as compile --component-image)",
-    )
-    parser.add_argument("--project", help="Google Cloud project of the repository")
-    parser.add_argument("--location", help="region of the repository, e.g. asia-east1")
-    parser.add_argument("--repository", help="Artifact Registry repository (format KFP)")
-    parser.add_argument(
-        "--registry-dir", metavar="DIR", help="upload to a local directory registry instead"
-    )
-    parser.add_argument(
-        "--tag", action="append", default=[], metavar="TAG", help="extra tag (repeatable)"
-    )
-
-
-def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "schedule",
-        help="reconcile the schedules your repository declares with Vertex AI",
-        description=(
-            "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
-            "--schedules, matched by display name, pinned to an uploaded template version. "
-            "--dry-run changes nothing and needs no other flag nor credentials: it prints the "
-            "declared schedules, their next five run times and the template each pins, and, "
-            "given every flag and credentials, the diff against Vertex."
-        ),
-    )
-    parser.add_argument(
-        "--schedules",
-        metavar="FILE_OR_REF",
-        help=(
-            "the schedules: a YAML file with a list of declarations (display_name, "
-            "pipeline_name, pipeline, cron, time_zone, parameter_values, "
-            "max_concurrent_run_count, paused), or MODULE:ATTR / path/to/file.py:ATTR naming "
-            "a tuple of vertex_retrain.schedules.ScheduleDeclaration"
-        ),
-    )
-    parser.add_argument("--project", help="Google Cloud project")
-    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1")
-    parser.add_argument("--service-account", help="runtime service account of the scheduled runs")
-    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
-    parser.add_argument(
-        "--template-version",
-        action="append",
-        default=[],
-        metavar="URI_OR_DIGEST",
-        help=(
-            "pinned template version: the URI printed by `upload` "
-            "(https://LOCATION-kfp.pkg.dev/PROJECT/REPO/PIPELINE/sha256:...) or a digest "
-            "with --repository; repeat once per scheduled pipeline"
-        ),
-    )
-    parser.add_argument("--repository", help="Artifact Registry repository of a bare digest")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the plan and next runs; change nothing"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser for every subcommand (no heavy imports)."""
     parser = _Parser(
@@ -331,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(subparsers)
     _add_estimate(subparsers)
     _add_validate(subparsers)
-    _add_upload(subparsers)
-    _add_schedule(subparsers)
+    add_upload(subparsers)
+    add_schedule(subparsers)
     add_preflight(subparsers)
     add_build_image(subparsers)
     add_local_inspection(subparsers)

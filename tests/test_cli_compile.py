@@ -239,7 +239,8 @@ def test_estimate_refuses_bad_overrides_clearly(
 
 def test_run_refuses_unknown_pipeline_and_missing_vertex_flags(tmp_path: Path) -> None:
     unknown = _compile_cli("run", "weekly", "--local", cwd=tmp_path)
-    assert unknown.returncode == 2 and "known pipelines" in unknown.stderr
+    assert unknown.returncode == 2 and "no pipeline named 'weekly'" in unknown.stderr
+    assert "train-only, weekly-retraining" in unknown.stderr
     missing = _compile_cli("run", "train-only", "--project", "p", cwd=tmp_path)
     assert missing.returncode == 2
     assert "--location" in missing.stderr and "--pipeline-root" in missing.stderr
@@ -293,8 +294,10 @@ def test_run_submits_to_vertex_and_exits_by_the_final_state(
         service_account="retrain@drink-shops.iam.gserviceaccount.com",
         component_image="eu.pkg.dev/p/r/c:1",
         no_wait=False,
+        no_cache=False,
         verbose=False,
     )
     assert cli_run.cli_run(args, out=io.StringIO()) == code
+    assert built["enable_caching"] is None  # each task keeps its compiled caching
     assert built["project"] == "drink-shops" and built["location"] == "asia-east1"
     assert built["parameter_values"] == {"backend": "vertex", "epochs": 2}

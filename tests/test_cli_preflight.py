@@ -66,15 +66,35 @@ def test_preflight_warns_when_the_component_registry_is_outside_the_region(
     assert problem.code == "registry-region" and "outside asia-east1" in problem.message
 
 
-def test_preflight_refuses_a_python_38_executor_image_for_the_reference_package(
-    train_only: dict[str, Any],
+def _wheel(path: Path, requires_python: str) -> Path:
+    """A minimal wheel: only the metadata preflight reads."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            "mytrainer-1.0.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: mytrainer\nVersion: 1.0\n"
+            f"Requires-Python: {requires_python}\n",
+        )
+    return path
+
+
+def test_preflight_refuses_a_python_38_executor_image_for_a_package_needing_310(
+    train_only: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A gs:// package is read offline where a local run keeps Cloud Storage files.
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
+    (tmp_path / "gcs" / "b").mkdir(parents=True)
+    _wheel(tmp_path / "gcs" / "b" / "mytrainer-1.0-py3-none-any.whl", ">=3.10")
     problems = _problems(
-        train_only, executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-tpu.2-0:latest"
+        train_only,
+        package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-tpu.2-0:latest",
     )
     (refusal,) = [p for p in problems if p.severity == "error"]
     assert refusal.code == "package-python"
-    assert "vertex-retrain-trainer" in refusal.message and "Python 3.8" in refusal.message
+    assert "mytrainer" in refusal.message and "Python 3.8" in refusal.message
+    assert refusal.field.startswith("task ")  # checked once, for the first task that runs it
 
 
 def test_preflight_refuses_an_executor_image_that_is_not_prebuilt(
@@ -115,13 +135,25 @@ def test_preflight_refuses_a_cached_task_that_could_serve_another_weeks_output()
                         "componentRef": {"name": "comp-prepare"},
                         "taskInfo": {"name": "prepare"},
                         "inputs": {"parameters": {"uri": {"componentInputParameter": "uri"}}},
-                    }
+                    },
+                    # A week makes the cache-key rule apply.
+                    "window": {"componentRef": {"name": "comp-window"}},
                 }
             },
             "inputDefinitions": {"parameters": {"uri": {"parameterType": "STRING"}}},
         },
-        "components": {"comp-prepare": {"executorLabel": "exec-prepare"}},
-        "deploymentSpec": {"executors": {"exec-prepare": {"container": {"image": IMAGE}}}},
+        "components": {
+            "comp-prepare": {"executorLabel": "exec-prepare"},
+            "comp-window": {"executorLabel": "exec-window"},
+        },
+        "deploymentSpec": {
+            "executors": {
+                "exec-prepare": {"container": {"image": IMAGE}},
+                "exec-window": {
+                    "container": {"image": IMAGE, "args": ["--function_to_execute", "data_window"]}
+                },
+            }
+        },
     }
     (problem,) = [p for p in _problems(spec) if p.severity == "error"]
     assert problem.code == "cache-key" and "prepare" in problem.message
@@ -352,7 +384,7 @@ def test_upload_to_artifact_registry_refuses_a_template_with_the_placeholder_ima
 
 
 def preflight_upload(template: Path, factory: Any) -> int:
-    from vertex_retrain.cli.template_upload import cli_upload
+    from vertex_retrain.cli.upload_command import cli_upload
 
     args = argparse.Namespace(
         files=[str(template)], project="drink-shops", location="europe-west4",
@@ -365,7 +397,9 @@ def test_schedule_refuses_before_calling_vertex_when_preflight_finds_an_error(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from vertex_retrain.cli import schedule_reconcile
+    from test_schedule_reconcile import WEEKLY_FILE
+
+    from vertex_retrain.cli import schedule_command
 
     class Untouchable:
         def __getattr__(self, name: str) -> Any:
@@ -376,10 +410,10 @@ def test_schedule_refuses_before_calling_vertex_when_preflight_finds_an_error(
         project="drink-shops", location="europe-west4", service_account=ACCOUNT,
         pipeline_root="gs://drink-shops-ml/root",
         template_version=[f"{host}/weekly-retraining/sha256:{'a' * 64}"],
-        repository=None, dry_run=False,
+        repository=None, dry_run=False, schedules=str(WEEKLY_FILE),
     )  # fmt: skip
     monkeypatch.setattr(
         "vertex_retrain.cli.preflight_checks._SERVICE_ACCOUNT", __import__("re").compile("^$")
     )
-    assert schedule_reconcile.cli_schedule(args, client=Untouchable()) == 2
+    assert schedule_command.cli_schedule(args, client=Untouchable()) == 2
     assert "schedule: refused by preflight" in capsys.readouterr().err

@@ -342,7 +342,7 @@ class Backend(Protocol):
     def record_run(self, record: RunRecord) -> str:
         """Keeps a pipeline run's record (its week); returns where, in words.
 
-        Locally: the registry database (``compile.py history``); on Vertex: one Vertex AI
+        Locally: the registry database (``vertex-retrain history``); on Vertex: one Vertex AI
         Experiments run in the model's experiment.
         """
         ...

@@ -101,7 +101,11 @@ def placeholder_problems(
 
 
 def image_location_problems(
-    images: Iterable[tuple[str, str]], region: str, *, what: str = "image"
+    images: Iterable[tuple[str, str]],
+    region: str,
+    *,
+    what: str = "image",
+    build_hint: str | None = None,
 ) -> list[Problem]:
     """Warnings for images whose registry is outside the region's geography, or not Google's.
 
@@ -109,6 +113,8 @@ def image_location_problems(
         images: ``(field path, image URI)`` pairs.
         region: The Vertex AI region the pipeline runs in.
         what: How the messages name the images.
+        build_hint: A command that builds the image in the region, offered as an
+            alternative (the caller knows how its user runs commands).
     """
     problems: list[Problem] = []
     for where, image in images:
@@ -133,7 +139,7 @@ def image_location_problems(
                     "start pulls it across regions (slower, and network egress is billed).",
                     [
                         f"{region}-docker.pkg.dev/PROJECT/REPOSITORY/IMAGE:TAG",
-                        f"compile.py build-image --location {region}",
+                        *([build_hint] if build_hint else []),
                     ],
                     code="registry-region",
                 )

@@ -103,7 +103,6 @@ def _run_local(
         run_pipeline_locally,
         stop_endpoint_servers,
     )
-    from vertex_retrain.cli.local_setup import LocalSetupError, prepare_local_run
     from vertex_retrain.cli.processes import descendants, sigterm_as_interrupt, stop_descendants
     from vertex_retrain.cli.run_report import build_report
     from vertex_retrain.cli.run_window import as_of_problem
@@ -123,11 +122,7 @@ def _run_local(
     with sigterm_as_interrupt():
         spare = frozenset(descendants())
         try:
-            if source.kind == "template":
-                # HOOK: the drink shops' sample data and wheel for the library's templates;
-                # this goes with cli/local_setup.py when the example takes it over.
-                arguments = prepare_local_run(arguments, progress)
-            problem = as_of_problem(arguments, local=True)  # the data is here now
+            problem = as_of_problem(arguments, local=True)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
@@ -138,9 +133,6 @@ def _run_local(
                 verbose=getattr(args, "verbose", False),
                 cache=not args.no_cache,
             )
-        except LocalSetupError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
         finally:
             stop_descendants(spare=spare)
             if endpoint:

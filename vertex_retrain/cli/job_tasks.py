@@ -188,6 +188,8 @@ def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
 
     given = _named(EvaluationRequest, values)
     given.update(
+        # The rule decides after the job; the job itself does not depend on it.
+        evaluation_declaration=dict(values.get("evaluation_declaration") or {}),
         backend="vertex",
         candidate_uri=STAND_IN_URI,
         dataset_uri=STAND_IN_URI,

@@ -292,6 +292,27 @@ def parse_overrides(
     return values
 
 
+def required_without_value(
+    parameters: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]
+) -> list[str]:
+    """The parameters a run must be given that ``values`` does not give, in name order."""
+    return sorted(
+        name
+        for name, spec in parameters.items()
+        if "defaultValue" not in spec and not spec.get("isOptional", False) and name not in values
+    )
+
+
+def missing_problem(pipeline: str, names: Sequence[str]) -> str:
+    """One line: which parameters a run of ``pipeline`` still needs, and how to give them."""
+    return (
+        f"{pipeline} needs a value for {len(names)} parameter(s) without a default: "
+        f"{', '.join(names)}; pass each with --param NAME=VALUE (--param NAME=@FILE reads a "
+        "JSON or YAML value), or give them defaults once with "
+        "vertex_retrain.pipelines.configure (README: Bring your own model)"
+    )
+
+
 def check_values(
     values: Mapping[str, Any],
     parameters: Mapping[str, Mapping[str, Any]],

@@ -18,7 +18,13 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs or submits a pipeline; exit 0 on success, 1 on failure, 2 on bad input."""
     out = out or sys.stdout
     from vertex_retrain.cli.compiling import default_arguments
-    from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.cli.params import (
+        ParameterError,
+        missing_problem,
+        parameter_definitions,
+        parse_overrides,
+        required_without_value,
+    )
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
 
     try:
@@ -27,6 +33,10 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         overrides = parse_overrides(args.param, parameter_definitions(spec))
     except (PipelineReferenceError, ParameterError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    missing_values = required_without_value(parameter_definitions(spec), overrides)
+    if missing_values:
+        print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
         return 2
     if "backend" in overrides:
         print(

@@ -275,7 +275,7 @@ class LocalBackend:
         return read_local_task_outputs(Path(pipeline_root) / run_name)
 
     def record_run(self, record: RunRecord) -> str:
-        """Writes the run's record to the registry database (``compile.py history``)."""
+        """Writes the run's record to the registry database (``vertex-retrain history``)."""
         from vertex_retrain.backends.local.run_history import RunHistory
 
         RunHistory(self.registry.db).record(record)

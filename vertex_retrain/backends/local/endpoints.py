@@ -31,6 +31,7 @@ from vertex_retrain.backends.local.registry_records import (
     model_id_for,
     resolve_version,
 )
+from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
@@ -109,7 +110,7 @@ def read_endpoint(connection: sqlite3.Connection, display_name: str) -> Endpoint
     ).fetchone()
     if row is None:
         raise RegistryNotFoundError(
-            f"no endpoint named {display_name!r}; `python compile.py endpoints` lists the local "
+            f"no endpoint named {display_name!r}; `{command('endpoints')}` lists the local "
             "endpoints, and a run that deploys (deploy_model) creates it"
         )
     deployed = tuple(

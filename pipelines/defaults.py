@@ -24,6 +24,7 @@ __all__ = [
     "PARAMETER_RANGES",
     "SAMPLE_INSTANCES",
     "SERVING_COMMAND",
+    "SERVING_EXTRAS",
     "SERVING_IMAGE_URI",
     "SOURCE_URI",
     "TRAINING",
@@ -43,6 +44,9 @@ ENDPOINT_DISPLAY_NAME = "guess-your-order"
 
 SERVING_IMAGE_URI = "us-docker.pkg.dev/drink-shops-ml/serving/guess-your-order:latest"
 SERVING_COMMAND = ["python", "-m", "trainer.serve"]
+SERVING_EXTRAS = ["serve"]
+"""Extras of the training package the serving command needs (the local backend serves the
+version from the package, in an environment with these extras)."""
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
 """What a new deployment must answer before it gets traffic."""
 

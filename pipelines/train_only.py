@@ -116,6 +116,8 @@ def train_only(
             display_name=model_display_name,
             serving_image_uri=serving_image_uri,
             serving_command=defaults.SERVING_COMMAND,
+            serving_package_uri=package_uri,
+            serving_extras=defaults.SERVING_EXTRAS,
             sample_instances=defaults.SAMPLE_INSTANCES,
             make_champion=False,
             evaluation=evaluation.outputs["metrics"],

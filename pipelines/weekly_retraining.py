@@ -235,6 +235,8 @@ def weekly_week(
                 display_name=model_display_name,
                 serving_image_uri=serving_image_uri,
                 serving_command=defaults.SERVING_COMMAND,
+                serving_package_uri=package.outputs["reference"],
+                serving_extras=defaults.SERVING_EXTRAS,
                 sample_instances=defaults.SAMPLE_INSTANCES,
                 evaluation=evaluation.outputs["metrics"],
                 # The version carries its data window (data_as_of, data_from) as labels.

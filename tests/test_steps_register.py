@@ -43,3 +43,12 @@ def test_serving_container_uses_command_only_when_given() -> None:
     spec = serving_container(_request(serving_command=["python", "-m", "trainer.serve"]))
     assert spec["command"] == ["python", "-m", "trainer.serve"]
     assert spec["predictRoute"] == "/predict" and spec["healthRoute"] == "/health"
+
+
+def test_version_description_records_the_serving_package_as_lineage() -> None:
+    text = version_description(
+        _request(serving_package_uri="gs://b/p/m-1.0-py3-none-any.whl", serving_extras=["serve"])
+    )
+    assert "serving package gs://b/p/m-1.0-py3-none-any.whl[serve]" in text
+    assert "serving package" not in version_description(_request())
+

@@ -43,6 +43,8 @@ class RegistrationRequest:
     project: str = ""
     location: str = ""
     gcp_resources_path: str = ""
+    serving_package_uri: str = ""
+    serving_extras: list[str] = field(default_factory=list)
 
 
 def serving_container(request: RegistrationRequest) -> dict[str, Any]:
@@ -79,6 +81,9 @@ def version_description(request: RegistrationRequest) -> str:
         parts.append(f"pipeline run {request.pipeline_run}")
     if request.dataset_uri:
         parts.append(f"data {request.dataset_uri}")
+    if request.serving_package_uri:
+        extras = f"[{','.join(request.serving_extras)}]" if request.serving_extras else ""
+        parts.append(f"serving package {request.serving_package_uri}{extras}")
     metrics = [
         f"{name}={value:.6g}" if isinstance(value, float) else f"{name}={value}"
         for name, value in sorted(request.evaluation_metrics.items())
@@ -132,6 +137,8 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             pipeline_run=request.pipeline_run,
             dataset_uri=request.dataset_uri,
             gcp_resources_path=request.gcp_resources_path,
+            serving_package_uri=request.serving_package_uri,
+            serving_extras=list(request.serving_extras),
         )
     )
     ensure_recorded(request.gcp_resources_path)

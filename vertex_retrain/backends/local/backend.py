@@ -204,6 +204,8 @@ class LocalBackend:
             is_default_version=False,
             sample_instances=spec.sample_instances or None,
             request_id=spec.request_key,
+            serving_package_uri=spec.serving_package_uri,
+            serving_extras=spec.serving_extras,
         )
         return _registered(version)
 

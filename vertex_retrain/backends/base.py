@@ -248,6 +248,10 @@ class Backend(Protocol):
         """Maps a ``gs://``, ``/gcs/`` or local location to a path this process can open."""
         ...
 
+    def holds_files(self, uri: str) -> bool:
+        """Whether the folder ``uri`` exists and holds at least one file (at any depth)."""
+        ...
+
     def run_custom_job(
         self,
         payload: dict[str, Any],

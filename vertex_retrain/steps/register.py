@@ -109,11 +109,19 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             ``request.backend`` names.
 
     Raises:
-        ValueError: Bad alias, display name, backend or artifact URI; nothing was registered.
+        ValueError: Bad alias, display name, backend or artifact URI, or a model folder that
+            is missing or empty; nothing was registered.
     """
     chosen = resolve_backend(
         request.backend, project=request.project, location=request.location, backend=backend
     )
+    if not chosen.holds_files(request.artifact_uri):
+        raise ValueError(
+            f"model folder {request.artifact_uri!r} is missing or empty, so there is nothing "
+            f"to register as a version of {request.display_name!r}; the training job must "
+            "write its model under AIP_MODEL_DIR (locally, a trainer that maps gs://B/P to "
+            "/gcs/B/P writes under <root>/gcs/B/P)"
+        )
     aliases = aliases_to_move(
         make_champion=request.make_champion,
         champion_alias=request.champion_alias,

@@ -249,3 +249,34 @@ def test_job_env_installs_the_given_sdist(root: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert where[0] == "sdist" and Path(where[1]).is_relative_to(root / "envs")
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("an entry leaving the venv", "outside the venv"),
+        ("a tag for another Python", "does not fit"),
+        ("no WHEEL file", "no single .dist-info/WHEEL"),
+    ],
+)
+def test_job_env_refuses_a_wheel_it_cannot_install_before_anything_starts(
+    root: Path, case: str, fragment: str
+) -> None:
+    import zipfile
+
+    folder = root / "gcs" / "b"
+    files = {"bad/__init__.py": ""}
+    if case == "an entry leaving the venv":
+        files["../../../../evil.py"] = ""
+    wheel = write_wheel(folder, "bad", "1.0", files)
+    if case == "a tag for another Python":
+        wheel = wheel.rename(folder / "bad-1.0-cp27-cp27mu-linux_x86_64.whl")
+    if case == "no WHEEL file":
+        with zipfile.ZipFile(wheel) as source:
+            kept = {n: source.read(n) for n in source.namelist() if not n.endswith("/WHEEL")}
+        with zipfile.ZipFile(wheel, "w") as archive:
+            for name, data in kept.items():
+                archive.writestr(name, data)
+    with pytest.raises(PackageEnvError, match=fragment):
+        prepare_package_env([f"gs://b/{wheel.name}"], root=root)
+    assert not list(root.parent.glob("**/evil.py"))

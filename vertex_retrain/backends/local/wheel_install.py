@@ -13,11 +13,11 @@ from __future__ import annotations
 import shutil
 import stat
 import sys
-import tarfile
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from vertex_retrain.build.archive import extract_archive
 from vertex_retrain.build.context import BuildError
 from vertex_retrain.build.wheel import pip_wheel
 
@@ -62,14 +62,14 @@ def _check_tags(wheel: Path) -> str:
     return str(name)
 
 
-def _target(member: str, data_dir: str, schemes: dict[str, Path], site: Path) -> Path:
-    path = PurePosixPath(member)
+def _target(name: str, data_dir: str, schemes: dict[str, Path], site: Path) -> Path:
+    path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts:
-        raise PackageInstallError(f"wheel member {member!r} would be written outside the venv")
+        raise PackageInstallError(f"archive entry {name!r} would be written outside the venv")
     if path.parts[0] == data_dir and len(path.parts) > 2:
         scheme = path.parts[1]
         if scheme not in schemes:
-            raise PackageInstallError(f"wheel member {member!r}: unknown scheme {scheme!r}")
+            raise PackageInstallError(f"wheel entry {name!r}: unknown scheme {scheme!r}")
         return schemes[scheme].joinpath(*path.parts[2:])
     return site.joinpath(*path.parts)
 
@@ -79,7 +79,7 @@ def install_wheel(wheel: Path, env_dir: Path) -> str:
 
     Raises:
         PackageInstallError: Not a valid wheel, tags that do not fit this interpreter, or a
-            member that would land outside the venv.
+            entry that would land outside the venv.
     """
     name = _check_tags(wheel)
     site = site_packages(env_dir)
@@ -89,17 +89,17 @@ def install_wheel(wheel: Path, env_dir: Path) -> str:
     except (OSError, zipfile.BadZipFile) as error:
         raise PackageInstallError(f"cannot open wheel {wheel}: {error}") from None
     with archive:
-        members = [m for m in archive.infolist() if not m.is_dir()]
-        info = [m.filename for m in members if m.filename.endswith(".dist-info/WHEEL")]
+        entries = [e for e in archive.infolist() if not e.is_dir()]
+        info = [e.filename for e in entries if e.filename.endswith(".dist-info/WHEEL")]
         if len(info) != 1:
             raise PackageInstallError(f"wheel {wheel.name} has no single .dist-info/WHEEL")
         data_dir = info[0].split("/", 1)[0].removesuffix(".dist-info") + ".data"
-        for member in members:
-            target = _target(member.filename, data_dir, schemes, site)
+        for entry in entries:
+            target = _target(entry.filename, data_dir, schemes, site)
             target.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, target.open("wb") as sink:
+            with archive.open(entry) as source, target.open("wb") as sink:
                 shutil.copyfileobj(source, sink)
-            if (member.external_attr >> 16) & stat.S_IXUSR:
+            if (entry.external_attr >> 16) & stat.S_IXUSR:
                 target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         dist_info = site / info[0].split("/", 1)[0]
         (dist_info / "INSTALLER").write_text("vertex-retrain\n")
@@ -116,16 +116,18 @@ def wheel_of(package: Path, work_dir: Path) -> Path:
         return package
     with tempfile.TemporaryDirectory(prefix="sdist-", dir=work_dir) as tmp:
         unpacked = Path(tmp) / "src"
+        unpacked.mkdir()
         try:
             if package.name.endswith(".zip"):
                 with zipfile.ZipFile(package) as archive:
-                    for member in archive.namelist():
-                        _target(member, "", {}, unpacked)  # refuses names leaving the folder
+                    for name in archive.namelist():
+                        _target(name, "", {}, unpacked)  # refuses names leaving the folder
                     archive.extractall(unpacked)
             else:
-                with tarfile.open(package) as archive:
-                    archive.extractall(unpacked, filter="data")
-        except (OSError, zipfile.BadZipFile, tarfile.TarError) as error:
+                # The build context's checked extraction: tarfile's own filters are not
+                # trusted on every patch level (docs/security.md).
+                extract_archive(package, unpacked)
+        except (OSError, zipfile.BadZipFile, BuildError) as error:
             raise PackageInstallError(f"cannot unpack sdist {package.name}: {error}") from None
         tops = [p for p in unpacked.iterdir() if p.is_dir()]
         project = tops[0] if len(tops) == 1 else unpacked

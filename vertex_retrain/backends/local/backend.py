@@ -109,6 +109,11 @@ class LocalBackend:
         """``gs://`` and ``/gcs/`` map into the storage root; local paths stay as they are."""
         return to_local_path(uri, self._root)
 
+    def holds_files(self, uri: str) -> bool:
+        """Whether the folder (mapped into the storage root) holds a file at any depth."""
+        folder = to_local_path(uri, self._root)
+        return folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))
+
     def run_custom_job(
         self,
         payload: dict[str, Any],
@@ -204,6 +209,8 @@ class LocalBackend:
             is_default_version=False,
             sample_instances=spec.sample_instances or None,
             request_id=spec.request_key,
+            serving_package_uri=spec.serving_package_uri,
+            serving_extras=spec.serving_extras,
         )
         return _registered(version)
 

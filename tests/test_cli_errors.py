@@ -78,5 +78,5 @@ def test_hints_name_commands_not_python_functions(
     with pytest.raises(PackageEnvError) as missing_package:
         prepare_package_env(["gs://b/p/absent-1.0-py3-none-any.whl"], root=tmp_path)
     for message in (str(missing_endpoint.value), str(missing_package.value)):
-        assert "`python compile.py" in message or "`pip wheel" in message, message
+        assert "`vertex-retrain " in message or "`pip wheel" in message, message
         assert "get_or_create(" not in message and "build_python_package" not in message

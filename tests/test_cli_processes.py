@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo
 
+from tests.examples import DRINK_SHOPS
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.cli import processes
@@ -90,8 +91,9 @@ def test_run_local_leaves_no_process_when_sigterm_arrives_during_training(
     generate(WorldConfig(members=400, stores=8, weeks=8, seed=3), str(
         root / "gcs" / "drink-shops-ml" / "transactions"))  # fmt: skip
     run = subprocess.Popen(
-        [sys.executable, str(REPO / "compile.py"), "run", "train-only", "--local",
-         "--param", "epochs=200"],
+        [sys.executable, str(REPO / "compile.py"), "run", f"{DRINK_SHOPS / 'pipelines.py'}:weekly",
+         "--local", "--param", f"source_uri={DRINK_SHOPS / 'trainer'}",
+         "--param", 'training_args=["--epochs", "100000"]'],
         cwd=tmp_path, env=_env(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:

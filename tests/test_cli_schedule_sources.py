@@ -70,7 +70,7 @@ def test_schedule_dry_run_shows_the_examples_schedules_offline(
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [
         "schedule drink-shops-weekly-retraining (active)",
-        "  pipeline: weekly-retraining",
+        "  pipeline: drink-shops-weekly",
         "  source: pipelines.py:weekly",
     ]
     assert "  cron: 0 3 * * 1 in Asia/Taipei, at most 1 run(s) at once" in lines

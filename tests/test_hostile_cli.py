@@ -51,22 +51,28 @@ def _files(folder: Path) -> list[str]:
 # ---- malformed parameter overrides ----
 
 BAD_OVERRIDES = [
-    ("epochs=ten", "'epochs' expects NUMBER_INTEGER (an integer), got 'ten'"),
-    ("epochs=1e999", "'epochs' expects NUMBER_INTEGER"),
-    ("learning_rate=nan", "'learning_rate' expects NUMBER_DOUBLE"),
-    ("learning_rate=1e999", "not a finite number"),
-    ("epochs=" + "9" * 5000, "'epochs' expects NUMBER_INTEGER"),
+    (
+        "validation_periods=ten",
+        "'validation_periods' expects NUMBER_INTEGER (an integer), got 'ten'",
+    ),
+    ("validation_periods=1e999", "'validation_periods' expects NUMBER_INTEGER"),
+    (
+        "local_preemption_after_seconds=nan",
+        "'local_preemption_after_seconds' expects NUMBER_DOUBLE",
+    ),
+    ("local_preemption_after_seconds=1e999", "not a finite number"),
+    ("timeout_seconds=" + "9" * 5000, "parameter 'timeout_seconds'"),
     ("no_such_param=1", "unknown parameter 'no_such_param'"),
     ("=3", "no parameter name before '='"),
-    ("epochs", "expected NAME=VALUE"),
-    ("batch_size=1", "given more than once"),
+    ("validation_periods", "expected NAME=VALUE"),
+    ("as_of=2026-01-01", "given more than once"),
 ]
 
 
 def test_compile_py_run_refuses_malformed_overrides_and_writes_nothing(tmp_path: Path) -> None:
     # `estimate` shares the parser; its own refusal is in test_cli_compile.py.
     params = [arg for pair, _ in BAD_OVERRIDES for arg in ("--param", pair)]
-    params[-2:-2] = ["--param", "batch_size=2"]  # batch_size given twice
+    params[-2:-2] = ["--param", "as_of=2026-01-02"]  # as_of given twice
     result = _compile_py(["run", "train-only", "--local", *params], tmp_path)
     assert result.returncode == 2, result.stderr
     for _, message in BAD_OVERRIDES:

@@ -57,7 +57,7 @@ def test_endpoint_get_or_create_is_idempotent(endpoints: LocalEndpoints) -> None
     assert endpoints.get_or_create("shop-recs") == first
     assert first.deployed_models == () and first.traffic_split == {}
     assert [e.display_name for e in endpoints.list_endpoints()] == ["shop-recs"]
-    with pytest.raises(RegistryNotFoundError, match=r"compile\.py endpoints"):
+    with pytest.raises(RegistryNotFoundError, match=r"`vertex-retrain endpoints`"):
         endpoints.get("other")
 
 

@@ -216,7 +216,9 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", nargs="?", metavar="MODEL", help="a model's display name")
     parser.add_argument(
-        "--metric", metavar="NAME", help="the metric in the table (default ndcg_at_10)"
+        "--metric",
+        metavar="NAME",
+        help="the metric in the table (default: each run's primary metric)",
     )
     parser.add_argument("--plot", metavar="PATH", help="write the plot here (a .png file)")
     parser.add_argument("--no-plot", action="store_true", help="write no plot")

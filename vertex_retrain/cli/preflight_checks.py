@@ -326,7 +326,9 @@ def _notification_problems(arguments: Mapping[str, Any]) -> list[Problem]:
     recipients = arguments["notification_emails"]
     field = "--param notification_emails"
     if not isinstance(recipients, list):
-        return [error(field, recipients, "Not a list of e-mail addresses.", ['["ml@shop.com"]'])]
+        return [
+            error(field, recipients, "Not a list of e-mail addresses.", ['["ml-team@example.com"]'])
+        ]
     problems = [
         error(field, address, "Not an e-mail address.", ["name@example.com"])
         for address in recipients

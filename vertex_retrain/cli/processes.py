@@ -103,6 +103,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` (main thread only)."""
 
     def raise_terminated(signum: int, frame: FrameType | None) -> None:
+        # Ctrl-C reaches the whole foreground group; SIGTERM reached this process alone. Pass
+        # it on first: the code that waits for a child as the exception unwinds (e.g.
+        # subprocess.Popen's exit, which spares only KeyboardInterrupt itself) would otherwise
+        # wait for a child that never heard it.
+        for child in descendants():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGTERM)
         raise Terminated
 
     try:

@@ -34,10 +34,6 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except (PipelineReferenceError, ParameterError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    missing_values = required_without_value(parameter_definitions(spec), overrides)
-    if missing_values:
-        print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
-        return 2
     if "backend" in overrides:
         print(
             "error: the backend follows from the command: --local runs on this machine, "
@@ -51,7 +47,11 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    missing_values = required_without_value(parameter_definitions(spec), overrides)
     if args.local:
+        if missing_values:
+            print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
+            return 2
         takes_backend = any(
             "backend" in component.get("inputDefinitions", {}).get("parameters", {})
             for component in spec.get("components", {}).values()
@@ -72,6 +72,9 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             "on this machine",
             file=sys.stderr,
         )
+        return 2
+    if missing_values:
+        print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
         return 2
     refused = _preflight(args, spec, {**default_arguments(spec), **overrides})
     if refused is not None:

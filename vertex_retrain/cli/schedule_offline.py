@@ -67,7 +67,7 @@ def missing_vertex_flags(
     pipeline_root: str | None,
     template_versions: Sequence[str],
 ) -> list[str]:
-    """The flags a diff against Vertex (or reconciling) still needs, in the usual order."""
+    """The flags a diff against Vertex (or reconciling) still needs, in the help's order."""
     given = {
         "--project": project,
         "--location": location,

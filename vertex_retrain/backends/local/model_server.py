@@ -150,7 +150,7 @@ def start_server(
         **variables,
         "GCS_FUSE_ROOT": str(gcs_root()),
         # An image built for Vertex listens on every interface; here it stays on loopback
-        # (servers that honour LOCAL_BIND_HOST, as trainer.serve does; docs/architecture.md).
+        # (servers that honour LOCAL_BIND_HOST, as the examples' servers do; docs/architecture.md).
         "LOCAL_BIND_HOST": "127.0.0.1",
         "PYTHONUNBUFFERED": "1",
     }
@@ -224,8 +224,8 @@ def _fail(server: ServerProcess, problem: str) -> ServerStartError:
     code = exit_code(server.pid)
     stop_server(server.pid, server.start_time, log_path=server.log_path)
     tail = log_tail(server.log_path)
-    # A server that refuses its model says why on its last line (trainer.serve: one line,
-    # exit 2); put that first, ahead of the whole tail.
+    # A server that refuses its model says why on its last line (the examples' servers: one
+    # line, exit 2); put that first, ahead of the whole tail.
     reason = tail.splitlines()[-1] if tail and code else ""
     return ServerStartError(
         f"prediction server (pid {server.pid}, port {server.port}) {problem}"

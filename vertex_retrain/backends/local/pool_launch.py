@@ -98,7 +98,7 @@ def _container(spec: dict[str, Any], root: Path) -> PoolLaunch:
     if not _PYTHON.match(posixpath.basename(argv[0])):
         raise PoolLaunchError(
             f"image {image} starts {argv[0]!r}; the local executor runs Python entrypoints only "
-            '(e.g. ENTRYPOINT ["python", "-m", "trainer.task"]). Use a Python entrypoint or a '
+            '(e.g. ENTRYPOINT ["python", "-m", "mypackage.task"]). Use a Python entrypoint or a '
             "pythonPackageSpec"
         )
     context = Path(build["context"])

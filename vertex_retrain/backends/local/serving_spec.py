@@ -51,7 +51,7 @@ def _string_list(spec: Mapping[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise RegistryInputError(
             f"serving container spec field {key!r} must be a list of strings, got "
-            f"{value!r}; e.g. {key}: ['python', '-m', 'trainer.serve']"
+            f"{value!r}; e.g. {key}: ['python', '-m', 'mypackage.serve']"
         )
     return list(value)
 

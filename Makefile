@@ -39,14 +39,15 @@ compile: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.report
 
-# Opt-in and never part of `make test` or CI: one small real run on Vertex AI (train-only on
-# the smallest CPU machine, register, deploy one replica, predict once), then everything it
-# created is deleted and its cost printed. It needs credentials and costs money. PLAN=1 only
+# Opt-in and never part of `make test` or CI: one small real run on Vertex AI (the drink shops'
+# experiment pipeline on the smallest CPU machine, register, deploy one replica, predict once),
+# then everything it created is deleted and its cost printed (examples/drink_shops/vertex_smoke).
+# It needs credentials and costs money. PLAN=1 only
 # prints the plan. See docs/vertex-backend.md.
 smoke-vertex: $(STAMP)
 	@test -n "$(PROJECT)" && test -n "$(LOCATION)" && test -n "$(BUCKET)" || { \
 	  echo "usage: make smoke-vertex PROJECT=... LOCATION=... BUCKET=... [SERVICE_ACCOUNT=...] [PLAN=1]"; exit 2; }
-	$(PY) -m vertex_retrain.cli.smoke_vertex --project "$(PROJECT)" --location "$(LOCATION)" \
+	cd examples/drink_shops && $(abspath $(PY)) -m vertex_smoke --project "$(PROJECT)" --location "$(LOCATION)" \
 	  --bucket "$(BUCKET)" $(if $(SERVICE_ACCOUNT),--service-account "$(SERVICE_ACCOUNT)") \
 	  $(if $(PLAN),--plan)
 

@@ -37,42 +37,54 @@ from bench.serving_load import (
     start_byte_proxy,
     train_reference_model,
 )
+from vertex_retrain.backends.local.builder import build_container_image, build_python_package
 from vertex_retrain.backends.local.endpoint_servers import stop_servers
 from vertex_retrain.backends.local.endpoints import DeployedModel, LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 
 ECHO_SERVER = REPO / "tests" / "data" / "serving" / "echo_server.py"
+ECHO_IMAGE = "us-docker.pkg.dev/local/echo:bench"
 TARGET_RATIO = 1.10
 BLOCKS = 4
 BATCH = 100  # instances in the batch request (a list of members scored at once)
 
 
 def _register(db: Path, root: Path, model: ReferenceModel) -> None:
+    # The local backend serves a version from its serving package (the trainer's wheel, with
+    # its `serve` extra) or from an image its builder recorded (the echo server).
     registry = ModelRegistry(db)
+    local = db.parent
     (root / "echo").mkdir()
     (root / "echo" / "model.json").write_text(json.dumps({"name": "m", "bias": 1}))
+    build_container_image(ECHO_SERVER.parent, image_uri=ECHO_IMAGE, root=local)
     registry.upload_version(
         "echo",
         artifact_uri=str(root / "echo"),
         container_spec={
-            "imageUri": "local/echo",
-            "command": [sys.executable, str(ECHO_SERVER)],
+            "imageUri": ECHO_IMAGE,
+            "command": ["python", str(ECHO_SERVER)],
             "predictRoute": "/predict",
             "healthRoute": "/health",
         },
         sample_instances=[1],
+    )
+    package = build_python_package(
+        REPO / "examples" / "drink_shops" / "trainer",
+        destination_uri="gs://bench/packages",
+        root=local,
     )
     registry.upload_version(
         "reference",
         artifact_uri=str(model.model_dir),
         container_spec={
             "imageUri": "local/trainer-serve",
-            "command": [sys.executable, "-m", "trainer.serve"],
-            "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
+            "command": ["python", "-m", "trainer.serve"],
             "predictRoute": "/predict",
             "healthRoute": "/health",
         },
         sample_instances=[json.loads(model.body(np.random.default_rng(0), 1))["instances"][0]],
+        serving_package_uri=package.uri,
+        serving_extras=["serve"],
     )
 
 

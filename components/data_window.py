@@ -12,7 +12,7 @@ def data_window(
     created_time: str = "",
     time_zone: str = "UTC",
 ) -> NamedTuple("Outputs", [("as_of", str), ("source", str)]):
-    """Resolves the end of the run's data window; data steps see only transactions before it.
+    """Resolves the end of the run's data window; data steps see only rows before it.
 
     ``as_of`` wins when given (``--param as_of=2026-11-23`` replays a past week); otherwise
     the time the run was scheduled for, then the time it was created (a manual run), then the
@@ -38,5 +38,5 @@ def data_window(
         created_time=created_time,
         time_zone=time_zone,
     )
-    print(f"data window: transactions before {window.iso()} ({window.source})")
+    print(f"data window: rows before {window.iso()} ({window.source})")
     return (window.iso(), window.source)

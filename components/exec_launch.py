@@ -24,7 +24,7 @@ from typing import Any
 
 from kfp import dsl
 
-from .image import DEFAULT_COMPONENT_IMAGE
+from .image import current_image, register
 
 EXECUTOR_MODULE = "kfp.dsl.executor_main"
 """The module KFP's lightweight components run."""
@@ -103,10 +103,11 @@ def exec_launched(component: Any) -> Any:
 def lightweight_component(func: Callable[..., Any]) -> Any:
     """``@dsl.component`` as every vertex-retrain component is declared.
 
-    The component image is the placeholder until ``compile.py compile --component-image``
-    sets it, the image already carries kfp (nothing is pip-installed at run time), and the
-    shell ``exec``s the executor so a cancelled task's SIGTERM reaches Python.
+    The component image is the placeholder until ``vertex-retrain compile
+    --component-image`` or :func:`vertex_retrain.components.set_component_image` sets it,
+    the image already carries kfp (nothing is pip-installed at run time), and the shell
+    ``exec``s the executor so a cancelled task's SIGTERM reaches Python.
     """
-    return exec_launched(
-        dsl.component(func, base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+    return register(
+        exec_launched(dsl.component(func, base_image=current_image(), install_kfp_package=False))
     )

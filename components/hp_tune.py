@@ -72,7 +72,7 @@ def hp_tune(
         parameter_specs: Study parameters in Vertex REST form (``parameterId``,
             ``doubleValueSpec``/``integerValueSpec``/``categoricalValueSpec``/
             ``discreteValueSpec``, ``scaleType``, ``conditionalParameterSpecs``).
-        metric_id: The metric the trials report (e.g. ``ndcg_at_10``).
+        metric_id: The metric the trials report (e.g. ``rmse``).
         best_model: Output: the best trial's model directory.
         trials_report: Output: HTML with the metric per trial and the trials table.
         metrics: Output: the trials run and succeeded and, after a Spot fallback,

@@ -21,6 +21,8 @@ def register_model(
     challenger_alias: str = "challenger",
     serving_command: list = [],  # noqa: B006 - KFP reads defaults from the signature
     serving_args: list = [],  # noqa: B006
+    serving_package_uri: str = "",
+    serving_extras: list = [],  # noqa: B006
     health_route: str = "/health",
     predict_route: str = "/predict",
     labels: dict = {},  # noqa: B006
@@ -34,6 +36,8 @@ def register_model(
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
 ) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
     """Uploads the model as a new version of ``display_name`` and sets its aliases.
+
+    A model folder that is missing or empty is refused before anything is registered.
 
     The model is created on first use; later runs add versions to it (``parent_model``).
     ``champion`` and the default version move only when ``make_champion`` is true (the
@@ -56,6 +60,13 @@ def register_model(
         challenger_alias: Alias given to versions that did not pass the gate.
         serving_command: Container command (empty: the image's entrypoint).
         serving_args: Container arguments.
+        serving_package_uri: The wheel or sdist holding the serving code (e.g. the training
+            package, built by ``build_container``). The local backend runs
+            ``serving_command`` (``python -m MODULE``) in an environment built from it and its
+            requirements, as it runs a training package; a version with neither this nor an
+            image built by the local builder cannot be deployed locally. On Vertex the image
+            holds the code and this is recorded as lineage (in the version's description).
+        serving_extras: Extras of that package the serving code needs (e.g. ``["serve"]``).
         health_route: Health route of the prediction server.
         predict_route: Predict route of the prediction server.
         labels: Labels on the version.
@@ -85,6 +96,8 @@ def register_model(
             challenger_alias=challenger_alias,
             serving_command=[str(part) for part in serving_command],
             serving_args=[str(part) for part in serving_args],
+            serving_package_uri=serving_package_uri,
+            serving_extras=[str(extra) for extra in serving_extras],
             health_route=health_route,
             predict_route=predict_route,
             labels={str(k): str(v) for k, v in labels.items()},

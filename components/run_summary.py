@@ -1,6 +1,6 @@
 """run_summary: the exit handler's report of a pipeline run, written even when it fails.
 
-It also records the run's week: locally in the registry database (``compile.py history``), on
+It also records the run's week: locally in the registry database (``vertex-retrain history``), on
 Vertex as a Vertex AI Experiments run, and as the ``metrics`` artifact the console shows.
 """
 

@@ -1,4 +1,8 @@
-"""Every pipeline and component this library compiles, by name (imported on demand)."""
+"""The library's own pipeline templates and components, by name (imported on demand).
+
+Commands take any pipeline (a template name from here, a compiled file, or a pipeline in the
+user's code); :mod:`vertex_retrain.cli.pipeline_source` resolves them all.
+"""
 
 from __future__ import annotations
 
@@ -46,15 +50,3 @@ def pipeline_by_name(name: str) -> Any:
             f"no pipeline named {name!r}; known pipelines: {', '.join(sorted(PIPELINES))}"
         )
     return load(PIPELINES[key])
-
-
-def parameter_ranges(name: str) -> dict[str, tuple[int | float, int | float]]:
-    """The allowed range of each numeric parameter of pipeline ``name`` (see
-    :data:`vertex_retrain.pipelines.defaults.PARAMETER_RANGES`); empty for a pipeline that
-    is not in this catalog (a template of someone else's)."""
-    aliases = {key.replace("-", "_"): key for key in PIPELINES}
-    if aliases.get(name, name) not in PIPELINES:
-        return {}
-    from . import defaults
-
-    return dict(defaults.PARAMETER_RANGES)

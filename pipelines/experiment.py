@@ -123,6 +123,8 @@ def train_only(
             display_name=model_display_name,
             serving_image_uri=serving_image_uri,
             serving_command=serving_command,
+            serving_package_uri=package_uri,
+            serving_extras=serving_extras,
             sample_instances=sample_instances,
             make_champion=False,
             evaluation=evaluation.outputs["metrics"],

@@ -59,8 +59,8 @@ def _check(name: str, parameter: inspect.Parameter, value: Any) -> None:
     wrong_bool = isinstance(value, bool) and parameter.annotation in (int, float)
     if allowed is not None and (not isinstance(value, allowed) or wrong_bool):
         raise TypeError(
-            f"configure: parameter {name!r} is a {parameter.annotation.__name__}; got "
-            f"{value!r} ({type(value).__name__})"
+            f"configure: parameter {name!r} takes values of type "
+            f"{parameter.annotation.__name__}; got {value!r} ({type(value).__name__})"
         )
     if name in _VALIDATORS:
         _validator(_VALIDATORS[name])(value)

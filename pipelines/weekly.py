@@ -231,6 +231,8 @@ def weekly_week(
                 display_name=model_display_name,
                 serving_image_uri=serving_image_uri,
                 serving_command=serving_command,
+                serving_package_uri=package.outputs["reference"],
+                serving_extras=serving_extras,
                 sample_instances=sample_instances,
                 evaluation=evaluation.outputs["metrics"],
                 # The version carries its data window (data_as_of, data_from) as labels.

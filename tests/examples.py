@@ -6,8 +6,10 @@ they are loaded by path.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -59,3 +61,14 @@ def shipped_pipelines() -> dict[str, Any]:
                 if pipeline is not None:
                     found[pipeline.name] = pipeline
     return found
+
+
+@contextlib.contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """Makes the packages of an example's folder importable while the block runs (as
+    ``python -m PACKAGE`` from that folder would)."""
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))

@@ -67,6 +67,10 @@ LIGHT_PACKAGES: dict[str, frozenset[str]] = {
 """Packages that load only the standard library (plus the names given) and vertex_retrain
 when imported; a third-party import goes inside the function that needs it."""
 
+PUBLIC_FACADE = "vertex_retrain"
+"""The package itself: its public names (``vertex_retrain.run_local``) are loaded lazily, inside
+its module ``__getattr__``, from whichever layer defines them; nothing else is exempt."""
+
 BACKEND_IMPLEMENTATIONS = ("vertex_retrain.backends.local", "vertex_retrain.backends.vertex")
 BACKEND_FACTORY = "vertex_retrain.backends"
 """``backend_for`` lives here: the one place that picks an implementation by name."""
@@ -221,6 +225,8 @@ def rule_broken(edge: Import) -> str | None:
             )
     if top != "vertex_retrain" or imported == "vertex_retrain":
         return None
+    if importer == PUBLIC_FACADE and not edge.module_level:
+        return None  # a public name of the package loads its layer on first use (PEP 562)
     for one, other in (("local", "vertex"), ("vertex", "local")):
         if within(importer, f"vertex_retrain.backends.{one}") and within(
             imported, f"vertex_retrain.backends.{other}"

@@ -39,10 +39,24 @@ PARENT = f"projects/{PROJECT}/locations/{LOCATION}"
 BACKENDS = ["local", "vertex"]
 
 
+# The model folders the registrations below name, each holding what a training job wrote
+# (register refuses a missing or empty one).
+MODEL_URIS = [f"gs://shop/runs/{run}/model" for run in ("adhoc", "run-1", "run-2", "run-3")]
+MODEL_URIS.append("gs://shop/other")
+
+
 def _backend(name: str, root: Path) -> Backend:
     if name == "local":
+        for uri in MODEL_URIS:
+            folder = root / "gcs" / uri[len("gs://") :]
+            folder.mkdir(parents=True)
+            (folder / "artifact.json").write_text("{}")
         return LocalBackend(root)
-    return VertexBackend(PROJECT, LOCATION, model_client=FakeModelServiceClient())
+    storage = FakeStorageClient()
+    storage.objects.update({f"{uri}/artifact.json": b"{}" for uri in MODEL_URIS})
+    return VertexBackend(
+        PROJECT, LOCATION, model_client=FakeModelServiceClient(), storage_client=storage
+    )
 
 
 def test_backend_for_builds_each_backend_and_names_the_choices_otherwise() -> None:

@@ -64,7 +64,7 @@ def test_build_image_pushes_once_per_source_digest_and_prints_the_compile_comman
     first = capsys.readouterr().out.splitlines()
     image = "europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain"
     assert first[0].startswith(f"built and pushed {image}:ctx-")
-    assert first[-1].startswith(f"  python compile.py compile --component-image {image}@sha256:")
+    assert first[-1].startswith(f"  vertex-retrain compile --component-image {image}@sha256:")
     (staged,) = storage.objects
     assert staged.startswith("gs://drink-shops-vertex-retrain-staging/cloud-build/")
     assert build.builds[0].steps[0].args[-3:] == ["-f", COMPONENT_DOCKERFILE, "."]

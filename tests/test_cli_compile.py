@@ -20,6 +20,9 @@ from vertex_retrain.pipelines import catalog
 from vertex_retrain.specs.defaults import TRAINING
 
 ROOT = Path(__file__).resolve().parent.parent
+WEEKLY = str(ROOT / "examples" / "drink_shops" / "pipelines.py") + ":weekly"
+EXPERIMENT = str(ROOT / "examples" / "drink_shops" / "pipelines.py") + ":experiment"
+"""The drink shops' configured templates: a pipeline with every parameter given a default."""
 
 
 def _compile_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -94,7 +97,7 @@ def test_compile_stops_on_an_impossible_default_training_job(
 
 
 def test_estimate_prints_breakdown_with_assumptions(capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(name="weekly-retraining", param=["tune=true"], training_hours=3.0)
+    args = argparse.Namespace(name=WEEKLY, param=["tune=true"], training_hours=3.0)
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
     text = out.getvalue()
@@ -115,7 +118,7 @@ def test_estimate_prints_breakdown_with_assumptions(capsys: pytest.CaptureFixtur
     ],
 )
 def test_estimate_prices_each_line_in_the_given_location(location: str, t4_on_demand: str) -> None:
-    args = argparse.Namespace(name="train-only", param=[], training_hours=None, location=location)
+    args = argparse.Namespace(name=EXPERIMENT, param=[], training_hours=None, location=location)
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
     text = out.getvalue()
@@ -131,7 +134,7 @@ def test_estimate_json_carries_totals_labels_and_sources() -> None:
     import json
 
     args = argparse.Namespace(
-        name="train-only", param=[], training_hours=3.0, location="europe-west4", json=True
+        name=EXPERIMENT, param=[], training_hours=3.0, location="europe-west4", json=True
     )
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
@@ -145,9 +148,7 @@ def test_estimate_json_carries_totals_labels_and_sources() -> None:
 
 
 def test_estimate_table_lists_each_step_and_the_total_without_ansi() -> None:
-    args = argparse.Namespace(
-        name="weekly-retraining", param=["tune=true"], training_hours=2.0, location=None
-    )
+    args = argparse.Namespace(name=WEEKLY, param=["tune=true"], training_hours=2.0, location=None)
     out = io.StringIO()  # not a terminal: plain text
     assert cli_estimate(args, out=out) == 0
     lines = out.getvalue().splitlines()
@@ -173,7 +174,7 @@ def test_estimate_help_says_which_location_is_the_default() -> None:
 
 def test_estimate_takes_the_pipeline_location_when_it_names_a_region() -> None:
     args = argparse.Namespace(
-        name="train-only", param=["location=europe-west4"], training_hours=None, location=None
+        name=EXPERIMENT, param=["location=europe-west4"], training_hours=None, location=None
     )
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
@@ -182,7 +183,7 @@ def test_estimate_takes_the_pipeline_location_when_it_names_a_region() -> None:
 
 def test_estimate_shows_an_unknown_price_as_unknown() -> None:
     params = ["machine_type=a4-highgpu-8g", "accelerator_type=NVIDIA_B200", "accelerator_count=8"]
-    args = argparse.Namespace(name="train-only", param=params, training_hours=None, location=None)
+    args = argparse.Namespace(name=EXPERIMENT, param=params, training_hours=None, location=None)
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
     text = out.getvalue()
@@ -193,7 +194,7 @@ def test_estimate_shows_an_unknown_price_as_unknown() -> None:
 
 
 def test_estimate_refuses_a_location_without_prices_in_one_line(tmp_path: Path) -> None:
-    result = _compile_cli("estimate", "train-only", "--location", "mars-north1", cwd=tmp_path)
+    result = _compile_cli("estimate", EXPERIMENT, "--location", "mars-north1", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
@@ -213,7 +214,7 @@ def test_estimate_refuses_a_location_without_prices_in_one_line(tmp_path: Path) 
 def test_estimate_prices_the_compiled_defaults_under_the_overrides(
     params: list[str], gpus: int, hours: float
 ) -> None:
-    args = argparse.Namespace(name="weekly-retraining", param=params, training_hours=None)
+    args = argparse.Namespace(name=WEEKLY, param=params, training_hours=None)
     out = io.StringIO()
     assert cli_estimate(args, out=out) == 0
     text = out.getvalue()
@@ -226,20 +227,21 @@ def test_estimate_prices_the_compiled_defaults_under_the_overrides(
     [
         ("accelerator_count=3", "acceleratorCount"),
         ("epochs", "NAME=VALUE"),
-        ("epoch=3", "epochs"),
+        ("training_arg=3", "training_args"),
     ],
 )
 def test_estimate_refuses_bad_overrides_clearly(
     param: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = argparse.Namespace(name="weekly-retraining", param=[param], training_hours=2.0)
+    args = argparse.Namespace(name=WEEKLY, param=[param], training_hours=2.0)
     assert cli_estimate(args, out=io.StringIO()) == 2
     assert message in capsys.readouterr().err
 
 
 def test_run_refuses_unknown_pipeline_and_missing_vertex_flags(tmp_path: Path) -> None:
     unknown = _compile_cli("run", "weekly", "--local", cwd=tmp_path)
-    assert unknown.returncode == 2 and "known pipelines" in unknown.stderr
+    assert unknown.returncode == 2 and "no pipeline named 'weekly'" in unknown.stderr
+    assert "train-only, weekly-retraining" in unknown.stderr
     missing = _compile_cli("run", "train-only", "--project", "p", cwd=tmp_path)
     assert missing.returncode == 2
     assert "--location" in missing.stderr and "--pipeline-root" in missing.stderr
@@ -284,8 +286,8 @@ def test_run_submits_to_vertex_and_exits_by_the_final_state(
     monkeypatch.setattr(vertex_submit, "build_pipeline_job", fake_build)
     monkeypatch.setattr(vertex_submit, "submit", lambda j, service_account=None: "jobs/1")
     args = argparse.Namespace(
-        name="train-only",
-        param=["epochs=2"],
+        name=EXPERIMENT,
+        param=['training_args=["--epochs", "2"]'],
         local=False,
         project="drink-shops",
         location="asia-east1",
@@ -293,8 +295,10 @@ def test_run_submits_to_vertex_and_exits_by_the_final_state(
         service_account="retrain@drink-shops.iam.gserviceaccount.com",
         component_image="eu.pkg.dev/p/r/c:1",
         no_wait=False,
+        no_cache=False,
         verbose=False,
     )
     assert cli_run.cli_run(args, out=io.StringIO()) == code
+    assert built["enable_caching"] is None  # each task keeps its compiled caching
     assert built["project"] == "drink-shops" and built["location"] == "asia-east1"
-    assert built["parameter_values"] == {"backend": "vertex", "epochs": 2}
+    assert built["parameter_values"] == {"backend": "vertex", "training_args": ["--epochs", "2"]}

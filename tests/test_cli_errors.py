@@ -17,12 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 def test_bad_input_is_one_line_naming_help_and_exit_2() -> None:
     result = subprocess.run(
         [sys.executable, str(REPO / "compile.py"), "run"],
-        capture_output=True, text=True, timeout=60, check=False,
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "compile.py run: error: the following arguments are required: NAME "
-        "(`compile.py run --help` lists the options)"
+        "python compile.py run: error: the following arguments are required: PIPELINE "
+        "(`python compile.py run --help` lists the options)"
     ]
 
 

@@ -1,8 +1,11 @@
-"""A newcomer's first command: `compile.py run train-only --local` with every default.
+"""A newcomer's first commands on the drink shops' example, as its README gives them.
 
-Nothing exists under the local root: the command generates the sample data (smaller here, to
-keep the test short), builds the training package, runs, prints where everything is, writes
-nothing outside the local root, leaves no process behind, and writes files the umask allows.
+Nothing exists under the local root: the example's generator writes the sample data into the
+chain's local bucket (smaller here, to keep the test short), then `run
+examples/drink_shops/pipelines.py:weekly --local` builds the training package, runs, prints
+where everything is, writes nothing outside the local root, leaves no process behind, and
+writes files the umask allows. The bare template, given none of its team's parameters, is
+refused in one line before anything runs.
 """
 
 from __future__ import annotations
@@ -10,20 +13,31 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from test_cli_processes import processes_mentioning
 
-from vertex_retrain.cli import local_setup
+from tests.examples import DRINK_SHOPS
 from vertex_retrain.cli.console import ANSI
 from vertex_retrain.cli.main import main
 
-SMALL = {"members": 400, "stores": 8, "weeks": 8, "seed": 3}
+SMALL = ["--members=400", "--stores=8", "--weeks=8", "--seed=3"]
+WEEKLY = [
+    "run",
+    f"{DRINK_SHOPS / 'pipelines.py'}:weekly",
+    "--local",
+    "--param",
+    f"source_uri={DRINK_SHOPS / 'trainer'}",
+    "--param",
+    'training_args=["--epochs", "1", "--batch_size", "256"]',
+]
 
 
 @pytest.mark.slow
-def test_run_train_only_local_works_on_a_fresh_clone_with_every_default(
+def test_run_the_examples_weekly_pipeline_locally_on_a_fresh_clone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, cwd = tmp_path / "root", tmp_path / "cwd"
@@ -31,23 +45,27 @@ def test_run_train_only_local_works_on_a_fresh_clone_with_every_default(
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(root))
     monkeypatch.delenv("GCS_FUSE_ROOT", raising=False)
     monkeypatch.chdir(cwd)
-    monkeypatch.setattr(local_setup, "SAMPLE_SCALE", SMALL)
     gcs_existed = Path("/gcs").exists()
     previous_umask = os.umask(0o022)
     try:
-        code = main(["run", "train-only", "--local"])
+        generate = [sys.executable, "-m", "trainer.data", "generate", *SMALL]
+        subprocess.run([*generate, "--out=gs://drink-shops-ml/transactions"], check=True)
+        code = main(WEEKLY)
     finally:
         os.umask(previous_umask)
     out = capsys.readouterr().out
     assert code == 0, out
-    lines = out.splitlines()
-    assert lines[0].startswith("sample data generated at gs://drink-shops-ml/transactions")
-    assert lines[1].startswith("training package built from")
+    assert "✓ step build-container: done in" in out
     assert "✓ step train-custom-job: done in" in out
-    assert "run train-only succeeded in" in out
-    run_dir = next((root / "pipeline-root").glob("train-only-*"))
-    assert f"pipeline root  {run_dir}" in out
-    assert "model          guess-your-order version 1 (aliases challenger, default)" in out
+    assert "run drink-shops-weekly succeeded in" in out
+    run_dir = next((root / "pipeline-root").glob("drink-shops-weekly-*"))
+    rows = {
+        line.split("  ")[0]: line.split("  ", 1)[1].strip()
+        for line in out.splitlines()
+        if "  " in line
+    }
+    assert rows["pipeline root"] == str(run_dir), out
+    assert rows["model"] == "guess-your-order version 1 (aliases champion, default)"
     assert not ANSI.search(out) and "{'" not in out  # no colour codes, no dict reprs
     # Nothing outside the local root; nothing still running; modes follow the umask.
     assert Path("/gcs").exists() == gcs_existed
@@ -58,10 +76,23 @@ def test_run_train_only_local_works_on_a_fresh_clone_with_every_default(
             continue
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o044 == 0o044, f"{path} is {oct(mode)}"
-    # A second run finds the data and the package; --json: the summary alone on stdout.
-    assert main(["run", "train-only", "--local", "--json"]) == 0
+    # A second run reuses the cached steps; --json: the summary alone on stdout.
+    assert main([*WEEKLY, "--json"]) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
-    assert summary["state"] == "SUCCEEDED" and summary["model"]["version"] == "2"
+    assert summary["state"] == "SUCCEEDED"
     assert summary["pipeline_root"].startswith(str(root / "pipeline-root"))
-    assert "sample data generated" not in captured.err and "✓ step" in captured.err
+    assert "↺ step build-container: cached from run" in captured.err
+
+
+def test_run_of_the_bare_template_names_what_it_needs_and_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    assert main(["run", "weekly-retraining", "--local", "--param", "data_uri=gs://b/d"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "weekly-retraining needs a value for 9 parameter(s) without a default:" in captured.err
+    assert "dataset_declaration, evaluation_declaration" in captured.err
+    assert "data_uri," not in captured.err  # given
+    assert not (tmp_path / "root").exists()

@@ -123,10 +123,13 @@ def _task(run_dir: Path, name: str, outputs: dict[str, object]) -> Path:
 def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) -> None:
     run_dir = tmp_path / "pipeline-root" / "weekly-retraining-1"
     _task(run_dir, "evaluate-model", {
-        "parameterValues": {"is_better": True, "reason": "beats the champion"},
+        "parameterValues": {"is_better": True, "reason": "beats the champion", "rule": {
+            "primary": "ndcg_at_10", "metrics": {"ndcg_at_10": "higher"},
+            "reference": "popularity"}},
         "artifacts": {"metrics": {"artifacts": [{"metadata": {
             "candidate_ndcg_at_10": 0.61, "champion_ndcg_at_10": 0.6,
-            "baseline_ndcg_at_10": 0.25}}]}},
+            "reference_popularity_ndcg_at_10": 0.25, "reference_usual_ndcg_at_10": 0.6,
+            "candidate_recall_at_10": 0.8}}]}},
     })  # fmt: skip
     _task(run_dir, "register-model", {
         "parameterValues": {"version_id": "3", "aliases": ["champion", "default"]},
@@ -155,11 +158,12 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     assert f"pipeline root   {run_dir}\n" in text
     assert f"tuning report   {run_dir / 'tuning-report.html'}\n" in text
     assert "model           guess-your-order version 3 (aliases champion, default)" in text
-    assert "ndcg_at_10 0.6100 (champion 0.6000, baseline 0.2500)" in text
+    # The primary metric first, against the champion and the declared reference only.
+    assert "ndcg_at_10 0.6100 (champion 0.6000, popularity 0.2500); recall_at_10 0.8000" in text
     assert "model servers   stopped with this run" in text
     # The URL is where the endpoint answers once served again, never a dead "URL" row.
     assert (
-        "serve again     python compile.py serve gyo, then POST to "
+        "serve again     vertex-retrain serve gyo, then POST to "
         "http://127.0.0.1:8080/v1/endpoints/gyo:predict\n"
     ) in text
     assert text.count("http://") == 1

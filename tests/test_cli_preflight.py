@@ -12,13 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.examples import DRINK_SHOPS, example_module
 from vertex_retrain.backends.vertex.preflight_online import online_problems
 from vertex_retrain.cli import preflight as preflight_module
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.main import main
 from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
-from vertex_retrain.pipelines import catalog
+
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
+EXPERIMENT = f"{DRINK_SHOPS / 'pipelines.py'}:experiment"
+"""The drink shops' experiment: the train_only template with every parameter given."""
 
 IMAGE = "europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain:1"
 ACCOUNT = "retrain@drink-shops.iam.gserviceaccount.com"
@@ -33,7 +37,7 @@ SUBMIT = Settings(
 
 @pytest.fixture(scope="module")
 def train_only() -> dict[str, Any]:
-    return compile_to_dict(catalog.pipeline_by_name("train-only"), component_image=IMAGE)
+    return compile_to_dict(CHAIN.experiment, component_image=IMAGE)
 
 
 def _codes(problems: list, severity: str | None = None) -> list[str]:
@@ -51,7 +55,7 @@ def test_preflight_passes_a_pipeline_with_a_real_image_and_every_setting(
 
 
 def test_preflight_refuses_the_placeholder_component_image() -> None:
-    spec = compile_to_dict(catalog.pipeline_by_name("train-only"))
+    spec = compile_to_dict(CHAIN.experiment)
     errors = [p for p in _problems(spec) if p.severity == "error"]
     assert _codes(errors) == ["component-image-placeholder"]
     assert errors[0].value == DEFAULT_COMPONENT_IMAGE
@@ -66,15 +70,35 @@ def test_preflight_warns_when_the_component_registry_is_outside_the_region(
     assert problem.code == "registry-region" and "outside asia-east1" in problem.message
 
 
-def test_preflight_refuses_a_python_38_executor_image_for_the_reference_package(
-    train_only: dict[str, Any],
+def _wheel(path: Path, requires_python: str) -> Path:
+    """A minimal wheel: only the metadata preflight reads."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            "mytrainer-1.0.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: mytrainer\nVersion: 1.0\n"
+            f"Requires-Python: {requires_python}\n",
+        )
+    return path
+
+
+def test_preflight_refuses_a_python_38_executor_image_for_a_package_needing_310(
+    train_only: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A gs:// package is read offline where a local run keeps Cloud Storage files.
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
+    (tmp_path / "gcs" / "b").mkdir(parents=True)
+    _wheel(tmp_path / "gcs" / "b" / "mytrainer-1.0-py3-none-any.whl", ">=3.10")
     problems = _problems(
-        train_only, executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-tpu.2-0:latest"
+        train_only,
+        package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-tpu.2-0:latest",
     )
     (refusal,) = [p for p in problems if p.severity == "error"]
     assert refusal.code == "package-python"
-    assert "vertex-retrain-trainer" in refusal.message and "Python 3.8" in refusal.message
+    assert "mytrainer" in refusal.message and "Python 3.8" in refusal.message
+    assert refusal.field.startswith("task ")  # checked once, for the first task that runs it
 
 
 def test_preflight_refuses_an_executor_image_that_is_not_prebuilt(
@@ -115,13 +139,25 @@ def test_preflight_refuses_a_cached_task_that_could_serve_another_weeks_output()
                         "componentRef": {"name": "comp-prepare"},
                         "taskInfo": {"name": "prepare"},
                         "inputs": {"parameters": {"uri": {"componentInputParameter": "uri"}}},
-                    }
+                    },
+                    # A week makes the cache-key rule apply.
+                    "window": {"componentRef": {"name": "comp-window"}},
                 }
             },
             "inputDefinitions": {"parameters": {"uri": {"parameterType": "STRING"}}},
         },
-        "components": {"comp-prepare": {"executorLabel": "exec-prepare"}},
-        "deploymentSpec": {"executors": {"exec-prepare": {"container": {"image": IMAGE}}}},
+        "components": {
+            "comp-prepare": {"executorLabel": "exec-prepare"},
+            "comp-window": {"executorLabel": "exec-window"},
+        },
+        "deploymentSpec": {
+            "executors": {
+                "exec-prepare": {"container": {"image": IMAGE}},
+                "exec-window": {
+                    "container": {"image": IMAGE, "args": ["--function_to_execute", "data_window"]}
+                },
+            }
+        },
     }
     (problem,) = [p for p in _problems(spec) if p.severity == "error"]
     assert problem.code == "cache-key" and "prepare" in problem.message
@@ -163,7 +199,7 @@ def test_preflight_accepts_the_projects_default_compute_account(
 def test_preflight_refuses_notification_emails_vertex_would_refuse(
     emails: list[str], message: str
 ) -> None:
-    spec = compile_to_dict(catalog.pipeline_by_name("weekly-retraining"))
+    spec = compile_to_dict(CHAIN.weekly)
     arguments = {**default_arguments(spec), "notification_emails": emails}
     problems = pipeline_problems(spec, arguments, SUBMIT)
     assert any(
@@ -176,8 +212,8 @@ def test_preflight_refuses_notification_emails_vertex_would_refuse(
     ("argv", "message"),
     [
         (["nope"], "no pipeline named 'nope'"),
-        (["train-only", "--param", "epochs=x"], "expects NUMBER_INTEGER"),
-        (["train-only", "--param", "nope=1"], "nope"),
+        ([EXPERIMENT, "--param", "validation_periods=x"], "expects NUMBER_INTEGER"),
+        ([EXPERIMENT, "--param", "nope=1"], "nope"),
     ],
 )
 def test_preflight_bad_input_is_one_line_and_exit_2(
@@ -199,9 +235,9 @@ def test_preflight_of_a_file_that_is_not_a_compiled_pipeline_is_exit_2(
 
 
 def test_preflight_reports_json_and_exit_1_on_an_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["preflight", "train-only", "--location", "europe-west4", "--json"]) == 1
+    assert main(["preflight", EXPERIMENT, "--location", "europe-west4", "--json"]) == 1
     (result,) = json.loads(capsys.readouterr().out)
-    assert result["pipeline"] == "train-only" and result["errors"] == 1
+    assert result["pipeline"] == "drink-shops-experiment" and result["errors"] == 1
     assert result["problems"][0]["code"] == "component-image-placeholder"
 
 
@@ -262,7 +298,7 @@ def test_preflight_with_project_runs_the_online_checks_through_the_factory(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     args = argparse.Namespace(
-        pipelines=["train-only"], component_image=IMAGE, param=[], project="drink-shops",
+        pipelines=[EXPERIMENT], component_image=IMAGE, param=[], project="drink-shops",
         location="europe-west4", pipeline_root="gs://drink-shops-ml/root",
         service_account=ACCOUNT, json=False,
     )  # fmt: skip
@@ -275,7 +311,7 @@ def test_preflight_with_project_runs_the_online_checks_through_the_factory(
     assert preflight_module.cli_preflight(args, checker_factory=factory) == 1
     assert asked == ["drink-shops"]
     out = capsys.readouterr().out
-    assert "preflight train-only: 1 error(s)" in out
+    assert "preflight drink-shops-experiment: 1 error(s)" in out
     assert (
         f'error: deploymentSpec.executors.exec-check-data.container.image = "{IMAGE}": The '
         "registry has no such image" in out
@@ -286,7 +322,7 @@ def test_preflight_without_credentials_says_the_online_checks_were_skipped(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     args = argparse.Namespace(
-        pipelines=["train-only"], component_image=IMAGE, param=[], project="drink-shops",
+        pipelines=[EXPERIMENT], component_image=IMAGE, param=[], project="drink-shops",
         location="europe-west4", pipeline_root="gs://drink-shops-ml/root",
         service_account=ACCOUNT, json=True,
     )  # fmt: skip
@@ -326,7 +362,7 @@ def test_run_project_with_the_placeholder_image_is_refused_before_any_network_ca
 
     monkeypatch.setattr(vertex_submit, "build_pipeline_job", never)
     code = main(
-        ["run", "train-only", "--project", "drink-shops", "--location", "europe-west4",
+        ["run", EXPERIMENT, "--project", "drink-shops", "--location", "europe-west4",
          "--pipeline-root", "gs://drink-shops-ml/root", "--service-account", ACCOUNT]
     )  # fmt: skip
     err = capsys.readouterr().err.splitlines()
@@ -343,7 +379,7 @@ def test_upload_to_artifact_registry_refuses_a_template_with_the_placeholder_ima
     from vertex_retrain.cli.compiling import write_spec
 
     template = tmp_path / "train-only.yaml"
-    write_spec(compile_to_dict(catalog.pipeline_by_name("train-only")), template)
+    write_spec(compile_to_dict(CHAIN.experiment), template)
     clients: list[str] = []
     code = preflight_upload(template, lambda host: clients.append(host))
     assert code == 2 and clients == []
@@ -352,7 +388,7 @@ def test_upload_to_artifact_registry_refuses_a_template_with_the_placeholder_ima
 
 
 def preflight_upload(template: Path, factory: Any) -> int:
-    from vertex_retrain.cli.template_upload import cli_upload
+    from vertex_retrain.cli.upload_command import cli_upload
 
     args = argparse.Namespace(
         files=[str(template)], project="drink-shops", location="europe-west4",
@@ -365,7 +401,9 @@ def test_schedule_refuses_before_calling_vertex_when_preflight_finds_an_error(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from vertex_retrain.cli import schedule_reconcile
+    from test_schedule_reconcile import WEEKLY_FILE
+
+    from vertex_retrain.cli import schedule_command
 
     class Untouchable:
         def __getattr__(self, name: str) -> Any:
@@ -376,10 +414,10 @@ def test_schedule_refuses_before_calling_vertex_when_preflight_finds_an_error(
         project="drink-shops", location="europe-west4", service_account=ACCOUNT,
         pipeline_root="gs://drink-shops-ml/root",
         template_version=[f"{host}/weekly-retraining/sha256:{'a' * 64}"],
-        repository=None, dry_run=False,
+        repository=None, dry_run=False, schedules=str(WEEKLY_FILE),
     )  # fmt: skip
     monkeypatch.setattr(
         "vertex_retrain.cli.preflight_checks._SERVICE_ACCOUNT", __import__("re").compile("^$")
     )
-    assert schedule_reconcile.cli_schedule(args, client=Untouchable()) == 2
+    assert schedule_command.cli_schedule(args, client=Untouchable()) == 2
     assert "schedule: refused by preflight" in capsys.readouterr().err

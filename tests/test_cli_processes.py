@@ -185,7 +185,7 @@ def test_endpoints_stop_and_undeploy_commands(root: Path) -> None:
     out = io.StringIO()
     assert cli_endpoints(argparse.Namespace(action="stop", endpoint="ep", all=False), out) == 0
     assert "endpoint ep: 2 model server(s) stopped" in out.getvalue()
-    assert "python compile.py serve ep" in out.getvalue()
+    assert "vertex-retrain serve ep" in out.getvalue()  # the command as invoked (main)
     assert processes_mentioning(str(root)) == []
     bad = argparse.Namespace(action="undeploy", endpoint="ep", model="recs@9")
     assert cli_endpoints(bad, io.StringIO()) == 2

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kfp import dsl, local
 
-from vertex_retrain.cli.local_run import PLACEHOLDER_HINT, explain_kfp_error
+from vertex_retrain.cli.local_run import explain_kfp_error, placeholder_hint
 from vertex_retrain.components.register_model import register_model
 
 
@@ -45,8 +45,9 @@ def test_kfp_local_without_project_and_location_fails_with_its_index_error(
 ) -> None:
     with pytest.raises(IndexError) as raised:
         _pipeline()()
-    assert explain_kfp_error(raised.value) == PLACEHOLDER_HINT
-    assert "project=" in PLACEHOLDER_HINT and "location=" in PLACEHOLDER_HINT
+    assert explain_kfp_error(raised.value) == placeholder_hint()
+    assert "project=" in placeholder_hint() and "location=" in placeholder_hint()
+    assert "vertex_retrain.run_local" in placeholder_hint()
     assert explain_kfp_error(IndexError("other")) == "other"
 
 

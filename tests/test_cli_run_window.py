@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.examples import DRINK_SHOPS, example_module
 from trainer.data import generate
 from trainer.world import WorldConfig
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.main import main
 from vertex_retrain.cli.run_window import as_of_problem, local_data_span, with_local_as_of
-from vertex_retrain.pipelines import defaults
+
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
+WEEKLY = f"{DRINK_SHOPS / 'pipelines.py'}:weekly"
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = dt.datetime(2026, 11, 25, 9, 30, tzinfo=dt.UTC)
@@ -25,14 +28,14 @@ NOW = dt.datetime(2026, 11, 25, 9, 30, tzinfo=dt.UTC)
 
 @pytest.fixture
 def local_data(root: Path) -> Path:
-    """The sample dataset where the pipelines' default transactions_uri points, locally."""
-    folder = to_local_path(defaults.TRANSACTIONS_URI)
+    """The sample dataset where the example's default data_uri points, locally."""
+    folder = to_local_path(CHAIN.DATA_URI)
     generate(WorldConfig(members=60, stores=5, weeks=3, seed=2), folder)
     return folder
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(["run", "weekly-retraining", *argv])
+    code = main(["run", WEEKLY, *argv])
     return code, capsys.readouterr().err
 
 
@@ -58,14 +61,14 @@ def test_run_local_refuses_an_as_of_before_the_local_data_starts(
 ) -> None:
     # A process of its own: the local run prints its progress to the real stdout.
     done = subprocess.run(
-        [sys.executable, str(REPO / "compile.py"), "run", "weekly-retraining", "--local",
+        [sys.executable, str(REPO / "compile.py"), "run", WEEKLY, "--local",
          "--param", "as_of=2022-06-01"],
         capture_output=True, text=True, check=False, timeout=300,
         env={**os.environ, "VERTEX_LOCAL_ROOT": str(root)},
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(
-        "error: as_of 2022-06-01 is before the data starts (first transaction 2023-01-02"
+        "error: as_of 2022-06-01 is before the data starts (first row 2023-01-02"
     )
     assert done.stderr.count("\n") == 1, done.stderr
     assert not (root / "pipeline-root").exists()
@@ -81,16 +84,15 @@ def test_as_of_problem_checks_the_future_in_the_data_time_zone() -> None:
 
 
 def test_with_local_as_of_replays_the_newest_week_and_says_so(local_data: Path) -> None:
-    arguments = {"as_of": "", "transactions_uri": defaults.TRANSACTIONS_URI}
+    declaration = CHAIN.COMMON["dataset_declaration"]
+    arguments = {"as_of": "", "data_uri": CHAIN.DATA_URI, "dataset_declaration": declaration}
     out = io.StringIO()
     chosen = with_local_as_of(arguments, out, now=NOW)
     span = local_data_span(arguments)
     assert span is not None
     assert chosen["as_of"] == (span[1].date() + dt.timedelta(days=1)).isoformat() == "2023-01-23"
-    assert out.getvalue().startswith("as_of not given: this local run replays the newest week")
+    assert out.getvalue().startswith("as_of not given: this local run replays the newest period")
     given = {**arguments, "as_of": "2023-01-16"}
     assert with_local_as_of(given, io.StringIO(), now=NOW) == given
-    assert with_local_as_of({"transactions_uri": "gs://nowhere/t", "as_of": ""}, out) == {
-        "transactions_uri": "gs://nowhere/t",
-        "as_of": "",
-    }
+    nowhere = {"data_uri": "gs://nowhere/t", "dataset_declaration": declaration, "as_of": ""}
+    assert with_local_as_of(nowhere, out) == nowhere

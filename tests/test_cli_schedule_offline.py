@@ -10,11 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_schedule_reconcile import URIS_A, FakeScheduleClient, _args
+from test_schedule_reconcile import (
+    URIS_A,
+    WEEKLY_FILE,
+    WEEKLY_RETRAINING,
+    FakeScheduleClient,
+    _args,
+)
 
-from vertex_retrain.cli import schedule_reconcile
-from vertex_retrain.cli.schedule_offline import NOT_PINNED, format_declared
-from vertex_retrain.pipelines.schedules import DECLARED_SCHEDULES
+from vertex_retrain.cli import schedule_command
+from vertex_retrain.cli.schedule_offline import format_declared
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +29,8 @@ def test_schedule_dry_run_without_flags_or_credentials_shows_the_declared_schedu
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "CLOUDSDK_"))}
     result = subprocess.run(
-        [sys.executable, str(REPO / "compile.py"), "schedule", "--dry-run"],
+        [sys.executable, str(REPO / "compile.py"), "schedule", "--schedules",
+         str(WEEKLY_FILE), "--dry-run"],
         cwd=tmp_path, env={**env, "HOME": str(tmp_path), "NO_GCE_CHECK": "True"},
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -32,7 +38,9 @@ def test_schedule_dry_run_without_flags_or_credentials_shows_the_declared_schedu
     lines = result.stdout.splitlines()
     assert lines[0] == "schedule drink-shops-weekly-retraining (active)"
     assert "  pipeline: weekly-retraining" in lines
-    assert f"  template: {NOT_PINNED}" in lines
+    assert "  source: ../pipelines/scheduled.py:weekly" in lines
+    assert any(line.startswith("  template: not pinned: pass --template-version") for line in lines)
+    assert "compile.py upload" in result.stdout  # the command as it was invoked
     assert "  next 5 runs (Asia/Taipei):" in lines
     runs = [line for line in lines if line.startswith("    ")]
     assert len(runs) == 5 and all(run.endswith("Mon (UTC+0800)") for run in runs)
@@ -42,9 +50,9 @@ def test_schedule_dry_run_without_flags_or_credentials_shows_the_declared_schedu
 
 def test_format_declared_shows_the_pinned_template_and_runs_in_the_time_zone() -> None:
     now = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)  # Monday 04:00 in Taipei
-    text = format_declared(DECLARED_SCHEDULES, URIS_A, now=now)
+    text = format_declared((WEEKLY_RETRAINING,), URIS_A, now=now)
     assert f"  template: {URIS_A['weekly-retraining']}" in text
-    assert "    2026-12-07 03:00 Mon (UTC+0800)" in text.splitlines()[6]
+    assert "    2026-12-07 03:00 Mon (UTC+0800)" in text.splitlines()[7]
     assert "  parameters: the template's defaults" in text
 
 
@@ -55,7 +63,7 @@ def test_schedule_dry_run_with_flags_but_unreachable_vertex_still_shows_the_decl
         def list(self, display_name: str) -> list:  # type: ignore[type-arg]
             raise PermissionError("no application default credentials")
 
-    assert schedule_reconcile.cli_schedule(_args(), client=Unreachable()) == 0
+    assert schedule_command.cli_schedule(_args(), client=Unreachable()) == 0
     out = capsys.readouterr().out
     assert f"  template: {URIS_A['weekly-retraining']}" in out
     assert "diff against Vertex: not shown; Vertex could not be reached (PermissionError" in out
@@ -66,12 +74,12 @@ def test_schedule_without_dry_run_needs_every_flag_and_a_reachable_vertex(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     missing = _args(dry_run=False, project=None, template_version=[])
-    assert schedule_reconcile.cli_schedule(missing, client=FakeScheduleClient()) == 2
+    assert schedule_command.cli_schedule(missing, client=FakeScheduleClient()) == 2
     assert "needs --project, --template-version" in capsys.readouterr().err
 
     class Unreachable(FakeScheduleClient):
         def list(self, display_name: str) -> list:  # type: ignore[type-arg]
             raise ConnectionError("offline")
 
-    assert schedule_reconcile.cli_schedule(_args(dry_run=False), client=Unreachable()) == 1
+    assert schedule_command.cli_schedule(_args(dry_run=False), client=Unreachable()) == 1
     assert "Vertex could not be reached (ConnectionError: offline)" in capsys.readouterr().err

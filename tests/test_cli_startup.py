@@ -25,7 +25,7 @@ def test_compile_help_imports_no_heavy_module() -> None:
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert "usage: compile.py" in result.stdout
+    assert "usage: python compile.py" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "HEAVY:"
 
 
@@ -34,8 +34,10 @@ def test_compile_subcommand_help_lists_every_command() -> None:
         [sys.executable, "compile.py", "--help"], cwd=ROOT, capture_output=True, text=True
     )
     for command in ("compile", "run", "estimate", "validate", "upload", "schedule", "models",
-                    "endpoints", "serve", "demo"):  # fmt: skip
+                    "endpoints", "serve", "history", "preflight", "build-image"):  # fmt: skip
         assert f"    {command}" in result.stdout, command
+    # The drink shops' demo is the example's own script (examples/drink_shops/demo.py).
+    assert "    demo" not in result.stdout
 
 
 def test_compile_options_count_before_or_after_the_subcommand() -> None:

@@ -72,6 +72,7 @@ FAST_TRAINING = ["--epochs", "1", "--batch_size", "128", "--num_threads", "1"]
 SERVING = {
     "serving_image_uri": "europe-west4-docker.pkg.dev/shop/serving/recommender:1",
     "serving_command": CHAIN.COMMON["serving_command"],
+    "serving_extras": CHAIN.COMMON["serving_extras"],
     "sample_instances": CHAIN.SAMPLE_INSTANCES,
 }
 
@@ -421,7 +422,11 @@ class RegistrationOutputs(NamedTuple):
 
 @dsl.pipeline(name="register-imported")
 def register_imported(
-    model_uri: str, model_display_name: str, make_champion: bool, pipeline_run: str
+    model_uri: str,
+    model_display_name: str,
+    make_champion: bool,
+    pipeline_run: str,
+    serving_package_uri: str,
 ) -> RegistrationOutputs:
     """register_model on an imported model directory."""
     model = dsl.importer(artifact_uri=model_uri, artifact_class=Model)
@@ -430,9 +435,8 @@ def register_imported(
         display_name=model_display_name,
         make_champion=make_champion,
         pipeline_run=pipeline_run,
-        serving_image_uri=SERVING["serving_image_uri"],
-        serving_command=SERVING["serving_command"],
-        sample_instances=SERVING["sample_instances"],
+        serving_package_uri=serving_package_uri,
+        **SERVING,
         backend="local",
         project=LOCAL_PROJECT,
         location=LOCAL_LOCATION,
@@ -503,7 +507,7 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
     def register(make_champion: bool, run: str) -> Any:
         return register_imported(
             model_uri=model_uri, model_display_name=name, make_champion=make_champion,
-            pipeline_run=run,
+            pipeline_run=run, serving_package_uri=trained.package.outputs["reference"],
         ).outputs  # fmt: skip
 
     def deploy(registered: Any, traffic: int) -> Any:
@@ -672,6 +676,7 @@ def small_pipeline(
             make_champion=evaluation.outputs["is_better"],
             evaluation=evaluation.outputs["metrics"],
             pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            serving_package_uri=package.outputs["reference"],
             **SERVING,
             **place,
         )

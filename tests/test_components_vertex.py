@@ -447,6 +447,7 @@ def _requests_of(fake: RecordingModelService, message_cls: Any) -> list[Any]:
     return [r for r in fake.requests if isinstance(r, message_cls)]
 
 
+@pytest.mark.usefixtures("trained_runs")
 def test_register_step_vertex_uploads_versions_under_one_model(
     vertex: VertexBackend,
     models: RecordingModelService,
@@ -472,6 +473,7 @@ def test_register_step_vertex_uploads_versions_under_one_model(
     assert second.artifact_uri == f"{API}/{second.resource_name}"
 
 
+@pytest.mark.usefixtures("trained_runs")
 def test_register_step_vertex_champion_and_default_move_together_only_when_told(
     vertex: VertexBackend,
     models: RecordingModelService,
@@ -493,6 +495,7 @@ def test_register_step_vertex_champion_and_default_move_together_only_when_told(
     assert sorted(last.version_aliases) == ["champion", "default"]  # one atomic call
 
 
+@pytest.mark.usefixtures("trained_runs")
 def test_register_step_vertex_rerun_of_the_same_run_is_idempotent(
     vertex: VertexBackend,
     models: RecordingModelService,
@@ -506,6 +509,7 @@ def test_register_step_vertex_rerun_of_the_same_run_is_idempotent(
     assert len(_requests_of(models, aiplatform_v1.UploadModelRequest)) == 1
 
 
+@pytest.mark.usefixtures("trained_runs")
 def test_register_step_vertex_custom_champion_alias_is_what_evaluate_finds(
     vertex: VertexBackend,
     models: RecordingModelService,
@@ -535,6 +539,7 @@ def test_register_step_vertex_bad_artifact_uri_registers_nothing(
     assert "upload_model" not in models.calls
 
 
+@pytest.mark.usefixtures("trained_runs")
 def test_champion_lookup_vertex_finds_the_alias_holder_or_none(
     vertex: VertexBackend,
     models: RecordingModelService,
@@ -678,6 +683,13 @@ def test_deploy_step_vertex_bad_request_changes_nothing(
 @pytest.fixture
 def cloud() -> tuple[FakeCloudBuildClient, FakeStorageClient]:
     return FakeCloudBuildClient(), FakeStorageClient()
+
+
+@pytest.fixture
+def trained_runs(cloud: tuple[FakeCloudBuildClient, FakeStorageClient]) -> None:
+    """What the training jobs of runs 1-3 wrote: register refuses an empty model folder."""
+    for run in ("run-1", "run-2", "run-3"):
+        cloud[1].objects[f"gs://shop/runs/{run}/train/model/artifact.json"] = b"{}"
 
 
 @pytest.fixture

@@ -77,6 +77,9 @@ def _sandbox(tmp_path: Path, dist: Path) -> Path:
     work.mkdir()
     shutil.copytree(dist, work / "dist")
     shutil.copy2(ROOT / "compile.py", work / "compile.py")
+    # The examples' declarations (schedules.yaml), as a clone has them.
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "*.pyc")
+    shutil.copytree(ROOT / "examples", work / "examples", ignore=ignore)
     return work
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
-from data.serving.support import ECHO_SERVER, stop_all_servers
+from data.serving.support import ECHO_SERVER, build_echo_image, stop_all_servers
 
 from vertex_retrain.backends.local import endpoints as endpoints_module
 from vertex_retrain.backends.local import model_server
@@ -71,7 +71,7 @@ def _register(run: str, bias: int) -> RegisteredVersion:
             backend="local",
             artifact_uri=_artifact(run, bias),
             display_name=MODEL,
-            serving_image_uri="us-docker.pkg.dev/local/echo:test",
+            serving_image_uri=build_echo_image(),
             serving_command=["python", str(ECHO_SERVER)],
             make_champion=True,
             sample_instances=[1, 2],

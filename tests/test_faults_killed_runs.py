@@ -1,6 +1,7 @@
 """SIGKILL of `compile.py run --local` mid-training, then of its whole process group.
 
-The run is real: `compile.py run train-only --local` on tiny data, with the trainer held
+The run is real: the drink shops' weekly pipeline (`compile.py run
+examples/drink_shops/pipelines.py:weekly --local`) on tiny data, with the trainer held
 after its first step (`TRAINER_FAULTS={"hold_at_step": 1}`) so the kill lands mid-training
 whatever the machine's speed. Every process of the run carries FAULT_TAG, so the test finds
 them in /proc. Before the fix, the replica went on for a minute after either kill (nothing
@@ -22,17 +23,24 @@ from pathlib import Path
 import pytest
 from data.faults.support import TAG_VARIABLE, wait_until_gone
 
+from tests.examples import DRINK_SHOPS, example_module
 from trainer.data import generate
 from trainer.faults import faults_env, pause_marker
 from trainer.world import WorldConfig
 from vertex_retrain.backends.local import lifeline
 from vertex_retrain.backends.local.storage import to_local_path
-from vertex_retrain.pipelines import defaults
+
+CHAIN = example_module(DRINK_SHOPS, "pipelines")
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-RUN = [sys.executable, "compile.py", "run", "train-only", "--local"]
-PARAMS = ["--param", "epochs=1", "--param", "batch_size=64"]
+RUN = [sys.executable, "compile.py", "run", f"{DRINK_SHOPS / 'pipelines.py'}:weekly", "--local"]
+PARAMS = [
+    "--param",
+    f"source_uri={DRINK_SHOPS / 'trainer'}",
+    "--param",
+    'training_args=["--epochs", "1", "--batch_size", "64"]',
+]
 HELD = pause_marker(0, "step", 1).split(" pid 0")[1]  # " paused in step at step 1"
 
 
@@ -43,7 +51,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv(TAG_VARIABLE, f"killed-{tmp_path.name}-{os.getpid()}")
     generate(
         WorldConfig(members=200, stores=10, weeks=8, seed=1),
-        str(to_local_path(defaults.TRANSACTIONS_URI)),
+        str(to_local_path(CHAIN.DATA_URI)),
     )
     yield root
     left = wait_until_gone(os.environ[TAG_VARIABLE], seconds=0)

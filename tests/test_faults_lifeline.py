@@ -63,13 +63,24 @@ def _kill(process: subprocess.Popen[str]) -> None:
     process.communicate()
 
 
-def test_replica_dies_with_the_process_that_started_it(started: list[int]) -> None:
+@pytest.mark.parametrize("gcs_namespace", [False, True])
+def test_replica_dies_with_the_process_that_started_it(
+    started: list[int], tmp_path: Path, gcs_namespace: bool
+) -> None:
+    # In its /gcs namespace too: the set-up between the wrapper and the program keeps the
+    # parent-death signal (and the pid).
     middle, (replica,) = _middle(
         """
-        argv = lifeline.die_with_parent_argv(["sleep", "300"], os.environ)
+        from pathlib import Path
+        from vertex_retrain.backends.local.gcs_namespace import in_gcs_namespace
+        argv = ["sleep", "300"]
+        if sys.argv[1]:
+            argv = in_gcs_namespace(argv, Path(sys.argv[1]))
+        argv = lifeline.die_with_parent_argv(argv, os.environ)
         replica = subprocess.Popen(argv, start_new_session=True)
         print(replica.pid, flush=True)
-        """
+        """,
+        str(tmp_path / "root") if gcs_namespace else "",
     )
     started.append(replica)
     try:

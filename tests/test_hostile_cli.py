@@ -9,7 +9,6 @@ registry API on a corrupt file or a writer's lock (test_local_registry.py).
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -83,19 +82,11 @@ def test_compile_py_run_refuses_malformed_overrides_and_writes_nothing(tmp_path:
 def bad_cron_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, subprocess.CompletedProcess[str], Path]]:
-    # A copy of the code with one declaration edited, as a user would edit schedules.py.
-    code = tmp_path_factory.mktemp("code")
-    ignore = shutil.ignore_patterns("__pycache__")
-    # The copy's own vertex_retrain package comes first on sys.path (compile.py's folder), so
-    # its mapped subpackages are laid out where an installed wheel has them.
-    shutil.copytree(REPO / "vertex_retrain", code / "vertex_retrain", ignore=ignore)
-    for name in ("pipelines", "components"):
-        shutil.copytree(REPO / name, code / "vertex_retrain" / name, ignore=ignore)
-    shutil.copy2(REPO / "compile.py", code / "compile.py")
-    schedules = code / "vertex_retrain" / "pipelines" / "schedules.py"
-    text = schedules.read_text()
-    assert text.count('cron="0 3 * * 1"') == 1, "the weekly declaration changed; update the test"
-    schedules.write_text(text.replace('cron="0 3 * * 1"', f'cron="{request.param}"'))
+    # The example's declarations with one cron edited, as a user would edit schedules.yaml.
+    text = (REPO / "examples" / "drink_shops" / "schedules.yaml").read_text()
+    assert text.count('cron: "0 3 * * 1"') == 1, "the weekly declaration changed; update the test"
+    schedules = tmp_path_factory.mktemp("declared") / "schedules.yaml"
+    schedules.write_text(text.replace('cron: "0 3 * * 1"', f'cron: "{request.param}"'))
     work = tmp_path_factory.mktemp("work")
     args = [
         "schedule",
@@ -105,8 +96,9 @@ def bad_cron_run(
         "--pipeline-root=gs://drink-shops-ml/runs",
         f"--template-version={DIGEST}",
         "--repository=pipelines",
+        f"--schedules={schedules}",
     ]
-    yield request.param, _compile_py(args, work, code_root=code), work
+    yield request.param, _compile_py(args, work), work
 
 
 def test_compile_py_schedule_names_the_invalid_cron_and_changes_nothing(
@@ -115,7 +107,7 @@ def test_compile_py_schedule_names_the_invalid_cron_and_changes_nothing(
     cron, result, work = bad_cron_run
     assert result.returncode != 0
     last_line = result.stderr.strip().splitlines()[-1]
-    assert f"drink-shops-weekly-retraining: cron '{cron}'" in last_line
+    assert f"schedule 1: drink-shops-weekly-retraining: cron '{cron}'" in last_line
     assert "e.g. '0 3 * * 1' is Mondays at 03:00" in last_line
     assert result.stdout == "" and _files(work) == []
 

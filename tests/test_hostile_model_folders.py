@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from data.hostile.support import GOOD_INSTANCE, REPO, TRAINER_SERVING_SPEC, write_tiny_artifact
+from data.hostile.support import (
+    GOOD_INSTANCE,
+    REPO,
+    TRAINER_SERVING_EXTRAS,
+    TRAINER_SERVING_SPEC,
+    trainer_serving_package,
+    write_tiny_artifact,
+)
 
 from trainer.artifact_index import ArtifactError
 from trainer.export import load_artifact
@@ -166,6 +173,8 @@ def test_local_deploy_of_a_hostile_folder_is_refused_naming_the_key(
         artifact_uri=uri,
         container_spec=TRAINER_SERVING_SPEC,
         sample_instances=[GOOD_INSTANCE],
+        serving_package_uri=trainer_serving_package(tmp_path / "root"),
+        serving_extras=TRAINER_SERVING_EXTRAS,
     )
     endpoints = LocalEndpoints()
     endpoints.get_or_create("ep")

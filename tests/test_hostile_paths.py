@@ -95,12 +95,21 @@ def test_build_python_package_refuses_destination_outside_root(root: Path, tmp_p
     assert not index_path(root).exists()
 
 
-def test_deploy_refuses_artifact_uri_outside_root_and_starts_nothing(root: Path) -> None:
+def test_deploy_refuses_artifact_uri_outside_root_and_starts_nothing(
+    root: Path, tmp_path: Path
+) -> None:
+    from vertex_retrain.backends.local.builder import build_container_image
+
+    context = tmp_path / "image"  # an image the local backend can serve
+    context.mkdir()
+    (context / "Dockerfile").write_text('FROM python:3.11-slim\nCMD ["python", "-c", "pass"]\n')
+    image = "us-docker.pkg.dev/p/r/serve:1"
+    build_container_image(context, image_uri=image)
     registry = ModelRegistry()
     registry.upload_version(
         "recs",
         artifact_uri="gs://b/../../../etc",  # the registry records it, as Vertex would
-        container_spec={"imageUri": "x", "command": ["python", "-c", "pass"]},
+        container_spec={"imageUri": image, "command": ["python", "-c", "pass"]},
         sample_instances=[1],
     )
     endpoints = LocalEndpoints()

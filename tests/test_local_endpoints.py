@@ -19,7 +19,7 @@ from vertex_retrain.backends.local.endpoints import Endpoint, LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.registry_db import RegistryInputError, RegistryNotFoundError
 from vertex_retrain.backends.local.registry_tables import endpoints_table
-from vertex_retrain.backends.local.serving_spec import resolve_serving_command, serving_environment
+from vertex_retrain.backends.local.serving_spec import resolve_serving_launch, serving_environment
 from vertex_retrain.rules.traffic import TrafficSplitError
 
 pytestmark = pytest.mark.slow
@@ -251,14 +251,18 @@ def test_serving_environment_follows_the_vertex_contract(
     assert env["AIP_STORAGE_URI"] == str(tmp_path)
     assert env["MODEL_ROOT"] == f"{tmp_path}/export"
     assert env["LATER"] == "$(UNSET_NAME)"  # unknown references stay as written
-    argv = resolve_serving_command(spec)
-    assert argv[0] != "python3" and Path(argv[0]).name.startswith("python")
-    assert argv[1:] == ["-m", "serve", *spec["args"]]
 
 
-def test_serving_command_without_command_is_a_clear_error(registry: ModelRegistry) -> None:
-    with pytest.raises(RegistryInputError, match=r"has no 'command'.*ENTRYPOINT.*not built"):
-        resolve_serving_command({"imageUri": "us-docker.pkg.dev/p/r/img:1", "args": ["x"]})
+@pytest.mark.parametrize("command", [[], ["python", "-m", "serve"]])
+def test_serving_launch_refuses_a_version_with_neither_package_nor_local_image(
+    registry: ModelRegistry, command: list[str]
+) -> None:
+    spec = {"imageUri": "us-docker.pkg.dev/p/r/img:1", "command": command, "args": ["x"]}
+    with pytest.raises(RegistryInputError) as refused:
+        resolve_serving_launch(spec)
+    message = str(refused.value)
+    assert "serving_package_uri" in message and "not built by the local builder" in message
+    assert "\n" not in message
 
 
 def test_endpoint_deploys_an_image_built_by_the_local_builder(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+import pytest
 
 from vertex_retrain.cli.local_run import (
     LOCAL_PROJECT,
@@ -11,6 +14,12 @@ from vertex_retrain.cli.local_run import (
     task_errors,
 )
 from vertex_retrain.cli.run_progress import RunProgress
+
+PROBLEM = (
+    'error: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorType = "NVIDIA_TESLA_A100": '
+    "NVIDIA_TESLA_A100 cannot run on n1-standard-8. Valid alternatives: machineType "
+    "a2-highgpu-1g."
+)
 
 
 def test_local_arguments_name_backend_project_and_location_then_overrides() -> None:
@@ -44,9 +53,51 @@ def test_task_errors_lists_each_exception_once_in_order() -> None:
         "    FileNotFoundError: 'gs://b/t' has no generation.json",
         "    vertex_retrain.backends.local.build_context.BuildError: source_dir /x is not a folder",
         "    FileNotFoundError: 'gs://b/t' has no generation.json",
+        "    ",
         '    "error": {"code": 1}',
     ]
     assert task_errors(lines) == [
         "FileNotFoundError: 'gs://b/t' has no generation.json",
         "vertex_retrain.backends.local.build_context.BuildError: source_dir /x is not a folder",
     ]
+
+
+def test_task_errors_keep_every_line_of_a_multi_line_message() -> None:
+    # As kfp.local logs a task that failed on an impossible job: the field, the value and
+    # the alternatives are on the message's second line.
+    lines = [
+        "        raise JobSpecError(tuple(problems))",
+        "    vertex_retrain.specs.problems.JobSpecError: invalid job spec: 1 error(s)",
+        f"      - {PROBLEM}",
+        "    ",
+        "",
+        "01:24:49.577 - ERROR - Task 'train-custom-job' finished with status FAILURE",
+    ]
+    (error,) = task_errors(lines)
+    assert error.splitlines() == [
+        "vertex_retrain.specs.problems.JobSpecError: invalid job spec: 1 error(s)",
+        f"  - {PROBLEM}",
+    ]
+
+
+def test_local_arguments_set_only_the_parameters_a_pipeline_declares() -> None:
+    arguments = local_arguments({"rows": 3}, {"rows": 4}, declared={"rows", "backend"})
+    assert arguments == {"rows": 4, "backend": "local"}
+
+
+def test_a_failed_local_run_prints_the_root_error_in_full(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vertex_retrain.cli.main import main
+
+    pipeline = Path(__file__).resolve().parent / "data" / "pipelines" / "user_jobs.py"
+    assert main(["run", f"{pipeline}:impossible_locally", "--local"]) == 1
+    out = capsys.readouterr().out
+    why = out[out.index("--- why the tasks failed ---") :]
+    assert "JobSpecError: invalid job spec: 1 error(s)" in why
+    # The field, the value and the alternatives, not only the first line of the error.
+    assert (
+        '  - error: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorType = "NVIDIA_TESLA_A100"'
+        in why
+    )
+    assert "Valid alternatives: machineType a2-highgpu-1g" in why

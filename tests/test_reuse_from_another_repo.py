@@ -7,7 +7,8 @@ install only: a ``sitecustomize`` there removes this checkout's editable finders
 ``vertex_retrain`` from the checkout nor ``trainer`` can be imported by accident.
 
 (a) it compiles our component YAMLs with ``vertex_retrain.cli.compiling`` and runs a pipeline of
-    its own component and two of ours, loaded from those YAMLs, with kfp.local;
+    its own component and two of ours, loaded from those YAMLs, with ``vertex_retrain.run_local``;
+    then its own compiled YAML with the command line (``run their-pipeline.yaml --local``);
 (b) it imports our components from Python under the namespaced name.
 """
 
@@ -56,8 +57,8 @@ from pathlib import Path
 
 import components
 from components.steps import learning_rate_of
+from kfp import compiler, dsl
 from kfp import components as kfp_components
-from kfp import dsl, local
 
 dist = Path(sys.argv[1])
 fixed = kfp_components.load_component_from_file(str(dist / "fixed_hyperparameters.yaml"))
@@ -74,16 +75,16 @@ def their_pipeline(model_uri: str) -> None:
         model=model.output,
         display_name="their-model",
         serving_image_uri="example.com/their-serving:1",
-        # kfp.local cannot resolve Vertex's project/location placeholders: pass both.
-        project="local-project",
-        location="local",
     )
 
 
-local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=sys.argv[2])
-run = their_pipeline(model_uri="gs://their-bucket/model")
+# The documented route: no project or location to pass, kfp.local's placeholders resolved.
 import vertex_retrain
+from vertex_retrain import run_local
 
+outcome = run_local(their_pipeline, {"model_uri": "gs://their-bucket/model"})
+assert outcome.succeeded, outcome.log_path.read_text()
+compiler.Compiler().compile(their_pipeline, "their-pipeline.yaml")
 print(json.dumps({"library": vertex_retrain.__file__, "components": components.__file__}))
 '''
 
@@ -191,14 +192,23 @@ def test_reuse_other_repo_runs_our_compiled_yamls_locally_from_a_wheel_install(
     assert compiled.returncode == 0, compiled.stderr
     assert compiled.stdout.strip().startswith(str(installed))
     dist = other_repo / "dist" / "components"
-    run = _python(other_repo, installed, root, "pipeline.py", str(dist), str(tmp_path / "pr"))
+    run = _python(other_repo, installed, root, "pipeline.py", str(dist))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     where = json.loads(run.stdout.strip().splitlines()[-1])
     assert where["library"].startswith(str(installed))
     assert where["components"] == str(other_repo / "components" / "__init__.py")
     log = re.sub(r"\x1b\[[0-9;]*m", "", run.stdout)
     assert "Pipeline 'their-pipeline' finished with status SUCCESS" in log
-    assert "Task 'learning-rate-of' finished with status SUCCESS" in log
+    assert "✓ step learning-rate-of" in log
+    # Their compiled pipeline, by the command line: `vertex-retrain run their-pipeline.yaml`.
+    cli = _python(
+        other_repo, installed, root, "-m", "vertex_retrain.cli.main", "run",
+        "their-pipeline.yaml", "--local", "--param", "model_uri=gs://their-bucket/model",
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stdout[-3000:] + cli.stderr[-3000:]
+    assert "run their-pipeline succeeded" in cli.stdout
+    # Same component, same inputs: the local task cache serves the registration, as Vertex would.
+    assert "↺ step register-model: cached from run their-pipeline-" in cli.stdout
     registry = _python(
         other_repo, installed, root, "-c",
         "from vertex_retrain.backends.local.registry import ModelRegistry; "

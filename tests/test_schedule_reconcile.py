@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vertex_retrain.cli import schedule_reconcile
+from vertex_retrain.cli import schedule_command
 from vertex_retrain.cli.schedule_reconcile import DeploymentTarget, format_plans, reconcile
-from vertex_retrain.pipelines.schedules import WEEKLY_RETRAINING
 from vertex_retrain.schedules import (
     ObservedSchedule,
     ScheduleDeclaration,
     ScheduleError,
     ScheduleSpec,
+    load_declarations,
 )
+
+WEEKLY_FILE = Path(__file__).resolve().parent / "data" / "schedules" / "weekly.yaml"
+(WEEKLY_RETRAINING,) = load_declarations(WEEKLY_FILE)
 
 NOW = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
 DIGEST_A = "sha256:" + "a" * 64
@@ -268,6 +272,7 @@ def _args(**overrides: Any) -> argparse.Namespace:
         "template_version": [URIS_A["weekly-retraining"]],
         "repository": None,
         "dry_run": True,
+        "schedules": str(WEEKLY_FILE),
     }
     values.update(overrides)
     return argparse.Namespace(**values)
@@ -277,7 +282,7 @@ def test_cli_schedule_dry_run_prints_the_plan_for_the_declared_schedule(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     client = FakeScheduleClient()
-    assert schedule_reconcile.cli_schedule(_args(), client=client) == 0
+    assert schedule_command.cli_schedule(_args(), client=client) == 0
     out = capsys.readouterr().out
     assert "schedule drink-shops-weekly-retraining: would create" in out
     assert "  cron: (none) → TZ=Asia/Taipei 0 3 * * 1" in out
@@ -289,7 +294,7 @@ def test_cli_schedule_applies_a_bare_digest_with_its_repository(
 ) -> None:
     client = FakeScheduleClient()
     args = _args(template_version=[DIGEST_A], repository="pipelines", dry_run=False)
-    assert schedule_reconcile.cli_schedule(args, client=client) == 0
+    assert schedule_command.cli_schedule(args, client=client) == 0
     (schedule,) = client.schedules.values()
     assert schedule.spec.template_uri == URIS_A["weekly-retraining"]
     assert "schedule drink-shops-weekly-retraining: create" in capsys.readouterr().out
@@ -316,7 +321,7 @@ def test_cli_schedule_rejects_bad_input_without_touching_vertex(
     overrides: dict[str, Any], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     client = FakeScheduleClient()
-    assert schedule_reconcile.cli_schedule(_args(dry_run=False, **overrides), client=client) == 2
+    assert schedule_command.cli_schedule(_args(dry_run=False, **overrides), client=client) == 2
     assert message in capsys.readouterr().err
     assert client.calls == []
 
@@ -335,11 +340,12 @@ def test_compile_py_schedule_arguments_reach_the_handler(
             f"--pipeline-root={TARGET.pipeline_root}",
             f"--template-version={DIGEST_A}",
             "--repository=pipelines",
+            f"--schedules={WEEKLY_FILE}",
             "--dry-run",
         ]
     )
-    assert cli._HANDLERS[args.command] == "vertex_retrain.cli.schedule_reconcile:cli_schedule"
+    assert cli._HANDLERS[args.command] == "vertex_retrain.cli.schedule_command:cli_schedule"
     client = FakeScheduleClient()
-    assert schedule_reconcile.cli_schedule(args, client=client) == 0
+    assert schedule_command.cli_schedule(args, client=client) == 0
     assert f"template_uri: (none) → {URIS_A['weekly-retraining']}" in capsys.readouterr().out
     assert client.mutations() == []

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from vertex_retrain.pipelines.schedules import DECLARED_SCHEDULES, WEEKLY_RETRAINING
 from vertex_retrain.schedules import (
     ScheduleDeclaration,
     ScheduleError,
+    load_declarations,
     next_run_times,
     parse_vertex_cron,
     validate_cron,
     validate_time_zone,
     vertex_cron,
 )
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _declare(**overrides: object) -> ScheduleDeclaration:
@@ -29,12 +32,14 @@ def _declare(**overrides: object) -> ScheduleDeclaration:
     return ScheduleDeclaration(**fields)
 
 
-def test_weekly_retraining_runs_mondays_at_three_in_taipei() -> None:
-    assert DECLARED_SCHEDULES == (WEEKLY_RETRAINING,)
-    assert WEEKLY_RETRAINING.pipeline_name == "weekly-retraining"
-    assert WEEKLY_RETRAINING.vertex_cron == "TZ=Asia/Taipei 0 3 * * 1"
+def test_drink_shops_example_schedule_runs_mondays_at_three_in_taipei() -> None:
+    (weekly,) = load_declarations(REPO / "examples" / "drink_shops" / "schedules.yaml")
+    assert weekly.display_name == "drink-shops-weekly-retraining"
+    assert (weekly.max_concurrent_run_count, weekly.paused) == (1, False)
+    assert weekly.parameter_values == {}
+    assert weekly.vertex_cron == "TZ=Asia/Taipei 0 3 * * 1"
     # Sunday 2026-11-29 20:00 UTC is Monday 04:00 in Taipei: this week's run has passed.
-    runs = WEEKLY_RETRAINING.next_run_times(after=datetime(2026, 11, 29, 20, 0, tzinfo=UTC))
+    runs = weekly.next_run_times(after=datetime(2026, 11, 29, 20, 0, tzinfo=UTC))
     assert [run.strftime("%Y-%m-%d %H:%M %a %z") for run in runs] == [
         f"2026-12-{day:02d} 03:00 Mon +0800" for day in (7, 14, 21, 28)
     ] + ["2027-01-04 03:00 Mon +0800"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.examples import DRINK_SHOPS, importable
 from tests.fakes.vertex_build import FakeStorageClient
 from tests.fakes.vertex_serving import (
     FakeEndpointServiceClient,
@@ -15,17 +16,19 @@ from tests.fakes.vertex_serving import (
 )
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
-from vertex_retrain.cli.smoke_apply import apply_smoke
-from vertex_retrain.cli.smoke_vertex import (
-    SmokeClients,
-    SmokePlan,
-    format_plan,
-    main,
-    plan_smoke,
-    smallest_cpu_machine,
-)
-from vertex_retrain.pipelines import catalog
 from vertex_retrain.specs import load_catalog
+
+with importable(DRINK_SHOPS):
+    from vertex_smoke.apply import apply_smoke
+    from vertex_smoke.main import (
+        SmokeClients,
+        SmokePlan,
+        format_plan,
+        main,
+        plan_smoke,
+        smallest_cpu_machine,
+    )
+    from vertex_smoke.plan import experiment_pipeline
 
 ACCOUNT = "smoke-runner@drink-shops.iam.gserviceaccount.com"
 
@@ -53,7 +56,7 @@ def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names()
         "europe-docker.pkg.dev/vertex-ai/training/pytorch-xla."
     )
     assert plan.prefix == "gs://drink-shops-ml/vertex-retrain-smoke/t1"
-    assert plan.parameters["transactions_uri"].startswith(plan.prefix)
+    assert plan.parameters["data_uri"].startswith(plan.prefix)
     assert plan.pipeline_root.startswith(plan.prefix)
     assert plan.model_display_name == plan.endpoint_display_name == "vertex-retrain-smoke-t1"
     assert any(plan.prefix in d for d in plan.deletes)
@@ -61,9 +64,7 @@ def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names()
 
 def test_plan_passes_the_offline_preflight_once_its_inputs_exist() -> None:
     plan = _plan(component_image="europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain:1")
-    spec = compile_to_dict(
-        catalog.pipeline_by_name("train-only"), component_image=str(plan.component_image)
-    )
+    spec = compile_to_dict(experiment_pipeline(), component_image=str(plan.component_image))
     parameters = {
         **default_arguments(spec),
         **plan.parameters,

@@ -491,7 +491,7 @@ INVALID_CUSTOM: list[tuple[str, dict[str, Any], str, str]] = [
             }
         ),
         f"{P0}.pythonPackageSpec.pythonModule",
-        "trainer.task",
+        "mypackage.task",
     ),
     (
         "output-not-gcs",

@@ -107,7 +107,7 @@ def test_request_for_shape_without_keys_is_the_component_default_job() -> None:
 @pytest.mark.parametrize("pipeline", sorted(catalog.PIPELINES))
 def test_estimate_of_compiled_defaults_prices_the_defined_job(pipeline: str) -> None:
     arguments = default_arguments(_compiled(pipeline))
-    estimate = estimate_run(pipeline, arguments)
+    estimate = estimate_run(_compiled(pipeline), arguments)
     defined = TrainingRequest(
         backend="vertex",
         display_name="defined",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.examples import DRINK_SHOPS
 from vertex_retrain.build.context import BuildError
 from vertex_retrain.build.package_metadata import read_package_metadata
-from vertex_retrain.cli.local_setup import trainer_source
 from vertex_retrain.specs.containers import load_containers, parse_image_name
 from vertex_retrain.specs.defaults import EVALUATION, TRAINING
 from vertex_retrain.specs.package_compat import (
@@ -64,15 +64,13 @@ def test_default_executor_image_is_in_the_catalog_and_the_trainer_installs_on_it
     catalog = load_containers()
     for image in (TRAINING.executor_image_uri, EVALUATION.executor_image_uri):
         assert catalog.lookup(image) is not None, image
-    source = trainer_source()
-    assert source is not None
+    source = DRINK_SHOPS / "trainer"
     problems = package_problems(read_package_metadata(source), TRAINING.executor_image_uri, FIELD)
     assert errors_of(problems) == [], [p.describe() for p in problems]
 
 
 def test_python_38_executor_image_is_refused_for_the_reference_package() -> None:
-    source = trainer_source()
-    assert source is not None
+    source = DRINK_SHOPS / "trainer"
     problems = package_problems(read_package_metadata(source), PY38, FIELD)
     (refusal,) = errors_of(problems)
     assert refusal.code == "package-python"

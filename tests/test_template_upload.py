@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from vertex_retrain.cli import template_upload
+from vertex_retrain.cli import template_upload, upload_command
 from vertex_retrain.cli.template_upload import (
     LocalDirectoryRegistry,
     UploadError,
@@ -252,7 +252,7 @@ def test_cli_upload_to_a_local_registry_prints_the_digest(
 ) -> None:
     monkeypatch.setattr(template_upload, "git_revision", lambda: "abc1234")
     template = _template(tmp_path)
-    code = template_upload.cli_upload(
+    code = upload_command.cli_upload(
         _args(files=[str(template)], registry_dir=str(tmp_path / "reg"), tag=["latest"])
     )
     assert code == 0
@@ -278,7 +278,7 @@ def test_cli_upload_to_artifact_registry_prints_the_version_uri(
     args = _args(
         files=[str(template)], project="drink-shops", location="asia-east1", repository="pipelines"
     )
-    assert template_upload.cli_upload(args, client_factory=factory) == 0
+    assert upload_command.cli_upload(args, client_factory=factory) == 0
     assert clients[0].host == HOST
     assert f"  {HOST}/weekly-retraining/{_digest(template)}" in capsys.readouterr().out
 
@@ -304,7 +304,7 @@ def test_cli_upload_rejects_bad_arguments_and_uploads_nothing(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     args = _args(files=[str(_template(tmp_path))], **overrides)
-    assert template_upload.cli_upload(args, client_factory=FakeRegistryClient) == 2
+    assert upload_command.cli_upload(args, client_factory=FakeRegistryClient) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
 
@@ -313,8 +313,8 @@ def test_cli_upload_without_compiled_templates_says_to_compile_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert template_upload.cli_upload(_args(registry_dir="reg")) == 2
-    assert "compile.py compile" in capsys.readouterr().err
+    assert upload_command.cli_upload(_args(registry_dir="reg")) == 2
+    assert "`vertex-retrain compile`" in capsys.readouterr().err
 
 
 def test_compile_py_upload_subcommand_uploads_to_a_registry_dir(

@@ -143,7 +143,11 @@ def test_submit_passes_the_service_account_and_network_and_returns_the_job_name(
 def test_vertex_submit_modules_import_without_aiplatform_or_kfp() -> None:
     modules = [
         "vertex_retrain.cli.params",
-        "vertex_retrain.pipelines.schedules",
+        "vertex_retrain.schedules.declarations_file",
+        "vertex_retrain.cli.schedule_source",
+        "vertex_retrain.cli.schedule_command",
+        "vertex_retrain.cli.upload_command",
+        "vertex_retrain.cli.pipeline_source",
         "vertex_retrain.cli.schedule_reconcile",
         "vertex_retrain.cli.vertex_schedule_client",
         "vertex_retrain.cli.template_upload",

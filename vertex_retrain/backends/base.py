@@ -118,6 +118,9 @@ class VersionSpec:
         dataset_uri: Lineage: the training data.
         gcp_resources_path: The task's ``gcp_resources`` output: the upload operation is
             recorded there and resumed from it (Vertex; empty: nowhere).
+        serving_package_uri: The wheel or sdist holding the serving code: the local backend
+            runs the serving command in an environment built from it (Vertex: lineage only).
+        serving_extras: Extras of that package the serving code needs.
     """
 
     display_name: str
@@ -131,6 +134,8 @@ class VersionSpec:
     pipeline_run: str = ""
     dataset_uri: str = ""
     gcp_resources_path: str = ""
+    serving_package_uri: str = ""
+    serving_extras: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,10 @@ class Backend(Protocol):
         """Maps a ``gs://``, ``/gcs/`` or local location to a path this process can open."""
         ...
 
+    def holds_files(self, uri: str) -> bool:
+        """Whether the folder ``uri`` exists and holds at least one file (at any depth)."""
+        ...
+
     def run_custom_job(
         self,
         payload: dict[str, Any],
@@ -342,7 +351,7 @@ class Backend(Protocol):
     def record_run(self, record: RunRecord) -> str:
         """Keeps a pipeline run's record (its week); returns where, in words.
 
-        Locally: the registry database (``compile.py history``); on Vertex: one Vertex AI
+        Locally: the registry database (``vertex-retrain history``); on Vertex: one Vertex AI
         Experiments run in the model's experiment.
         """
         ...

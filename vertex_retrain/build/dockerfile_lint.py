@@ -173,7 +173,7 @@ def lint_dockerfile(
                 0,
                 "no ENTRYPOINT or CMD: the job must then set containerSpec.command, and the "
                 "image inherits whatever its base runs; add e.g. "
-                'ENTRYPOINT ["python", "-m", "trainer.task"]',
+                'ENTRYPOINT ["python", "-m", "mypackage.task"]',
             )
         )
     for line, sources in info.copies:

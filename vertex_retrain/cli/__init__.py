@@ -1,13 +1,21 @@
-"""The command line (``compile.py``, ``vertex-retrain``): every command handler and its operations.
+"""The command line (``vertex-retrain``, or ``python compile.py`` in a clone): every command
+handler and its operations. Every command that takes a pipeline takes a user's pipeline too.
 
 - ``main``: the argument parser and the dispatch table; imports nothing heavy.
+- ``pipeline_source``: the one resolver of a PIPELINE argument (a template name, a compiled
+  file, ``module:attr``, ``file.py:attr``; ``python_refs`` loads Python objects).
 - ``compile_commands``: ``compile`` and ``estimate``; ``compiling`` compiles and describes
-  specs, ``costing`` prices one run from the compiled defaults.
-- ``run_command``: ``run``; ``local_run`` runs on this machine, ``vertex_submit`` submits a
-  ``PipelineJob``, ``params`` parses and checks ``--param`` overrides.
-- ``template_upload`` (``upload``) and ``template_ref`` (Artifact Registry version URIs).
-- ``schedule_reconcile`` (``schedule``) and ``vertex_schedule_client``, its default
+  specs, ``costing`` prices one run from the jobs ``job_tasks`` finds in the compiled spec
+  (``spec_tasks`` walks its tasks).
+- ``run_command``: ``run``; ``local_run`` runs on this machine (``local_api`` is
+  ``vertex_retrain.run_local``), ``vertex_submit`` submits a ``PipelineJob``, ``params``
+  parses and checks ``--param`` overrides (``param_files``: ``@FILE`` values).
+- ``preflight`` and ``preflight_checks``: the checks before a submission; ``cache_keys``.
+- ``upload_command`` (``upload``), ``template_upload`` (the registries) and ``template_ref``
+  (Artifact Registry version URIs).
+- ``schedule_command`` (``schedule``): ``schedule_source`` reads the user's declarations,
+  ``schedule_reconcile`` plans and applies through ``vertex_schedule_client``, its default
   :class:`vertex_retrain.schedules.ScheduleClient`.
 - ``validate_command`` (``validate``), ``registry_commands`` (``models``, ``endpoints``,
-  ``serve``) and ``demo``.
+  ``serve``), ``history_command`` (``history``), ``build_image`` (``build-image``).
 """

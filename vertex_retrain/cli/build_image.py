@@ -1,4 +1,4 @@
-"""``compile.py build-image``: the component image, built and pushed with Cloud Build.
+"""``vertex-retrain build-image``: the component image, built and pushed with Cloud Build.
 
 The build context holds exactly what ``components/Dockerfile`` copies (staged in a scratch
 folder, bytecode left out), so the image's tag, ``ctx-<digest>``, changes when and only when
@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, TextIO
+
+from vertex_retrain.invocation import command
 
 __all__ = ["COMPONENT_DOCKERFILE", "cli_build_image", "stage_context"]
 
@@ -115,5 +117,5 @@ def cli_build_image(
     print(f"{verb} {tag}", file=out)
     print(f"  digest: {built.image_uri}", file=out)
     print("compile with it:", file=out)
-    print(f"  python compile.py compile --component-image {built.image_uri}", file=out)
+    print(f"  {command('compile --component-image ' + built.image_uri)}", file=out)
     return 0

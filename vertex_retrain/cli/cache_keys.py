@@ -17,6 +17,11 @@ A pipeline parameter alone is not a key: its default is the same every week. A t
 out with ``.set_caching_options(False)``. The check follows inputs through condition and exit
 handler groups, nested pipelines and ``dsl.OneOf`` (every branch must be keyed). It is pure:
 it reads the compiled spec as a dict.
+
+The rule is about weeks, so it applies to a pipeline that has a week: one with a
+``data_window`` task. A pipeline without one (an evaluation of a given model, a one-off
+training) has no week a cached output could belong to, and is not checked. An importer task
+is never a problem: it records an artifact that exists, and computes nothing to go stale.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DATA_WINDOW_FUNCTION",
     "KEY_SOURCES",
     "PER_RUN_PLACEHOLDERS",
     "CacheKeyError",
     "cache_key_problems",
     "check_cache_keys",
+    "has_data_window",
 ]
 
 KEY_SOURCES = frozenset({"data-window", "source-digest"})
@@ -78,16 +85,50 @@ def check_cache_keys(spec: Mapping[str, Any], key_sources: frozenset[str] = KEY_
 def cache_key_problems(
     spec: Mapping[str, Any], key_sources: frozenset[str] = KEY_SOURCES
 ) -> list[str]:
-    """One sentence per cached task with no input from the week, a digest or the run."""
-    checker = _Checker(spec.get("components", {}), key_sources)
+    """One sentence per cached task with no input from the week, a digest or the run; none
+    for a pipeline without a data window (see the module docstring)."""
+    if not has_data_window(spec):
+        return []
+    checker = _Checker(spec.get("components", {}), key_sources, _importers(spec))
     root = _Dag(spec.get("root", {}).get("dag", {}), None, "")
     return checker.problems(root, "")
 
 
+DATA_WINDOW_FUNCTION = "data_window"
+"""The function of the component that sets a run's week (``vertex_retrain.components``)."""
+
+
+def has_data_window(spec: Mapping[str, Any]) -> bool:
+    """Whether a compiled pipeline has a ``data_window`` task (in any nested group)."""
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    for executor in executors.values():
+        args = [str(arg) for arg in executor.get("container", {}).get("args", [])]
+        flag = "--function_to_execute"
+        if flag in args[:-1] and args[args.index(flag) + 1] == DATA_WINDOW_FUNCTION:
+            return True
+    return False
+
+
+def _importers(spec: Mapping[str, Any]) -> frozenset[str]:
+    """Names of the components that are importers."""
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    return frozenset(
+        name
+        for name, component in spec.get("components", {}).items()
+        if "importer" in executors.get(component.get("executorLabel", ""), {})
+    )
+
+
 class _Checker:
-    def __init__(self, components: Mapping[str, Any], key_sources: frozenset[str]) -> None:
+    def __init__(
+        self,
+        components: Mapping[str, Any],
+        key_sources: frozenset[str],
+        importers: frozenset[str] = frozenset(),
+    ) -> None:
         self._components = components
         self._key_sources = key_sources
+        self._importers = importers
         self._memo: dict[tuple[int, str], bool] = {}
 
     def _component(self, task: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -100,9 +141,10 @@ class _Checker:
         for name, task in where.dag.get("tasks", {}).items():
             nested = self._component(task).get("dag")
             shown = task.get("taskInfo", {}).get("name", name)
+            importer = task.get("componentRef", {}).get("name", "") in self._importers
             if nested is not None:
                 found += self.problems(_Dag(nested, where, name), f"{path}{shown}/")
-            elif _caching_on(task) and not self._task_keyed(where, name):
+            elif _caching_on(task) and not importer and not self._task_keyed(where, name):
                 component = task.get("componentRef", {}).get("name", "?").removeprefix("comp-")
                 found.append(
                     f"task {path + shown!r} ({component}) has caching on, but none of its "

@@ -1,4 +1,4 @@
-"""``compile.py compile`` and ``compile.py estimate``: YAML to dist/, steps, parameters, cost."""
+"""``vertex-retrain compile`` and ``estimate``: YAML to dist/, steps, parameters, cost."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from vertex_retrain.invocation import command
 from vertex_retrain.pipelines import catalog
 
 
@@ -18,26 +19,37 @@ def _format_default(value: Any) -> str:
     return text if len(text) <= 48 else text[:45] + "..."
 
 
-def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Compiles every pipeline and component, validates the defaults, prints the table."""
-    from vertex_retrain.cli.compiling import compile_all, default_arguments, describe_pipeline
+def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Compiles the named pipelines (default: the library's templates and every component),
+    checks each one's jobs with its defaults, and prints steps, parameters and cost."""
+    out = out or sys.stdout  # read when called: a default would keep the stream of import time
+    from vertex_retrain.cli.compiling import (
+        compile_all,
+        default_arguments,
+        describe_pipeline,
+        library_templates,
+    )
     from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.cli.pipeline_source import resolve_pipeline
     from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
     from vertex_retrain.specs import JobSpecError
     from vertex_retrain.specs.cost import format_money
 
     out_dir = Path(args.out)
+    references = list(getattr(args, "pipelines", None) or [])
     try:
-        written = compile_all(out_dir, component_image=args.component_image)
+        sources = [resolve_pipeline(r) for r in references] if references else library_templates()
+        written = compile_all(
+            out_dir, component_image=args.component_image, pipelines=sources if references else None
+        )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     failures = 0
-    for name in catalog.PIPELINES:
-        spec = written[name].spec
+    for source in sources:
+        spec = written[source.name].spec
         description = describe_pipeline(spec)
-        arguments = default_arguments(spec)
-        print(f"\n{name}  ->  {written[name].path}", file=out)
+        print(f"\n{source.name}  ->  {written[source.name].path}", file=out)
         print(f"  steps: {' -> '.join(description.steps)}", file=out)
         print("  parameters:", file=out)
         width = max((len(p.name) for p in description.parameters), default=0)
@@ -48,41 +60,47 @@ def cli_compile(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 file=out,
             )
         try:
-            estimate = estimate_run(name, arguments)
+            estimate = estimate_run(spec, default_arguments(spec))
         except JobSpecError as error:
             failures += 1
             print(f"  INVALID default training job:\n{error}", file=out)
             continue
-        currency = estimate.steps[0].currency if estimate.steps else ""
+        if not estimate.steps:
+            print("  no training or tuning job to price", file=out)
+            continue
+        currency = estimate.steps[0].currency
         print(
             f"  one run on Vertex with these defaults: {estimate.gpu_hours:.1f} GPU-hours, "
             f"on-demand {format_money(estimate.on_demand_cost, currency)}, "
             f"Spot {format_money(estimate.spot_cost, currency)}",
             file=out,
         )
-    components = [n for n in catalog.COMPONENTS if n in written]
-    print(f"\ncomponents -> {out_dir / 'components'}: {', '.join(components)}", file=out)
+    if not references:
+        components = [n for n in catalog.COMPONENTS if n in written]
+        print(f"\ncomponents -> {out_dir / 'components'}: {', '.join(components)}", file=out)
     if not args.component_image:
         # Said here, not only by preflight: these files may go to another repository.
         print(
             f"component image: the placeholder {DEFAULT_COMPONENT_IMAGE} (runs locally; "
-            "for Vertex pass --component-image, see `compile.py build-image`)",
+            f"for Vertex pass --component-image, see `{command('build-image --help')}`)",
             file=out,
         )
     print(
-        f"(cost: training jobs only; {NOT_INCLUDED}; `compile.py estimate NAME` explains)",
+        f"(cost: training jobs only; {NOT_INCLUDED}; `{command('estimate PIPELINE')}` explains)",
         file=out,
     )
     return 1 if failures else 0
 
 
-def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Prints one pipeline's cost breakdown per step, on-demand against Spot.
 
-    The job shape is the compiled pipeline's defaults (``root.inputDefinitions``) with the
-    ``--param`` overrides on top: exactly what ``compile.py run`` would submit.
+    The jobs are those the compiled pipeline's tasks would submit with its defaults
+    (``root.inputDefinitions``) and the ``--param`` overrides on top: exactly what
+    ``vertex-retrain run`` would submit.
     """
-    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+    out = out or sys.stdout
+    from vertex_retrain.cli.compiling import default_arguments
     from vertex_retrain.cli.costing import (
         NOT_INCLUDED,
         estimate_run,
@@ -90,11 +108,13 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         training_hours,
     )
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
     from vertex_retrain.specs import JobSpecError
     from vertex_retrain.specs.prices import load_prices
 
     try:
-        spec = compile_to_dict(catalog.pipeline_by_name(args.name))
+        source = resolve_pipeline(args.name)
+        spec = source.spec()
         arguments = default_arguments(spec)
         arguments.update(parse_overrides(args.param, parameter_definitions(spec)))
         hours = training_hours(arguments, args.training_hours)
@@ -107,14 +127,13 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                     f"{', '.join(known)}; pass --location with one of them"
                 ]
             )
-        estimate = estimate_run(args.name, arguments, hours=hours, location=location)
-    except (KeyError, ParameterError, JobSpecError) as error:
-        message = error.args[0] if isinstance(error, KeyError) else error
-        print(f"error: {message}", file=sys.stderr)
+        estimate = estimate_run(spec, arguments, hours=hours, location=location)
+    except (PipelineReferenceError, ParameterError, JobSpecError) as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
         document = {
-            "pipeline": args.name,
+            "pipeline": source.name,
             "location": location,
             "location_origin": origin,
             "assumed_training_hours": hours,
@@ -124,6 +143,9 @@ def cli_estimate(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         print(json.dumps(document, indent=2, sort_keys=True), file=out)
         return 0
     print(f"prices: {location} ({origin})", file=out)
+    if not estimate.steps:
+        print(f"{source.name} submits no training or tuning job: nothing to price", file=out)
+        return 0
     _print_step_table(estimate, out, wide=bool(getattr(args, "wide", False)))
     print(estimate.describe(), file=out)
     print(

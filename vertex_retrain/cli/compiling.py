@@ -1,23 +1,38 @@
 """Compiling pipelines and components to YAML, and describing what was compiled.
 
 The work is split so the pure parts (image swap, description) can be tested on their own:
-``compile_to_dict`` runs KFP's compiler in memory, ``write_spec`` writes atomically, and
-``describe_pipeline`` reads steps and parameters back from the compiled spec.
+``compile_to_dict`` runs KFP's compiler in memory (:mod:`vertex_retrain.cli.kfp_compile`),
+``write_spec`` writes atomically, and ``describe_pipeline`` reads steps and parameters back
+from the compiled spec.
 """
 
 from __future__ import annotations
 
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from vertex_retrain.atomic_files import atomic_write_bytes
-from vertex_retrain.components.exec_launch import with_exec_launcher
-from vertex_retrain.components.image import with_component_image
+from vertex_retrain.cli.kfp_compile import compile_to_dict
 from vertex_retrain.pipelines import catalog
+
+if TYPE_CHECKING:
+    from vertex_retrain.cli.pipeline_source import PipelineSource
+
+__all__ = [
+    "CompiledSpec",
+    "PipelineDescription",
+    "PipelineParameter",
+    "compile_all",
+    "compile_to_dict",
+    "default_arguments",
+    "describe_pipeline",
+    "library_templates",
+    "write_spec",
+]
 
 
 @dataclass(frozen=True)
@@ -37,31 +52,6 @@ class PipelineDescription:
     name: str
     steps: list[str]
     parameters: list[PipelineParameter]
-
-
-def compile_to_dict(target: Any, component_image: str | None = None) -> dict[str, Any]:
-    """Compiles a pipeline or component in memory and returns the spec as a dict.
-
-    Lightweight components ``exec`` their executor (see
-    :func:`vertex_retrain.components.exec_launch.with_exec_launcher`).
-
-    Args:
-        target: A ``@dsl.pipeline`` or ``@dsl.component`` object.
-        component_image: If given, the image our components run in (see
-            :func:`vertex_retrain.components.image.with_component_image`).
-
-    Returns:
-        The compiled spec.
-    """
-    from kfp import compiler
-
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "spec.yaml"
-        compiler.Compiler().compile(target, str(path))
-        spec: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    # The shell execs Python, so a cancelled task's SIGTERM reaches GCPC's launcher.
-    spec = with_exec_launcher(spec)
-    return with_component_image(spec, component_image) if component_image else spec
 
 
 def write_spec(spec: dict[str, Any], path: Path) -> None:
@@ -147,34 +137,59 @@ class CompiledSpec:
     spec: dict[str, Any]
 
 
-def compile_all(out_dir: Path, component_image: str | None = None) -> dict[str, CompiledSpec]:
-    """Compiles every pipeline to ``out_dir/pipelines`` and component to ``out_dir/components``.
+def library_templates() -> list[PipelineSource]:
+    """The library's own pipeline templates (:data:`vertex_retrain.pipelines.catalog.PIPELINES`)."""
+    from vertex_retrain.cli.pipeline_source import resolve_pipeline
+
+    return [resolve_pipeline(name) for name in catalog.PIPELINES]
+
+
+def compile_all(
+    out_dir: Path,
+    component_image: str | None = None,
+    pipelines: Sequence[PipelineSource] | None = None,
+) -> dict[str, CompiledSpec]:
+    """Compiles pipelines to ``out_dir/pipelines/NAME.yaml``; without ``pipelines``, the
+    library's templates and every component (to ``out_dir/components``).
 
     A pipeline whose cached tasks could be served another week's output is refused before
     anything is written (:mod:`vertex_retrain.cli.cache_keys`).
 
+    Args:
+        out_dir: The output folder.
+        component_image: The image our components run in (None: the placeholder).
+        pipelines: The pipelines to compile (:func:`resolve_pipeline
+            <vertex_retrain.cli.pipeline_source.resolve_pipeline>`); None: the library's.
+
     Returns:
-        Name -> written file and its spec, pipelines first.
+        Name -> written file and its spec, pipelines first (by ``pipelineInfo.name``).
 
     Raises:
         CacheKeyError: A pipeline has a cached task whose inputs ignore the week (a
             ``ValueError``; the message names each task and what to add).
+        ValueError: Two pipelines have the same name.
     """
     from vertex_retrain.cli.cache_keys import check_cache_keys
 
+    sources = library_templates() if pipelines is None else list(pipelines)
     compiled_specs: dict[str, dict[str, Any]] = {}
-    for name, target in catalog.PIPELINES.items():
-        compiled_specs[name] = compile_to_dict(catalog.load(target), component_image)
-        check_cache_keys(compiled_specs[name])
+    for source in sources:
+        if source.name in compiled_specs:
+            raise ValueError(
+                f"two pipelines are named {source.name!r} ({source.reference}); each "
+                "compiles to dist/pipelines/NAME.yaml, so give them different names"
+            )
+        compiled_specs[source.name] = source.spec(component_image)
+        check_cache_keys(compiled_specs[source.name])
     written: dict[str, CompiledSpec] = {}
-    for folder, targets in (("pipelines", catalog.PIPELINES), ("components", catalog.COMPONENTS)):
-        for name, target in targets.items():
-            spec = compiled_specs.get(name) if folder == "pipelines" else None
+    for name, spec in compiled_specs.items():
+        written[name] = CompiledSpec(out_dir / "pipelines" / f"{name}.yaml", spec)
+        write_spec(spec, written[name].path)
+    if pipelines is None:
+        for name, target in catalog.COMPONENTS.items():
             compiled = CompiledSpec(
-                out_dir / folder / f"{name}.yaml",
-                spec
-                if spec is not None
-                else compile_to_dict(catalog.load(target), component_image),
+                out_dir / "components" / f"{name}.yaml",
+                compile_to_dict(catalog.load(target), component_image),
             )
             write_spec(compiled.spec, compiled.path)
             written[name] = compiled

@@ -1,8 +1,9 @@
-"""What one pipeline run costs on Vertex: the training job (and tuning trials) it launches.
+"""What one pipeline run costs on Vertex: the training jobs (and tuning trials) it launches.
 
-Built from the run's arguments with the same code the components use, so an estimate and a
-run can never disagree on the job shape. Orchestration steps and endpoint serving are not
-included, and every estimate says so.
+Built from the compiled pipeline's tasks and the run's arguments with the same code the
+components use, so an estimate and a run can never disagree on the job shape, for any
+pipeline. Orchestration steps and endpoint serving are not included, and every estimate says
+so.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from vertex_retrain.specs import PipelineCostEstimate, estimate_job_cost, estimate_pipeline_cost
-from vertex_retrain.specs.defaults import TRAINING, TUNING
+from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.specs.prices import load_prices
-from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
-from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
+from vertex_retrain.specs.problems import JobSpecError, errors_of
 
 NOT_INCLUDED = (
     "not included: the pipeline's own lightweight steps (a few minutes of a small VM each) "
@@ -30,7 +30,7 @@ def training_hours(arguments: Mapping[str, Any], override: float | None = None) 
     Args:
         arguments: The run's parameters (compiled defaults merged with overrides); a pipeline
             that reports cost declares ``expected_training_hours``.
-        override: An explicit figure (``compile.py estimate --training-hours``).
+        override: An explicit figure (``vertex-retrain estimate --training-hours``).
 
     Returns:
         The hours, on one GPU.
@@ -51,7 +51,7 @@ def price_location(arguments: Mapping[str, Any], override: str | None = None) ->
     Args:
         arguments: The run's parameters; a pipeline that names its region declares a
             ``location`` default (or the run overrides it with ``--param location=...``).
-        override: An explicit region (``compile.py estimate --location``).
+        override: An explicit region (``vertex-retrain estimate --location``).
 
     Returns:
         ``(region, origin)``: ``--location``, else the run's ``location`` when it names a
@@ -65,8 +65,13 @@ def price_location(arguments: Mapping[str, Any], override: str | None = None) ->
     return load_prices().default_location, "the default: the pipeline names no region"
 
 
+PRICED_FUNCTIONS = ("hp_tune", "train_custom_job")
+"""The job components whose jobs an estimate prices: tuning and training (the evaluation job is
+a short CPU job on demand)."""
+
+
 def estimate_run(
-    pipeline_name: str,
+    spec: Mapping[str, Any],
     arguments: Mapping[str, Any],
     *,
     hours: float | None = None,
@@ -74,13 +79,13 @@ def estimate_run(
 ) -> PipelineCostEstimate:
     """Estimates one run on Vertex: on-demand against Spot, assumptions stated.
 
-    The job shape comes from ``arguments``, which callers read from the compiled pipeline's
-    defaults with the run's overrides on top; what they lack takes the request types'
-    defaults (:data:`vertex_retrain.specs.defaults.TRAINING`), which are also the defaults of
-    the components that run the job.
+    Every training and tuning job a task of the pipeline would submit with ``arguments`` is
+    priced, built as its component builds it (:mod:`vertex_retrain.cli.job_tasks`); a task
+    that does not run with these arguments (``dsl.If(tune == True)`` with ``tune=false``) is
+    left out, and an input only the run knows takes the component's default.
 
     Args:
-        pipeline_name: The pipeline (for the label).
+        spec: The compiled pipeline.
         arguments: The run's parameters (defaults merged with overrides).
         hours: Expected run time of one training job on one GPU; default
             :func:`training_hours` of ``arguments``.
@@ -92,36 +97,34 @@ def estimate_run(
         The estimate; ``describe()`` prints the breakdown and assumptions.
 
     Raises:
-        JobSpecError: The job the arguments describe is impossible.
+        JobSpecError: A job the arguments describe is impossible (each problem names its
+            task).
     """
+    from vertex_retrain.cli.job_tasks import job_tasks
+
     hours = training_hours(arguments, hours)
     location = location or price_location(arguments)[0]
-    request = request_for_shape(arguments)
-    steps = []
-    if bool(arguments.get("tune", False)):
-        tuning = TuningRequest(
-            # Trials run on the primary pool alone, as weekly-retraining's hp_tune does.
-            trial=dataclasses.replace(request, worker_count=0),
-            parameter_specs=_tuning_parameters(),
-            metric_id="ndcg_at_10",
-            max_trial_count=int(arguments.get("max_trial_count", TUNING.max_trial_count)),
-            parallel_trial_count=int(
-                arguments.get("parallel_trial_count", TUNING.parallel_trial_count)
-            ),
+    jobs = [
+        job
+        for job in job_tasks(spec, arguments)
+        if job.function in PRICED_FUNCTIONS and job.runs is not False
+    ]
+    problems = [
+        dataclasses.replace(problem, field=f"task {job.name}: {problem.field}")
+        for job in jobs
+        for problem in job.problems
+    ]
+    if errors_of(problems):
+        raise JobSpecError(problems)
+    steps = [
+        estimate_job_cost(
+            job.payload,
+            hours,
+            label=f"{job.name} (all trials)" if job.tuning else job.name,
+            location=location,
         )
-        steps.append(
-            estimate_job_cost(
-                tuning_job_payload(tuning),
-                hours,
-                label="tune (all trials)",
-                location=location,
-            )
-        )
-    steps.append(estimate_training_cost(request, hours, location=location))
-    return estimate_pipeline_cost(steps, label=f"{pipeline_name} run")
-
-
-def _tuning_parameters() -> list[dict[str, Any]]:
-    from vertex_retrain.pipelines.weekly import TUNING_PARAMETERS
-
-    return list(TUNING_PARAMETERS)
+        for job in jobs
+        if job.payload is not None
+    ]
+    name = spec.get("pipelineInfo", {}).get("name", "pipeline")
+    return estimate_pipeline_cost(steps, label=f"{name} run")

@@ -1,4 +1,4 @@
-"""``compile.py history [MODEL]``: the weeks on record, as a table, JSON and a PNG plot.
+"""``vertex-retrain history [MODEL]``: the weeks on record, as a table, JSON and a PNG plot.
 
 Each local run's exit handler records its week in the registry database
 (:mod:`vertex_retrain.backends.local.run_history`): window, data gate, candidate, champion and

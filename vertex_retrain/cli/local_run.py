@@ -19,13 +19,14 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.cli.console import strip_ansi
 from vertex_retrain.cli.run_progress import RunProgress
+from vertex_retrain.invocation import command
 
 LOCAL_PROJECT = "local-project"
 LOCAL_LOCATION = "local"
@@ -124,34 +125,82 @@ def _captured(log_path: Path, progress: RunProgress) -> Iterator[None]:
             progress.close()
 
 
-def local_arguments(defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+def local_arguments(
+    defaults: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    *,
+    declared: Collection[str] | None = None,
+) -> dict[str, Any]:
     """A local run's arguments: the pipeline's defaults, the local backend, then overrides.
 
     ``project`` and ``location`` default to Vertex placeholders that only Vertex resolves, so
     a local run names them explicitly.
+
+    Args:
+        defaults: The pipeline's parameter defaults.
+        overrides: The run's values, applied last.
+        declared: The pipeline's parameters: ``backend``, ``project`` and ``location`` are
+            set only where it has them (None: set all three).
     """
     arguments = dict(defaults)
-    arguments.update(backend="local", project=LOCAL_PROJECT, location=LOCAL_LOCATION)
+    local = {"backend": "local", "project": LOCAL_PROJECT, "location": LOCAL_LOCATION}
+    arguments.update(
+        {name: value for name, value in local.items() if declared is None or name in declared}
+    )
     arguments.update(overrides)
     return arguments
+
+
+CLOUD_PLACEHOLDERS = {
+    "{{$.pipeline_google_cloud_project_id}}": LOCAL_PROJECT,
+    "{{$.pipeline_google_cloud_location}}": LOCAL_LOCATION,
+}
+"""Vertex's project and region placeholders, and what they are in a local run."""
+
+
+@contextlib.contextmanager
+def cloud_placeholders() -> Iterator[None]:
+    """Resolves Vertex's project and region placeholders in kfp.local for one run.
+
+    A component input left at its default (``project``, ``location`` of the job components)
+    holds them; kfp 2.17's kfp.local stops with an IndexError on both. The local backend
+    ignores their values, so they become :data:`LOCAL_PROJECT` and :data:`LOCAL_LOCATION`,
+    and a pipeline that does not pass them runs as one that does.
+    """
+    from kfp.local import placeholder_utils
+
+    original = placeholder_utils.resolve_individual_placeholder
+
+    def resolve(element: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(element, str):
+            for placeholder, value in CLOUD_PLACEHOLDERS.items():
+                element = element.replace(placeholder, value)
+        return original(element, *args, **kwargs)
+
+    placeholder_utils.resolve_individual_placeholder = resolve
+    try:
+        yield
+    finally:
+        placeholder_utils.resolve_individual_placeholder = original
 
 
 def run_pipeline_locally(
     pipeline: Any,
     arguments: Mapping[str, Any],
     *,
-    console: TextIO = sys.stdout,
+    console: TextIO | None = None,
     verbose: bool = False,
     cache: bool = True,
 ) -> LocalRunOutcome:
     """Runs ``pipeline`` with kfp.local; returns how it ended and its run summary.
 
     Args:
-        pipeline: A ``@dsl.pipeline`` function.
+        pipeline: A ``@dsl.pipeline`` function, or a pipeline loaded from its compiled YAML
+            (``kfp.components.load_component_from_file``).
         arguments: Every parameter it needs (see :func:`local_arguments`); an empty
             ``as_of`` replays the newest week of the local data
             (:func:`vertex_retrain.cli.run_window.with_local_as_of`).
-        console: Where progress goes.
+        console: Where progress goes (default: standard output).
         verbose: Show every line of every task.
         cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
             does (:mod:`vertex_retrain.backends.local.kfp_tasks`); False runs every task.
@@ -166,6 +215,7 @@ def run_pipeline_locally(
     from vertex_retrain.backends.local.storage import local_root
     from vertex_retrain.cli.run_window import with_local_as_of
 
+    console = console or sys.stdout
     arguments = with_local_as_of(arguments, console)
     root = local_root()
     model = str(arguments.get("model_display_name") or getattr(pipeline, "name", "pipeline"))
@@ -226,6 +276,7 @@ def _run_locked(
             with (
                 local_task_policy(TaskCache(root), reuse=cache),
                 run_time_placeholders(datetime.datetime.now(datetime.UTC)),
+                cloud_placeholders(),
             ):
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
@@ -246,13 +297,16 @@ def _run_locked(
     return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
 
 
-PLACEHOLDER_HINT = (
-    "project and location are missing: kfp.local cannot resolve Vertex's placeholders "
-    "{{$.pipeline_google_cloud_project_id}} and {{$.pipeline_google_cloud_location}} "
-    "(it fails with IndexError before the task starts); pass both explicitly, any value, "
-    "e.g. project='local-project', location='local' (compile.py run: --param "
-    "project=local-project --param location=local)"
-)
+def placeholder_hint() -> str:
+    """What to pass when kfp.local stops on Vertex's project and region placeholders."""
+    return (
+        "project and location are missing: kfp.local cannot resolve Vertex's placeholders "
+        "{{$.pipeline_google_cloud_project_id}} and {{$.pipeline_google_cloud_location}} "
+        "(it fails with IndexError before the task starts); run the pipeline with "
+        f"`{command('run PIPELINE --local')}` or vertex_retrain.run_local, which resolve "
+        "them, or pass both explicitly, any value, e.g. project='local-project', "
+        "location='local'"
+    )
 
 
 def explain_kfp_error(error: BaseException) -> str:
@@ -262,20 +316,43 @@ def explain_kfp_error(error: BaseException) -> str:
     if isinstance(error, IndexError):
         frames = traceback.extract_tb(error.__traceback__)
         if any(frame.filename.endswith("placeholder_utils.py") for frame in frames):
-            return PLACEHOLDER_HINT
+            return placeholder_hint()
     return str(error)
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")
+# Where an exception's message ends: a log line of kfp.local, a blank line, a traceback.
+_MESSAGE_END = re.compile(
+    r"^(\s*$|\d\d:\d\d:\d\d(\.\d+)? - |Traceback \(most recent call last\)|During handling |"
+    r"The above exception |-{8,})"
+)
 
 
 def task_errors(log_lines: list[str]) -> list[str]:
-    """The exceptions the failed tasks raised, as ``Type: message`` lines, each once."""
+    """The exceptions the failed tasks raised, each once, in order, with their whole message.
+
+    An exception's message may run over several lines (a :class:`JobSpecError` lists each
+    problem, with the field, the value and the alternatives, on a line of its own); the lines
+    after ``Type: message`` belong to it until a blank line, a log line or another traceback.
+
+    Returns:
+        ``Type: message`` entries; a message of several lines keeps its line breaks.
+    """
     found: list[str] = []
-    for line in log_lines:
-        match = _EXCEPTION_LINE.match(strip_ansi(line))
-        if match and f"{match[1]}: {match[2]}" not in found:
-            found.append(f"{match[1]}: {match[2]}")
+    lines = [strip_ansi(line) for line in log_lines]
+    for index, line in enumerate(lines):
+        match = _EXCEPTION_LINE.match(line)
+        if not match:
+            continue
+        message = [f"{match[1]}: {match[2]}"]
+        indent = line[: len(line) - len(line.lstrip())]  # kfp.local indents a task's output
+        for following in lines[index + 1 :]:
+            if _MESSAGE_END.match(following) or _EXCEPTION_LINE.match(following):
+                break
+            message.append(following.removeprefix(indent).rstrip())
+        entry = "\n".join(message)
+        if entry not in found:
+            found.append(entry)
     return found
 
 
@@ -313,7 +390,7 @@ def cached_tasks(run_dir: Path | None) -> dict[str, str]:
 def stop_endpoint_servers(endpoint: str) -> int:
     """Stops the model servers of a local endpoint; deployments and traffic stay.
 
-    ``compile.py serve`` (or any router) starts them again. Returns how many were stopped; 0
+    The ``serve`` command (or any router) starts them again. Returns how many were stopped; 0
     when the endpoint does not exist (a run that failed before deploying).
     """
     from vertex_retrain.backends.local.endpoint_servers import stop_servers

@@ -1,8 +1,9 @@
 """Command line for the vertex-retrain library: compile, validate, run, upload, schedule, estimate.
 
 Start-up stays cheap: only the standard library is imported here, and each subcommand imports
-its implementation when it runs (``python compile.py --help`` imports neither kfp's heavy
-modules, aiplatform nor torch).
+its implementation when it runs (``vertex-retrain --help`` imports neither kfp's heavy
+modules, aiplatform nor torch). Help and messages name the command as it was invoked
+(:mod:`vertex_retrain.invocation`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,19 @@ from vertex_retrain.cli.local_parsers import (
     add_local_inspection,
     local_root_problem,
 )
-from vertex_retrain.cli.options import add_param_option, add_submission_options
-from vertex_retrain.cli.vertex_parsers import add_build_image, add_preflight
+from vertex_retrain.cli.options import (
+    PIPELINE_HELP,
+    add_param_option,
+    add_pipeline_argument,
+    add_submission_options,
+)
+from vertex_retrain.cli.vertex_parsers import (
+    add_build_image,
+    add_preflight,
+    add_schedule,
+    add_upload,
+)
+from vertex_retrain.invocation import command_name, invoked_as
 
 # Subcommand name -> "module:function"; the function takes the parsed arguments and returns
 # the process exit code.
@@ -34,18 +46,17 @@ _HANDLERS: dict[str, str] = {
     "models": "vertex_retrain.cli.registry_commands:cli_models",
     "endpoints": "vertex_retrain.cli.registry_commands:cli_endpoints",
     "serve": "vertex_retrain.cli.registry_commands:cli_serve",
-    "demo": "vertex_retrain.cli.demo:cli_demo",
     "history": "vertex_retrain.cli.history_command:cli_history",
     "validate": "vertex_retrain.cli.validate_command:cli_validate",
-    "upload": "vertex_retrain.cli.template_upload:cli_upload",
-    "schedule": "vertex_retrain.cli.schedule_reconcile:cli_schedule",
+    "upload": "vertex_retrain.cli.upload_command:cli_upload",
+    "schedule": "vertex_retrain.cli.schedule_command:cli_schedule",
     "preflight": "vertex_retrain.cli.preflight:cli_preflight",
     "build-image": "vertex_retrain.cli.build_image:cli_build_image",
 }
 
 
 # Commands that read or write under the local root (and `run --local`).
-_LOCAL_ROOT_COMMANDS = frozenset({"models", "endpoints", "serve", "demo", "history"})
+_LOCAL_ROOT_COMMANDS = frozenset({"models", "endpoints", "serve", "history"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,12 +79,16 @@ def _add_common_options(parser: argparse.ArgumentParser, *, subcommand: bool) ->
 def _add_compile(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compile",
-        help="compile every pipeline and component to dist/ (the default command)",
+        help="compile pipelines (default: the library's templates and components) to dist/",
         description=(
-            "Compile every pipeline to DIR/pipelines and every component to DIR/components, "
-            "validate each pipeline's default training job, and print its steps, parameters "
-            "and the estimated cost of one run on Vertex (on-demand and Spot)."
+            "Compile each PIPELINE to DIR/pipelines/NAME.yaml (without one: the library's "
+            "templates, and every component to DIR/components), check the jobs it would "
+            "submit with its defaults, and print its steps, parameters and the estimated cost "
+            f"of one run on Vertex (on-demand and Spot). {PIPELINE_HELP}"
         ),
+    )
+    parser.add_argument(
+        "pipelines", nargs="*", metavar="PIPELINE", help="pipelines to compile (see above)"
     )
     _add_compile_options(parser, subcommand=True)
 
@@ -100,11 +115,12 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="run a pipeline locally (--local) or submit it to Vertex AI Pipelines",
         description=(
-            "Run NAME on this machine with kfp.local and the local backend (--local), or "
-            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root)."
+            "Run PIPELINE on this machine with kfp.local and the local backend (--local), or "
+            "submit it to Vertex AI Pipelines (--project, --location, --pipeline-root). "
+            + PIPELINE_HELP
         ),
     )
-    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    add_pipeline_argument(parser)
     parser.add_argument("--local", action="store_true", help="run on this machine")
     add_submission_options(
         parser,
@@ -124,8 +140,9 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         "--no-cache",
         action="store_true",
         help=(
-            "run every task, reusing no earlier outputs (--local caches as Vertex does: the "
-            "same component with the same inputs reuses its outputs)"
+            "run every task, reusing no earlier outputs (a run caches as Vertex does: the "
+            "same component with the same inputs reuses its outputs; on Vertex this submits "
+            "with enable_caching=False)"
         ),
     )
     parser.add_argument(
@@ -153,8 +170,12 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "estimate",
         help="cost breakdown of one run on Vertex, per step, on-demand against Spot",
+        description=(
+            "Price every training and tuning job PIPELINE would submit with its defaults and "
+            f"the --param overrides, on-demand against Spot. {PIPELINE_HELP}"
+        ),
     )
-    parser.add_argument("name", metavar="NAME", help="pipeline name, e.g. weekly-retraining")
+    add_pipeline_argument(parser)
     add_param_option(parser)
     parser.add_argument(
         "--training-hours",
@@ -203,17 +224,6 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     add_db_option(parser, create=False)  # history only reads
 
 
-def _add_demo(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help=(
-            "generate small data and run weekly-retraining locally for two consecutive weeks "
-            "(make demo)"
-        ),
-    )
-    add_param_option(parser)
-
-
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "validate",
@@ -229,74 +239,14 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print problems as a JSON list")
 
 
-def _add_upload(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "upload",
-        help="upload compiled pipeline templates to Artifact Registry or a local directory",
-        description=(
-            "Upload compiled templates, tagged v<package version> and with the git revision "
-            "(short sha, '-dirty' for uncommitted changes, 'nogit' without git), to an "
-            "Artifact Registry KFP repository or to a local directory registry. Prints each "
-            "version digest and the URI to pin in `schedule --template-version`."
-        ),
-    )
-    parser.add_argument(
-        "files",
-        nargs="*",
-        metavar="FILE",
-        help="compiled pipeline YAML files (default: dist/pipelines/*.yaml)",
-    )
-    parser.add_argument("--project", help="Google Cloud project of the repository")
-    parser.add_argument("--location", help="region of the repository, e.g. asia-east1")
-    parser.add_argument("--repository", help="Artifact Registry repository (format KFP)")
-    parser.add_argument(
-        "--registry-dir", metavar="DIR", help="upload to a local directory registry instead"
-    )
-    parser.add_argument(
-        "--tag", action="append", default=[], metavar="TAG", help="extra tag (repeatable)"
-    )
-
-
-def _add_schedule(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "schedule",
-        help="reconcile the schedules declared in pipelines/schedules.py with Vertex AI",
-        description=(
-            "Create, update, pause or resume the Vertex AI pipeline schedules declared in "
-            "pipelines/schedules.py, matched by display name, pinned to an uploaded template "
-            "version. --dry-run changes nothing and needs no flag nor credentials: it prints "
-            "the declared schedules, their next five run times and the template each pins, "
-            "and, given every flag and credentials, the diff against Vertex."
-        ),
-    )
-    parser.add_argument("--project", help="Google Cloud project")
-    parser.add_argument("--location", help="Vertex AI region, e.g. asia-east1")
-    parser.add_argument("--service-account", help="runtime service account of the scheduled runs")
-    parser.add_argument("--pipeline-root", metavar="GS_URI", help="gs:// root for run artifacts")
-    parser.add_argument(
-        "--template-version",
-        action="append",
-        default=[],
-        metavar="URI_OR_DIGEST",
-        help=(
-            "pinned template version: the URI printed by `upload` "
-            "(https://LOCATION-kfp.pkg.dev/PROJECT/REPO/PIPELINE/sha256:...) or a digest "
-            "with --repository; repeat once per scheduled pipeline"
-        ),
-    )
-    parser.add_argument("--repository", help="Artifact Registry repository of a bare digest")
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the plan and next runs; change nothing"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """Builds the argument parser for every subcommand (no heavy imports)."""
     parser = _Parser(
-        prog="compile.py",
+        prog=command_name(),
         description=(
-            "Compile, validate, run, upload and schedule the vertex-retrain pipelines. "
-            "Without a command, compiles (see `compile --help`)."
+            "Compile, check, run, upload and schedule Kubeflow pipelines on Vertex AI or on "
+            "this machine: the library's templates or your own. Without a command, compiles "
+            "(see `compile --help`)."
         ),
     )
     _add_compile_options(parser, subcommand=False)
@@ -306,13 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(subparsers)
     _add_estimate(subparsers)
     _add_validate(subparsers)
-    _add_upload(subparsers)
-    _add_schedule(subparsers)
+    add_upload(subparsers)
+    add_schedule(subparsers)
     add_preflight(subparsers)
     add_build_image(subparsers)
     add_local_inspection(subparsers)
     _add_history(subparsers)
-    _add_demo(subparsers)
     for subparser in subparsers.choices.values():
         _add_common_options(subparser, subcommand=True)
     return parser
@@ -330,8 +279,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line and returns its exit code.
 
     Exit codes: 0 success, 1 a failure (one line on stderr), 2 bad input (one line), 130
-    interrupted. A traceback is shown only with ``--verbose``.
+    interrupted. A traceback is shown only with ``--verbose``. Output cut short by its reader
+    (``vertex-retrain models | head -1``) ends quietly with 0.
     """
+    name = command_name()
+    try:
+        with invoked_as(name):
+            code = _main(argv)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit where it would be noise
+            return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Points standard output at /dev/null, so the interpreter's last flush finds no pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -352,6 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: main ends quietly
     except Exception as error:  # the last line of defence: one line, not a traceback
         if args.verbose:
             traceback.print_exc()

@@ -7,11 +7,34 @@ from __future__ import annotations
 
 import argparse
 
+PIPELINE_HELP = (
+    "A PIPELINE is a library template (weekly-retraining, train-only), a compiled pipeline "
+    "file (.yaml, .yml, .json), or a @dsl.pipeline in your code: MODULE:ATTR or "
+    "path/to/file.py:ATTR."
+)
+"""How every command that takes a pipeline says what it takes."""
+
+
+def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
+    """The one ``PIPELINE`` positional argument of ``run`` and ``estimate``."""
+    parser.add_argument(
+        "name",
+        metavar="PIPELINE",
+        help="template name, compiled file, MODULE:ATTR or path/to/file.py:ATTR",
+    )
+
 
 def add_param_option(parser: argparse.ArgumentParser) -> None:
     """``--param NAME=VALUE`` (repeatable): a pipeline parameter override."""
     parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="override (repeatable)"
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=(
+            "set a pipeline parameter (repeatable); a LIST or STRUCT value may be @FILE, "
+            "a JSON or YAML file"
+        ),
     )
 
 

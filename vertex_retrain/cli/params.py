@@ -3,9 +3,10 @@
 A compiled KFP v2 pipeline declares its parameters under ``root.inputDefinitions.parameters``,
 each with a ``parameterType`` (STRING, NUMBER_INTEGER, NUMBER_DOUBLE, BOOLEAN, LIST, STRUCT),
 an optional ``defaultValue`` and ``isOptional``. Everything here is pure apart from
-:func:`load_pipeline_spec` and :func:`read_template_bytes`, which read one YAML file. Templates and
-the JSON of LIST and STRUCT values go through :mod:`vertex_retrain.specs.safe_load` (regular
-files only, bounded size, depth and alias expansion).
+:func:`load_pipeline_spec` and :func:`read_template_bytes`, which read one YAML file, and a LIST
+or STRUCT value given as ``@FILE``, which reads that file. Templates, the JSON of LIST and STRUCT
+values and ``@FILE`` values go through :mod:`vertex_retrain.specs.safe_load` (regular files
+only, bounded size, depth and alias expansion).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vertex_retrain.invocation import command
 from vertex_retrain.specs.safe_load import (
     JOB_FILE_LIMITS,
     Limits,
@@ -53,8 +55,11 @@ PARAMETER_TYPES: dict[str, tuple[str, str]] = {
     "STRUCT": ("a JSON object", '{"key": 1}'),
 }
 
+_EXPECTED: dict[str, type[list[Any]] | type[dict[str, Any]]] = {"LIST": list, "STRUCT": dict}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBERS = frozenset({"NUMBER_INTEGER", "NUMBER_DOUBLE"})
+FILE_PREFIX = "@"
+"""A LIST or STRUCT value written ``@PATH`` is read from that JSON or YAML file."""
 RANGE_KEY = "range"
 """Key of a numeric parameter's ``[low, high]`` in :func:`parameter_definitions`."""
 MAX_EXACT_INTEGER = 2**53
@@ -103,7 +108,7 @@ def load_pipeline_spec(template: str | Path | bytes, *, source: str = "") -> dic
     ):
         raise TemplateError(
             f"{where}: not a compiled KFP pipeline (needs pipelineInfo.name and root); "
-            "compile it first (python compile.py compile)"
+            f"compile it first ({command('compile')})"
         )
     return document
 
@@ -130,8 +135,9 @@ def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     Returns:
         ``root.inputDefinitions.parameters``: parameter name -> definition (``parameterType``,
         optionally ``defaultValue`` and ``isOptional``), plus ``range`` (``[low, high]``) for
-        the numeric parameters of the pipelines of this library (their declared
-        ``PARAMETER_RANGES``). Empty when the pipeline has none.
+        a numeric parameter whose name has one
+        (:data:`vertex_retrain.pipelines.ranges.PARAMETER_RANGES`), in any pipeline. Empty
+        when the pipeline has none.
 
     Raises:
         TemplateError: The section is not a mapping of mappings.
@@ -141,13 +147,12 @@ def parameter_definitions(spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         isinstance(value, dict) for value in definitions.values()
     ):
         raise TemplateError("root.inputDefinitions.parameters is not a mapping of definitions")
-    from vertex_retrain.pipelines.catalog import parameter_ranges
+    from vertex_retrain.pipelines.ranges import PARAMETER_RANGES
 
-    ranges = parameter_ranges(str(spec.get("pipelineInfo", {}).get("name", "")))
     found = {str(name): dict(value) for name, value in definitions.items()}
     for name, definition in found.items():
-        if name in ranges and _type_of(name, definition) in _NUMBERS:
-            definition[RANGE_KEY] = list(ranges[name])
+        if name in PARAMETER_RANGES and _type_of(name, definition) in _NUMBERS:
+            definition[RANGE_KEY] = list(PARAMETER_RANGES[name])
     return found
 
 
@@ -171,14 +176,15 @@ def convert_value(name: str, text: str, parameter_type: str) -> Any:
 
     Args:
         name: Parameter name (for the message only).
-        text: The text after ``=``.
+        text: The text after ``=``; for LIST and STRUCT, ``@PATH`` reads the value from a
+            JSON (``.json``) or YAML file.
         parameter_type: The KFP ``parameterType``.
 
     Returns:
         str, int, float, bool, list or dict according to ``parameter_type``.
 
     Raises:
-        ParameterError: The text is not a value of that type.
+        ParameterError: The text is not a value of that type, or its file cannot be read.
     """
     if parameter_type not in PARAMETER_TYPES:
         raise ParameterError(
@@ -187,6 +193,13 @@ def convert_value(name: str, text: str, parameter_type: str) -> Any:
                 f"expected one of {', '.join(PARAMETER_TYPES)}"
             ]
         )
+    if parameter_type in ("LIST", "STRUCT") and text.startswith(FILE_PREFIX):
+        from vertex_retrain.cli.param_files import value_from_file
+
+        try:
+            return value_from_file(text.removeprefix(FILE_PREFIX), _EXPECTED[parameter_type])
+        except ValueError as error:
+            raise ParameterError([f"parameter {name!r} ({parameter_type}): {error}"]) from None
     try:
         value = _convert(text, parameter_type)
     except (ValueError, RecursionError) as error:
@@ -214,7 +227,7 @@ def _convert(text: str, parameter_type: str) -> Any:
             raise ValueError("not true or false")
         return text.lower() == "true"
     value = parse_json(text, source="the JSON", limits=JOB_FILE_LIMITS)
-    expected = list if parameter_type == "LIST" else dict
+    expected = _EXPECTED[parameter_type]
     if not isinstance(value, expected):
         raise ValueError(f"JSON {type(value).__name__}, not a JSON {expected.__name__}")
     return value
@@ -277,6 +290,27 @@ def parse_overrides(
     if problems:
         raise ParameterError(problems)
     return values
+
+
+def required_without_value(
+    parameters: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]
+) -> list[str]:
+    """The parameters a run must be given that ``values`` does not give, in name order."""
+    return sorted(
+        name
+        for name, spec in parameters.items()
+        if "defaultValue" not in spec and not spec.get("isOptional", False) and name not in values
+    )
+
+
+def missing_problem(pipeline: str, names: Sequence[str]) -> str:
+    """One line: which parameters a run of ``pipeline`` still needs, and how to give them."""
+    return (
+        f"{pipeline} needs a value for {len(names)} parameter(s) without a default: "
+        f"{', '.join(names)}; pass each with --param NAME=VALUE (--param NAME=@FILE reads a "
+        "JSON or YAML value), or give them defaults once with "
+        "vertex_retrain.pipelines.configure (README: Bring your own model)"
+    )
 
 
 def check_values(
@@ -358,8 +392,8 @@ def _range_problem(name: str, value: object, definition: Mapping[str, Any]) -> s
     if low <= value <= high:
         return None
     return (
-        f"parameter {name!r} must be from {low} to {high}, got {value} (the range the "
-        "pipeline declares in PARAMETER_RANGES)"
+        f"parameter {name!r} must be from {low} to {high}, got {value} (the range of any "
+        "pipeline parameter of this name, vertex_retrain.pipelines.ranges)"
     )
 
 

@@ -1,4 +1,4 @@
-"""``compile.py preflight``: every check that can be done before a submission.
+"""``vertex-retrain preflight``: every check that can be done before a submission.
 
 Offline always (:mod:`vertex_retrain.cli.preflight_checks`); with ``--project`` and
 ``--location`` also with credentials (:mod:`vertex_retrain.backends.vertex.preflight_online`):
@@ -15,10 +15,10 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.cli.preflight_checks import Settings, executor_images, pipeline_problems
+from vertex_retrain.invocation import command as invoked
 from vertex_retrain.specs.problems import Problem, errors_of, warnings_of
 
 __all__ = ["PreflightTarget", "cli_preflight", "load_targets", "refusal", "report"]
@@ -40,59 +40,41 @@ class PreflightTarget:
     arguments: dict[str, Any]
 
 
-def _compiled(name: str, component_image: str | None) -> dict[str, Any]:
-    from vertex_retrain.cli.compiling import compile_to_dict
-    from vertex_retrain.pipelines import catalog
-
-    try:
-        pipeline = catalog.pipeline_by_name(name)
-    except KeyError as error:
-        raise PreflightInputError(str(error.args[0])) from None
-    return compile_to_dict(pipeline, component_image=component_image)
-
-
 def load_targets(
     names: Sequence[str], *, component_image: str | None = None, params: Sequence[str] = ()
 ) -> list[PreflightTarget]:
     """Compiles (or reads) the pipelines to check, with ``--param`` overrides applied.
 
     Args:
-        names: Pipeline names of the catalog or compiled YAML files; empty: every pipeline.
-        component_image: Compile with this component image.
+        names: Pipeline references (:func:`vertex_retrain.cli.pipeline_source.resolve_pipeline`:
+            template names, compiled files, ``module:attr``, ``file.py:attr``); empty: the
+            library's templates.
+        component_image: Compile with this component image (a compiled file has its
+            executors' images replaced by it).
         params: ``NAME=VALUE`` overrides.
 
     Raises:
-        PreflightInputError: An unknown name, a file that is not a compiled pipeline, or a
-            malformed override (the message is one line).
+        PreflightInputError: A reference that names no pipeline, or a malformed override
+            (the message is one line).
     """
     from vertex_retrain.cli.compiling import default_arguments
-    from vertex_retrain.cli.params import (
-        ParameterError,
-        TemplateError,
-        load_pipeline_spec,
-        parameter_definitions,
-        parse_overrides,
-    )
-    from vertex_retrain.components.image import with_component_image
+    from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
     from vertex_retrain.pipelines import catalog
 
     targets = []
     for name in names or list(catalog.PIPELINES):
-        if name.endswith((".yaml", ".yml", ".json")) or Path(name).is_file():
-            try:
-                spec = load_pipeline_spec(name)
-            except TemplateError as error:
-                raise PreflightInputError(" ".join(str(error).split())) from None
-            if component_image:
-                spec = with_component_image(spec, component_image)
-        else:
-            spec = _compiled(name, component_image)
+        try:
+            source = resolve_pipeline(name)
+        except PipelineReferenceError as error:
+            raise PreflightInputError(str(error)) from None
+        spec = source.spec(component_image)
         arguments = default_arguments(spec)
         try:
             arguments.update(parse_overrides(list(params), parameter_definitions(spec)))
         except ParameterError as error:
             raise PreflightInputError("; ".join(error.problems)) from None
-        targets.append(PreflightTarget(str(spec["pipelineInfo"]["name"]), spec, arguments))
+        targets.append(PreflightTarget(source.name, spec, arguments))
     return targets
 
 
@@ -114,7 +96,7 @@ def refusal(command: str, problems: Sequence[Problem], err: TextIO | None = None
     if refused:
         print(
             f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); nothing "
-            "was sent. `compile.py preflight` shows the same checks",
+            f"was sent. `{invoked('preflight PIPELINE')}` shows the same checks",
             file=err,
         )
         return 2

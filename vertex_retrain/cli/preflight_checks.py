@@ -1,13 +1,15 @@
-"""The offline checks of ``compile.py preflight``, over one compiled pipeline and its arguments.
+"""The offline checks of ``vertex-retrain preflight``, over one compiled pipeline and its arguments.
 
 Each check returns :class:`vertex_retrain.specs.problems.Problem` items (field, value, reason,
 alternatives), as ``validate`` does:
 
 - the component image is not the placeholder, and its registry serves the region;
-- the training job the arguments describe is valid (the job-spec validation), its machine and
-  accelerator are offered in the region, its executor image is a prebuilt training image, and
-  its package installs there (:mod:`vertex_retrain.specs.package_compat`);
-- no cached task can be served another week's output (:mod:`vertex_retrain.cli.cache_keys`);
+- every CustomJob and tuning job a task of the pipeline would submit is valid, built as its
+  component builds it (:mod:`vertex_retrain.cli.job_tasks`), its machine and accelerator are
+  offered in the region, its executor image is a prebuilt training image, and its package
+  installs there (:mod:`vertex_retrain.specs.package_compat`);
+- in a pipeline with a data window, no cached task can be served another week's output
+  (:mod:`vertex_retrain.cli.cache_keys`);
 - for a submission: a service account is set and the pipeline root is ``gs://BUCKET/PATH``.
 
 Nothing here touches the network; :mod:`vertex_retrain.backends.vertex.preflight_online`
@@ -25,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.invocation import command
+from vertex_retrain.specs.package_compat import executor_image_problems
 from vertex_retrain.specs.problems import Problem, error, warning
+from vertex_retrain.specs.region_rules import availability_problems
 
 __all__ = ["Settings", "executor_images", "pipeline_problems", "resolve_package"]
-
-BUILD_IMAGE_HINT = "compile.py build-image --project P --location L (prints the compile command)"
 _SERVICE_ACCOUNT = re.compile(
     # A user-managed account (6-30 characters, a letter first), or the project's default
     # Compute Engine account, PROJECT_NUMBER-compute@developer.gserviceaccount.com.
@@ -37,7 +40,6 @@ _SERVICE_ACCOUNT = re.compile(
 )
 # Images Google publishes (GCPC's, Vertex's prebuilt ones): served to every region.
 _GOOGLE_PUBLISHED = re.compile(r"^(gcr\.io/ml-pipeline/|[a-z]+-docker\.pkg\.dev/vertex-ai[a-z-]*/)")
-_REFERENCE_WHEEL = "vertex_retrain_trainer-"
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,10 @@ def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> li
     problems = placeholder_problems(
         images,
         DEFAULT_COMPONENT_IMAGE,
-        [BUILD_IMAGE_HINT, "--component-image REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG"],
+        [
+            command("build-image --project P --location L (prints the compile command)"),
+            "--component-image REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
+        ],
     )
     ours = [
         (where, image)
@@ -91,84 +96,112 @@ def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> li
     if settings.location:
         # One problem per image, not per executor: they all run the same component image.
         unique = list({image: (where, image) for where, image in ours}.values())
-        problems += image_location_problems(unique, settings.location, what="component image")
+        problems += image_location_problems(
+            unique,
+            settings.location,
+            what="component image",
+            build_hint=command(f"build-image --location {settings.location}"),
+        )
     return problems
 
 
-def resolve_package(arguments: Mapping[str, Any]) -> tuple[str, Path | None]:
-    """The training package the arguments name, and a local copy of it to read, if any.
+def resolve_package(uri: str) -> Path | None:
+    """A local copy of a training package to read offline, if there is one.
 
-    The reference trainer (a ``vertex_retrain_trainer-*`` wheel, or a ``.../trainer`` source
-    folder) is read from this clone's ``trainer/`` project; any other package from a local path,
-    or from the local storage root where a local run keeps ``gs://`` files.
+    A local path is read where it is; a ``gs://`` or ``/gcs/`` URI where a local run keeps
+    Cloud Storage files (the local storage root, :mod:`vertex_retrain.backends.local.storage`).
 
     Returns:
-        ``(package URI or "", local path or None)``.
+        The local file or folder, or None when there is none.
     """
     from vertex_retrain.backends.local.storage import StorageError, to_local_path
-    from vertex_retrain.cli.local_setup import trainer_source
 
-    uri = str(arguments.get("package_uri") or arguments.get("source_uri") or "")
-    if not uri:
-        return "", None
-    name = uri.rstrip("/").rsplit("/", 1)[-1]
-    if name.startswith(_REFERENCE_WHEEL) or name == "trainer":
-        source = trainer_source()
-        if source is not None:
-            return uri, source
     if not uri.startswith(("gs://", "/gcs/")):
-        return uri, Path(uri) if Path(uri).exists() else None
+        return Path(uri) if Path(uri).exists() else None
     try:
         local = to_local_path(uri)
     except StorageError:
-        return uri, None
-    return uri, local if local.exists() else None
+        return None
+    return local if local.exists() else None
 
 
-def _training_problems(arguments: Mapping[str, Any], settings: Settings) -> list[Problem]:
+def _job_problems(
+    spec: Mapping[str, Any], arguments: Mapping[str, Any], settings: Settings
+) -> list[Problem]:
+    """Each job a task of the pipeline would submit: the job itself (as the component builds
+    it), its machine in the region, its executor image and whether its package installs
+    there. Problems name the task; a task that does not run with these arguments is
+    skipped."""
+    from vertex_retrain.cli.job_tasks import job_tasks
+
+    problems: list[Problem] = []
+    checked_images: set[str] = set()
+    checked_packages: set[tuple[str, str]] = set()
+    for job in job_tasks(spec, arguments, today=settings.today):
+        if job.runs is False:
+            continue
+        found = list(job.problems)
+        pool = "trialJobSpec" if job.tuning else "jobSpec"
+        field = f"{pool}.workerPoolSpecs[0].pythonPackageSpec"
+        image = job.executor_image_uri
+        if settings.location and job.payload is not None:
+            found += availability_problems(job.payload, settings.location)
+        if image and image not in checked_images:
+            checked_images.add(image)
+            found += executor_image_problems(
+                image, f"{field}.executorImageUri", today=settings.today
+            )
+            if settings.location:
+                found += _executor_location_problems(
+                    image, f"{field}.executorImageUri", settings.location
+                )
+        for index, uri in enumerate(job.package_uris[:1]):
+            if image and (uri, image) not in checked_packages:
+                checked_packages.add((uri, image))
+                found += _package_problems(uri, image, f"{field}.packageUris[{index}]")
+        if job.unchecked:
+            found.append(_unchecked(job.unchecked))
+        problems += [dataclasses.replace(p, field=f"task {job.name}: {p.field}") for p in found]
+    return problems
+
+
+def _package_problems(uri: str, image: str, field: str) -> list[Problem]:
+    """Whether the package installs on the executor image, when it can be read offline."""
     from vertex_retrain.build.context import BuildError
     from vertex_retrain.build.package_metadata import read_package_metadata
-    from vertex_retrain.specs.package_compat import executor_image_problems, package_problems
-    from vertex_retrain.specs.region_rules import availability_problems
-    from vertex_retrain.steps.job_request import job_spec_from_request
-    from vertex_retrain.steps.training_cost import request_for_shape
+    from vertex_retrain.specs.package_compat import package_problems
 
-    if "executor_image_uri" not in arguments and "machine_type" not in arguments:
-        return []  # the pipeline runs no training job of its own
-    uri, local = resolve_package(arguments)
-    request = request_for_shape(arguments)
-    if uri.endswith((".whl", ".tar.gz", ".zip")) and uri.startswith("gs://"):
-        request = dataclasses.replace(request, package_uris=[uri])
-    job = job_spec_from_request(request)
-    problems = job.validate(today=settings.today)
-    payload = job.unvalidated_payload()
-    pool = "jobSpec.workerPoolSpecs[0].pythonPackageSpec"
-    image = request.executor_image_uri
-    problems += executor_image_problems(image, f"{pool}.executorImageUri", today=settings.today)
-    if settings.location:
-        problems += availability_problems(payload, settings.location)
-        problems += _executor_location_problems(
-            image, f"{pool}.executorImageUri", settings.location
-        )
-    package_field = f"{pool}.packageUris[0]"
+    local = resolve_package(uri)
     if local is None:
-        if uri:
-            problems.append(
-                warning(
-                    package_field,
-                    uri,
-                    "The package cannot be read offline, so whether it installs on the "
-                    "executor image is not checked.",
-                    ["--param package_uri=PATH of a local wheel", "compile.py run NAME --local"],
-                    code="package-unread",
-                )
+        return [
+            warning(
+                field,
+                uri,
+                "The package cannot be read offline, so whether it installs on the "
+                "executor image is not checked.",
+                [
+                    "a copy where local runs keep gs:// files ($VERTEX_LOCAL_ROOT/gcs/...)",
+                    command("run PIPELINE --local"),
+                ],
+                code="package-unread",
             )
-        return problems
+        ]
     try:
         metadata = read_package_metadata(local)
     except BuildError as failure:
-        return [*problems, error(package_field, uri, str(failure), code="package-unreadable")]
-    return problems + package_problems(metadata, image, package_field)
+        return [error(field, uri, str(failure), code="package-unreadable")]
+    return package_problems(metadata, image, field)
+
+
+def _unchecked(unchecked: Mapping[str, str]) -> Problem:
+    inputs = "; ".join(f"{name} ({why})" for name, why in sorted(unchecked.items()))
+    return warning(
+        "inputs",
+        sorted(unchecked),
+        f"Known only when the pipeline runs, so the job fields they set were not checked: "
+        f"{inputs}.",
+        code="inputs-unchecked",
+    )
 
 
 def _executor_location_problems(image: str, field: str, region: str) -> list[Problem]:
@@ -325,7 +358,7 @@ def pipeline_problems(
         The problems; the pipeline may be submitted when none is an error.
     """
     problems = _component_image_problems(spec, settings) if settings.component_image else []
-    problems += _training_problems(arguments, settings)
+    problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
     problems += _notification_problems(arguments)
     problems += _submission_problems(settings)

@@ -25,6 +25,7 @@ from vertex_retrain.backends.local.registry_db import (
     RegistryNotFoundError,
 )
 from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import TrafficSplitError
 
 _EXPECTED_ERRORS = (
@@ -224,7 +225,7 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
         stopped = stop_servers(name, db_path=db)
         print(
             f"endpoint {name}: {stopped} model server(s) stopped; deployments and traffic stay "
-            f"(`python compile.py serve {name}` serves it again)",
+            f"(`{command('serve ' + name)}` serves it again)",
             file=out,
         )
     if not names:

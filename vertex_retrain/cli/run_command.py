@@ -1,30 +1,42 @@
-"""``compile.py run NAME``: locally with kfp.local, or submitted to Vertex AI Pipelines."""
+"""``vertex-retrain run PIPELINE``: locally with kfp.local, or submitted to Vertex AI Pipelines.
+
+PIPELINE is any pipeline :mod:`vertex_retrain.cli.pipeline_source` resolves: a library
+template, a compiled file, or ``module:attr`` / ``file.py:attr`` in the user's code.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from vertex_retrain.pipelines import catalog
+if TYPE_CHECKING:
+    from vertex_retrain.cli.pipeline_source import PipelineSource
 
 
 def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs or submits a pipeline; exit 0 on success, 1 on failure, 2 on bad input."""
     out = out or sys.stdout
-    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-    from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
+    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.params import (
+        ParameterError,
+        missing_problem,
+        parameter_definitions,
+        parse_overrides,
+        required_without_value,
+    )
+    from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
 
     try:
-        pipeline = catalog.pipeline_by_name(args.name)
-    except KeyError as error:
-        print(f"error: {error.args[0]}", file=sys.stderr)
-        return 2
-    spec = compile_to_dict(pipeline, component_image=args.component_image)
-    try:
+        source = resolve_pipeline(args.name)
+        spec = source.spec(component_image=args.component_image)
         overrides = parse_overrides(args.param, parameter_definitions(spec))
-    except ParameterError as error:
+    except (PipelineReferenceError, ParameterError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    missing_values = required_without_value(parameter_definitions(spec), overrides)
+    if missing_values:
+        print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
         return 2
     if "backend" in overrides:
         print(
@@ -40,7 +52,11 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if args.local:
-        return _run_local(pipeline, args, default_arguments(spec), overrides, out)
+        takes_backend = any(
+            "backend" in component.get("inputDefinitions", {}).get("parameters", {})
+            for component in spec.get("components", {}).values()
+        )
+        return _run_local(source, args, default_arguments(spec), overrides, out, takes_backend)
     missing = [
         flag
         for flag, value in [
@@ -60,12 +76,12 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     refused = _preflight(args, spec, {**default_arguments(spec), **overrides})
     if refused is not None:
         return refused
-    return _submit(args, spec, overrides, out)
+    return _submit(args, source.name, spec, overrides, out)
 
 
 def _preflight(args: argparse.Namespace, spec: dict, arguments: dict) -> int | None:
     """The offline preflight: 2 (with one line per problem) when Vertex would fail the run;
-    nothing has touched the network yet (`compile.py preflight`)."""
+    nothing has touched the network yet (the ``preflight`` command)."""
     from vertex_retrain.cli.preflight import refusal
     from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
 
@@ -80,16 +96,23 @@ def _preflight(args: argparse.Namespace, spec: dict, arguments: dict) -> int | N
 
 
 def _run_local(
-    pipeline: object, args: argparse.Namespace, defaults: dict, overrides: dict, out: TextIO
+    source: PipelineSource,
+    args: argparse.Namespace,
+    defaults: dict[str, Any],
+    overrides: dict[str, Any],
+    out: TextIO,
+    takes_backend: bool,
 ) -> int:
-    """Runs here; afterwards nothing it started keeps running, whatever ended it."""
+    """Runs here; afterwards nothing it started keeps running, whatever ended it.
+
+    ``takes_backend``: a task of the pipeline has a ``backend`` input (a library component).
+    """
     from vertex_retrain.cli.console import print_json
     from vertex_retrain.cli.local_run import (
         local_arguments,
         run_pipeline_locally,
         stop_endpoint_servers,
     )
-    from vertex_retrain.cli.local_setup import LocalSetupError, prepare_local_run
     from vertex_retrain.cli.processes import descendants, sigterm_as_interrupt, stop_descendants
     from vertex_retrain.cli.run_report import build_report
     from vertex_retrain.cli.run_window import as_of_problem
@@ -97,22 +120,29 @@ def _run_local(
     # With --json, stdout carries only the JSON summary; progress goes to stderr.
     as_json = getattr(args, "json", False)
     progress = sys.stderr if as_json else out
-    arguments = local_arguments(defaults, overrides)
+    declared = source.parameter_names()
+    arguments = local_arguments(defaults, overrides, declared=declared)
+    if takes_backend and "backend" not in declared:
+        print(
+            f"note: {source.name} has no `backend` parameter, so its components run on the "
+            "backend the pipeline gives them, which may not be this machine",
+            file=progress,
+        )
     endpoint = arguments.get("endpoint_display_name")
     with sigterm_as_interrupt():
         spare = frozenset(descendants())
         try:
-            arguments = prepare_local_run(arguments, progress)
-            problem = as_of_problem(arguments, local=True)  # the data is here now
+            problem = as_of_problem(arguments, local=True)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
             outcome = run_pipeline_locally(
-                pipeline, arguments, console=progress, verbose=getattr(args, "verbose", False)
+                source.component(),
+                arguments,
+                console=progress,
+                verbose=getattr(args, "verbose", False),
+                cache=not args.no_cache,
             )
-        except LocalSetupError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
         finally:
             stop_descendants(spare=spare)
             if endpoint:
@@ -120,7 +150,7 @@ def _run_local(
     if outcome.refused:
         return 1
     report = build_report(
-        args.name,
+        source.name,
         succeeded=outcome.succeeded,
         wall_seconds=outcome.wall_seconds,
         log_path=outcome.log_path,
@@ -135,17 +165,27 @@ def _run_local(
     return 0 if outcome.succeeded else 1
 
 
-def _submit(args: argparse.Namespace, spec: dict, overrides: dict, out: TextIO) -> int:
+def _submit(
+    args: argparse.Namespace,
+    name: str,
+    spec: dict[str, Any],
+    overrides: dict[str, Any],
+    out: TextIO,
+) -> int:
+    from vertex_retrain.cli.params import parameter_definitions
     from vertex_retrain.cli.vertex_submit import submit_spec
 
+    declared = parameter_definitions(spec)
     job, resource_name = submit_spec(
         spec,
-        args.name,
+        name,
         service_account=args.service_account,
         project=args.project,
         location=args.location,
         pipeline_root=args.pipeline_root,
-        parameter_values={"backend": "vertex", **overrides},
+        parameter_values={**({"backend": "vertex"} if "backend" in declared else {}), **overrides},
+        # None keeps each task's compiled caching; --no-cache turns it off for every task.
+        enable_caching=False if args.no_cache else None,
     )
     progress = sys.stderr if getattr(args, "json", False) else out
     print(f"submitted {resource_name}", file=progress)

@@ -19,9 +19,10 @@ from rich.table import Table
 
 from vertex_retrain.cli.console import cell_text, is_terminal, print_renderable
 from vertex_retrain.cli.run_progress import format_duration
+from vertex_retrain.invocation import command
 
 SERVE_PORT = 8080
-"""``compile.py serve``'s default port, for the URL the report gives."""
+"""``vertex-retrain serve``'s default port, for the URL the report gives."""
 
 TUNING_REPORT_NAME = "tuning-report.html"
 CHAMPION_ALIAS = "champion"
@@ -182,7 +183,7 @@ def _artifact_metadata(outputs: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def endpoint_url(endpoint: str, port: int = SERVE_PORT) -> str:
-    """The predict URL ``compile.py serve ENDPOINT`` answers on by default."""
+    """The predict URL ``vertex-retrain serve ENDPOINT`` answers on by default."""
     return f"http://127.0.0.1:{port}/v1/endpoints/{urllib.parse.quote(endpoint)}:predict"
 
 
@@ -218,7 +219,7 @@ def build_report(
         parameters = evaluation.get("parameterValues", {})
         report.decision = {
             key: parameters[key]
-            for key in ("is_better", "reason", "candidate_score", "champion_score")
+            for key in ("is_better", "reason", "rule", "candidate_score", "champion_score")
             if key in parameters
         }
     registered = _task_outputs(run_dir, "register-model")
@@ -242,7 +243,7 @@ def build_report(
             "deployed_model_id": parameters.get("deployed_model_id"),
             "traffic": dict(parameters.get("traffic") or {}),
             "url": endpoint_url(endpoint),
-            "serve_command": f"python compile.py serve {endpoint}",
+            "serve_command": command(f"serve {endpoint}"),
         }
     html = sorted(run_dir.glob("hp-tune*/trials_report"))
     if html:

@@ -1,6 +1,6 @@
 """A run's ``as_of`` at the command line: refused before anything runs, chosen for local runs.
 
-``compile.py run`` and ``compile.py demo`` check an ``as_of`` they are given before they start
+``vertex-retrain run`` checks an ``as_of`` it is given before the run starts
 (the ``data_window`` task checks it again): a malformed value or one in the future is one line
 and exit 2, and so, for a local run, is one before the local data starts.
 

@@ -1,9 +1,9 @@
 """``schedule --dry-run`` without Vertex: the declared schedules, their next runs and templates.
 
-Works with no flag and no credentials: everything shown is read from the declarations in
-``pipelines/schedules.py`` and the ``--template-version`` flags. The diff against Vertex needs
-project, region, service account, pipeline root and credentials; without them this view says
-what to pass.
+Works with no flag but ``--schedules`` and no credentials: everything shown is read from the
+declarations (:mod:`vertex_retrain.cli.schedule_source`) and the ``--template-version``
+flags. The diff against Vertex needs project, region, service account, pipeline root and
+credentials; without them this view says what to pass.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from vertex_retrain.invocation import command
 from vertex_retrain.schedules import ScheduleDeclaration
 
-NOT_PINNED = (
-    "not pinned: pass --template-version with the version URI `python compile.py upload` prints"
-)
+
+def not_pinned() -> str:
+    """What the dry run shows for a pipeline without ``--template-version``."""
+    return f"not pinned: pass --template-version with the version URI `{command('upload')}` prints"
 
 
 def _parameters(values: Mapping[str, object]) -> str:
@@ -47,7 +49,8 @@ def format_declared(
         lines += [
             f"schedule {declaration.display_name} ({state})",
             f"  pipeline: {declaration.pipeline_name}",
-            f"  template: {template_uris.get(declaration.pipeline_name, NOT_PINNED)}",
+            *([f"  source: {declaration.pipeline}"] if declaration.pipeline else []),
+            f"  template: {template_uris.get(declaration.pipeline_name) or not_pinned()}",
             f"  cron: {declaration.cron} in {declaration.time_zone}, at most "
             f"{declaration.max_concurrent_run_count} run(s) at once",
             f"  parameters: {_parameters(declaration.parameter_values)}",

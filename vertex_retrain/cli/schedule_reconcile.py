@@ -1,4 +1,4 @@
-"""Reconcile the schedules declared in code with Vertex AI ``PipelineJobSchedule`` resources.
+"""Reconcile declared schedules with Vertex AI ``PipelineJobSchedule`` resources.
 
 Idempotent by display name: a missing schedule is created; one whose cron, parameters,
 template version, maximum concurrency, service account or pipeline root differs is updated;
@@ -11,16 +11,13 @@ planning is pure and tests use a fake.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from vertex_retrain.cli.template_ref import TemplateRefError, parse_template_version
-from vertex_retrain.pipelines.schedules import DECLARED_SCHEDULES
+from vertex_retrain.invocation import command
 from vertex_retrain.schedules import (
     COMPARED_FIELDS,
     ObservedSchedule,
@@ -36,7 +33,6 @@ __all__ = [
     "FieldChange",
     "SchedulePlan",
     "apply_plans",
-    "cli_schedule",
     "desired_spec",
     "format_plans",
     "plan_schedules",
@@ -82,7 +78,7 @@ def desired_spec(
     """The schedule a declaration asks for, pinned to one template version.
 
     Args:
-        declaration: The schedule declared in code.
+        declaration: The declared schedule.
         target: Project, region, service account and pipeline root of the runs.
         template_uri: The Artifact Registry version URI (``.../sha256:<digest>``).
 
@@ -141,7 +137,7 @@ def plan_schedules(
     """Works out what reconciling would change, reading Vertex but changing nothing.
 
     Args:
-        declarations: Schedules declared in code.
+        declarations: The declared schedules.
         target: Project, region, service account and pipeline root of the runs.
         template_uris: Pipeline name -> pinned version URI.
         client: The Vertex boundary (only ``list`` is called).
@@ -162,7 +158,7 @@ def plan_schedules(
     if unpinned:
         raise ScheduleError(
             f"no template version for pipeline(s) {', '.join(unpinned)}; pass --template-version "
-            "with the version URI printed by `compile.py upload`"
+            f"with the version URI printed by `{command('upload')}`"
         )
     plans = []
     for declaration in declarations:
@@ -282,124 +278,3 @@ def format_plans(plans: Sequence[SchedulePlan], *, dry_run: bool) -> str:
     if dry_run:
         lines.append("dry run: nothing was changed")
     return "\n".join(lines) + "\n"
-
-
-def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = None) -> int:
-    """``compile.py schedule``: reconciles :data:`DECLARED_SCHEDULES` and prints the diff.
-
-    ``--dry-run`` needs no flag nor credentials (:mod:`vertex_retrain.cli.schedule_offline`);
-    the diff is added when every flag is given and Vertex answers.
-
-    Args:
-        args: Parsed arguments (project, location, service_account, pipeline_root,
-            template_version, repository, dry_run).
-        client: The Vertex boundary; default ``VertexScheduleClient`` (tests pass a fake).
-
-    Returns:
-        0 on success, 1 when Vertex cannot be reached to apply, 2 on invalid input.
-    """
-    from vertex_retrain.cli.schedule_offline import format_declared, missing_vertex_flags
-
-    declarations = DECLARED_SCHEDULES
-    versions = list(getattr(args, "template_version", None) or [])
-    missing = missing_vertex_flags(
-        args.project, args.location, args.service_account, args.pipeline_root, versions
-    )
-    if missing and not args.dry_run:
-        print(
-            f"schedule: reconciling with Vertex needs {', '.join(missing)}; "
-            "`python compile.py schedule --dry-run` shows the declared schedules without them",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        template_uris = _pinned_versions(args, declarations) if versions else {}
-        if missing:
-            sys.stdout.write(format_declared(declarations, template_uris))
-            print(f"diff against Vertex: not shown; it needs {', '.join(missing)} and credentials")
-            return 0
-        if not args.pipeline_root.startswith("gs://"):
-            raise ScheduleError(
-                f"--pipeline-root {args.pipeline_root!r}: expected gs://BUCKET/PATH"
-            )
-        target = DeploymentTarget(
-            args.project, args.location, args.service_account, args.pipeline_root
-        )
-        refused = None if args.dry_run else _preflight(declarations, target)
-        if refused is not None:
-            return refused
-        try:
-            if client is None:
-                from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
-
-                client = VertexScheduleClient(project=args.project, location=args.location)
-            plans = reconcile(declarations, target, template_uris, client, dry_run=args.dry_run)
-        except Exception as error:  # credentials, network, permissions: Vertex is unreachable
-            if isinstance(error, ScheduleError):
-                raise
-            reason = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
-            if not args.dry_run:
-                print(f"schedule: Vertex could not be reached ({reason})", file=sys.stderr)
-                return 1
-            sys.stdout.write(format_declared(declarations, template_uris))
-            print(
-                f"diff against Vertex: not shown; Vertex could not be reached ({reason}); "
-                "`gcloud auth application-default login` sets up credentials"
-            )
-            return 0
-    except (ScheduleError, TemplateRefError) as error:
-        print(f"schedule: {error}", file=sys.stderr)
-        return 2
-    sys.stdout.write(format_plans(plans, dry_run=args.dry_run))
-    return 0
-
-
-def _pinned_versions(
-    args: argparse.Namespace, declarations: Sequence[ScheduleDeclaration]
-) -> dict[str, str]:
-    pipelines = sorted({declaration.pipeline_name for declaration in declarations})
-    pinned: dict[str, str] = {}
-    for text in args.template_version:
-        # A bare digest can only mean the one declared pipeline.
-        only = pipelines[0] if len(pipelines) == 1 else None
-        is_uri = text.startswith("https://")
-        version = parse_template_version(
-            text,
-            pipeline_name=None if is_uri else only,
-            project=args.project,
-            location=args.location,
-            repository=args.repository,
-        )
-        if version.pipeline_name not in pipelines:
-            raise ScheduleError(
-                f"--template-version {text!r} is for pipeline {version.pipeline_name!r}, which "
-                f"no schedule runs (scheduled: {', '.join(pipelines)})"
-            )
-        pinned[version.pipeline_name] = version.uri
-    return pinned
-
-
-def _preflight(declarations: Sequence[ScheduleDeclaration], target: DeploymentTarget) -> int | None:
-    """The offline preflight of each scheduled pipeline, with the declared parameter values,
-    before Vertex is called (`compile.py preflight`): 2, with one line per problem, when the
-    scheduled runs would fail. The component image is not checked here: the pinned template
-    carries its own, checked by `upload`."""
-    from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-    from vertex_retrain.cli.preflight import refusal
-    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
-    from vertex_retrain.pipelines import catalog
-
-    settings = Settings(
-        project=target.project,
-        location=target.location,
-        pipeline_root=target.pipeline_root,
-        service_account=target.service_account,
-        submission=True,
-        component_image=False,
-    )
-    problems = []
-    for declaration in declarations:
-        spec = compile_to_dict(catalog.pipeline_by_name(declaration.pipeline_name))
-        arguments = {**default_arguments(spec), **dict(declaration.parameter_values)}
-        problems += pipeline_problems(spec, arguments, settings)
-    return refusal("schedule", problems)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vertex_retrain.invocation import command
+
 __all__ = ["TemplateRefError", "TemplateVersion", "parse_template_version", "registry_host"]
 
 _LOCATION = re.compile(r"[a-z]+(?:-[a-z0-9]+)+")
@@ -122,7 +124,7 @@ def parse_template_version(
         if missing:
             raise TemplateRefError(
                 f"template version {text!r} is a bare digest; give {', '.join(missing)} too, "
-                "or pass the full version URI printed by `compile.py upload`"
+                f"or pass the full version URI printed by `{command('upload')}`"
             )
         assert project and location and repository and pipeline_name  # narrowed by `missing`
         registry_host(project, location, repository)

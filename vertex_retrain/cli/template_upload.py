@@ -9,16 +9,13 @@ again; tags are moved to the new version when they already exist.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
-import glob
 import hashlib
 import importlib.metadata
 import json
 import re
 import subprocess
-import sys
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,7 +24,7 @@ from typing import Any, Protocol
 
 from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.cli.params import TemplateError, load_pipeline_spec, read_template_bytes
-from vertex_retrain.cli.template_ref import TemplateRefError, registry_host
+from vertex_retrain.invocation import command
 
 __all__ = [
     "DEFAULT_TEMPLATES",
@@ -35,7 +32,6 @@ __all__ = [
     "TemplateRegistry",
     "UploadError",
     "UploadResult",
-    "cli_upload",
     "default_tags",
     "git_revision",
     "package_version",
@@ -300,7 +296,7 @@ def upload_templates(
     if not files:
         raise UploadError(
             f"no templates to upload (default {DEFAULT_TEMPLATES}); "
-            "run `python compile.py compile` first or name the files"
+            f"run `{command('compile')}` first or name the pipelines"
         )
     names = [read_template(path)[0] for path in files]
     results = []
@@ -320,77 +316,3 @@ def upload_templates(
             UploadResult(str(path), name, version, tuple(tags), location(package, version))
         )
     return results
-
-
-def cli_upload(
-    args: argparse.Namespace,
-    *,
-    client_factory: Callable[[str], TemplateRegistry] | None = None,
-) -> int:
-    """``compile.py upload``: uploads templates and prints each version digest.
-
-    Args:
-        args: Parsed arguments (files, project, location, repository, registry_dir, tag).
-        client_factory: ``host -> registry`` for Artifact Registry; default
-            ``kfp.registry.RegistryClient`` (tests pass a fake).
-
-    Returns:
-        0 on success, 2 on invalid input (message on stderr, nothing uploaded).
-    """
-    files = list(args.files) or sorted(glob.glob(DEFAULT_TEMPLATES))
-    try:
-        tags = default_tags(args.tag or [])
-        registry: TemplateRegistry
-        if args.registry_dir:
-            if args.project or args.repository:
-                raise UploadError("give either --registry-dir or --project/--repository")
-            local = LocalDirectoryRegistry(args.registry_dir)
-            registry = local
-            results = upload_templates(files, registry, tags, lambda n, v: str(local.path_of(n, v)))
-        else:
-            missing = [
-                flag
-                for flag, value in (
-                    ("--project", args.project),
-                    ("--location", args.location),
-                    ("--repository", args.repository),
-                )
-                if not value
-            ]
-            if missing:
-                raise UploadError(
-                    f"missing {', '.join(missing)}: Artifact Registry needs --project, "
-                    "--location and --repository (or use --registry-dir DIR)"
-                )
-            host = registry_host(args.project, args.location, args.repository)
-            refused = _preflight(files, args.location)
-            if refused is not None:
-                return refused
-            if client_factory is None:
-                from kfp.registry import RegistryClient
-
-                client_factory = RegistryClient
-            registry = client_factory(host)
-            results = upload_templates(files, registry, tags, lambda n, v: f"{host}/{n}/{v}")
-    except (UploadError, TemplateRefError) as error:
-        print(f"upload: {error}", file=sys.stderr)
-        return 2
-    for result in results:
-        print(f"{result.pipeline_name}  {result.version}  tags: {', '.join(result.tags)}")
-        print(f"  {result.location}")
-    return 0
-
-
-def _preflight(files: Sequence[str | Path], location: str) -> int | None:
-    """The offline preflight of each template before anything is sent (`compile.py
-    preflight`): 2, with one line per problem, when a template would fail on Vertex."""
-    from vertex_retrain.cli.compiling import default_arguments
-    from vertex_retrain.cli.preflight import refusal
-    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
-
-    problems = []
-    for path in files:
-        _name, content = read_template(path)
-        spec = load_pipeline_spec(content, source=str(path))
-        problems += pipeline_problems(spec, default_arguments(spec), Settings(location=location))
-    return refusal("upload", problems)

@@ -1,4 +1,4 @@
-"""``compile.py validate``: lint hand-written CustomJob / HyperparameterTuningJob files."""
+"""``vertex-retrain validate``: lint hand-written CustomJob / HyperparameterTuningJob files."""
 
 from __future__ import annotations
 
@@ -33,5 +33,5 @@ def run_validate(files: list[str], as_json: bool, out: TextIO) -> int:
 
 
 def cli_validate(args: argparse.Namespace) -> int:
-    """Entry point of ``compile.py validate`` (``args.files``, ``args.json``)."""
+    """Entry point of ``vertex-retrain validate`` (``args.files``, ``args.json``)."""
     return run_validate(list(args.files), bool(getattr(args, "json", False)), sys.stdout)

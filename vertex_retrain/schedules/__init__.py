@@ -3,11 +3,13 @@
 - :mod:`~vertex_retrain.schedules.cron`: cron and time-zone validation, Vertex's cron string,
   next run times.
 - :mod:`~vertex_retrain.schedules.declaration`: :class:`ScheduleDeclaration`, a recurring run
-  declared in code. The project's declarations live in ``pipelines/schedules.py``.
+  declared in the user's repository; the library declares none.
+- :mod:`~vertex_retrain.schedules.declarations_file`: :func:`load_declarations`, the
+  declarations of a YAML file.
 - :mod:`~vertex_retrain.schedules.client`: a schedule's state on Vertex and the
   :class:`ScheduleClient` protocol that the command line reconciles through.
 
-Pure: standard library, and croniter inside the functions that need it.
+Pure: standard library, and croniter and the YAML reader inside the functions that need them.
 """
 
 from vertex_retrain.schedules.client import (
@@ -26,6 +28,7 @@ from vertex_retrain.schedules.cron import (
     vertex_cron,
 )
 from vertex_retrain.schedules.declaration import ScheduleDeclaration
+from vertex_retrain.schedules.declarations_file import load_declarations
 
 __all__ = [
     "COMPARED_FIELDS",
@@ -35,6 +38,7 @@ __all__ = [
     "ScheduleDeclaration",
     "ScheduleError",
     "ScheduleSpec",
+    "load_declarations",
     "next_run_times",
     "parse_vertex_cron",
     "validate_cron",

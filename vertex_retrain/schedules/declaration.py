@@ -1,4 +1,5 @@
-"""A recurring pipeline run declared in code (``pipelines/schedules.py`` holds the project's)."""
+"""A recurring pipeline run, declared in the user's repository (a YAML file of declarations,
+read by :mod:`vertex_retrain.schedules.declarations_file`, or Python code)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,17 @@ class ScheduleDeclaration:
     Attributes:
         display_name: Unique name of the Vertex schedule; the key for idempotent updates.
         pipeline_name: ``pipelineInfo.name`` of the pipeline it runs (the Artifact Registry
-            package name), e.g. ``"weekly-retraining"``.
+            package name, which ``--template-version`` pins), e.g. ``"weekly-retraining"``.
         cron: Five-field cron expression, read in ``time_zone``.
         time_zone: IANA time zone key.
         parameter_values: Pipeline parameters for every run; unset ones take the template's
             defaults.
         max_concurrent_run_count: Runs allowed at once (a late run does not overlap the next).
         paused: Declared paused: the schedule exists but starts no runs.
+        pipeline: Where that pipeline's source is, for the checks made before a schedule is
+            changed: a compiled pipeline file, ``module:attr`` or ``path/to/file.py:attr``
+            (relative paths from the declaring file's folder); empty: ``pipeline_name`` is a
+            library template.
     """
 
     display_name: str
@@ -46,6 +51,7 @@ class ScheduleDeclaration:
     parameter_values: Mapping[str, Any] = field(default_factory=dict)
     max_concurrent_run_count: int = 1
     paused: bool = False
+    pipeline: str = ""
 
     def __post_init__(self) -> None:
         if not self.display_name.strip() or len(self.display_name) > _MAX_DISPLAY_NAME:
@@ -70,6 +76,15 @@ class ScheduleDeclaration:
             raise ScheduleError(
                 f"{self.display_name}: max_concurrent_run_count must be an integer >= 1, "
                 f"got {self.max_concurrent_run_count!r}"
+            )
+        if not isinstance(self.pipeline, str):
+            raise ScheduleError(
+                f"{self.display_name}: pipeline must be text (a compiled pipeline file, "
+                f"MODULE:ATTR or path/to/file.py:ATTR), got {self.pipeline!r}"
+            )
+        if not isinstance(self.paused, bool):
+            raise ScheduleError(
+                f"{self.display_name}: paused must be true or false, got {self.paused!r}"
             )
         try:
             # Vertex carries parameters as JSON (protobuf Value); refuse what cannot travel.

@@ -39,8 +39,8 @@ Distribution = Literal[
 DISTRIBUTIONS: tuple[str, ...] = get_args(Distribution)
 DISTRIBUTION_LABEL = "distribution"
 _LAUNCHERS = ("torchrun", "torch.distributed", "--distributed", "accelerate launch", "deepspeed")
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 
 
 def check_labels(labels: Any, path: str) -> list[Problem]:
@@ -51,7 +51,8 @@ def check_labels(labels: Any, path: str) -> list[Problem]:
         return [error(path, labels, "labels must be a map of strings.", code="labels")]
     problems = []
     for key, value in labels.items():
-        if not _LABEL_KEY.match(str(key)) or not _LABEL_VALUE.match(str(value)):
+        # fullmatch: with match, `$` also matches before a final newline ('ml\n').
+        if not _LABEL_KEY.fullmatch(str(key)) or not _LABEL_VALUE.fullmatch(str(value)):
             problems.append(
                 error(
                     f"{path}.{key}",

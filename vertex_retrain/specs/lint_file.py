@@ -1,4 +1,4 @@
-"""``compile.py validate FILE...``: lint hand-written CustomJob / tuning job definitions.
+"""``vertex-retrain validate FILE...``: lint hand-written CustomJob / tuning job definitions.
 
 Files may be JSON or YAML, camelCase or snake_case, the REST resource or the job-spec body
 of ``gcloud ai custom-jobs create --config``. Problems are reported with the field paths of

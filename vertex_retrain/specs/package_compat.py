@@ -1,6 +1,6 @@
 """Whether a training package installs on its executor image: one checker for both backends.
 
-``compile.py preflight`` runs it on every Python-package pool before a submission, and the
+The ``preflight`` command runs it on every Python-package pool before a submission, and the
 local backend runs it when it installs a package for a pool, so a package that cannot install
 on Vertex fails locally with the same message. Facts about the images come from the container
 catalog (:mod:`vertex_retrain.specs.containers`); nothing here reads files or the network.
@@ -165,8 +165,8 @@ def executor_image_problems(
                 uri,
                 f"{image.cited(catalog)} is past its end of availability "
                 f"({image.end_of_availability}); Vertex may no longer serve it and the job "
-                "would fail at start. `compile.py preflight --project P --location L` checks "
-                "with credentials that it still exists.",
+                "would fail at start. The preflight command, given --project and --location, "
+                "checks with credentials that it still exists.",
                 [
                     "a custom container (containerSpec) built from your own Dockerfile",
                     "a newer prebuilt image, once the catalog lists one",

@@ -134,13 +134,13 @@ def as_float(value: Any) -> float | None:
     return None
 
 
-_DURATION = re.compile(r"^(\d+)(\.\d{1,9})?s$")
+_DURATION = re.compile(r"(\d+)(\.\d{1,9})?s")
 
 
 def parse_duration(value: Any) -> float | None:
     """Reads a proto JSON Duration such as ``"3600s"``; None when malformed."""
     if isinstance(value, str):
-        match = _DURATION.match(value.strip())
+        match = _DURATION.fullmatch(value.strip())
         if match:
             return float(match.group(1) + (match.group(2) or ""))
     return None

@@ -82,7 +82,7 @@ def _check_code(pool: dict[str, Any], path: str) -> list[Problem]:
                 "executorImageUri",
                 "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
             ),
-            ("pythonModule", "trainer.task"),
+            ("pythonModule", "mypackage.task"),
         )
         if not spec.get(key)
     ]

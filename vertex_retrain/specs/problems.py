@@ -38,7 +38,7 @@ class Problem:
     code: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """Returns the JSON form used by ``compile.py validate --json``."""
+        """Returns the JSON form used by ``vertex-retrain validate --json``."""
         return {
             "severity": self.severity,
             "field": self.field,

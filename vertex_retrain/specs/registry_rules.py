@@ -25,10 +25,10 @@ __all__ = [
     "serves_region",
 ]
 
-_AR_HOST = re.compile(r"^(?P<location>[a-z0-9-]+)-docker\.pkg\.dev$")
+_AR_HOST = re.compile(r"(?P<location>[a-z0-9-]+)-docker\.pkg\.dev")
 _GCR_HOSTS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}
 MULTI_REGIONS = ("us", "europe", "asia")
-_REGION = re.compile(r"^[a-z]+(?:-[a-z]+)+\d+$")
+_REGION = re.compile(r"[a-z]+(?:-[a-z]+)+\d+")
 _GEOGRAPHY_PREFIXES = {"us": ("us-",), "europe": ("europe-",), "asia": ("asia-",)}
 
 
@@ -49,7 +49,7 @@ class RegistryLocation:
 def registry_location(image_uri: str) -> RegistryLocation:
     """Reads the registry and its location from an image URI."""
     host = image_uri.split("/", 1)[0] if "/" in image_uri else "docker.io"
-    match = _AR_HOST.match(host)
+    match = _AR_HOST.fullmatch(host)
     if match:
         return RegistryLocation(host, match.group("location"))
     return RegistryLocation(host, _GCR_HOSTS.get(host))
@@ -57,7 +57,7 @@ def registry_location(image_uri: str) -> RegistryLocation:
 
 def is_region(location: str) -> bool:
     """Whether ``location`` has the form of a Google Cloud region (``europe-west4``)."""
-    return bool(_REGION.match(location))
+    return bool(_REGION.fullmatch(location))
 
 
 def serves_region(location: str, region: str) -> bool:
@@ -101,7 +101,11 @@ def placeholder_problems(
 
 
 def image_location_problems(
-    images: Iterable[tuple[str, str]], region: str, *, what: str = "image"
+    images: Iterable[tuple[str, str]],
+    region: str,
+    *,
+    what: str = "image",
+    build_hint: str | None = None,
 ) -> list[Problem]:
     """Warnings for images whose registry is outside the region's geography, or not Google's.
 
@@ -109,6 +113,8 @@ def image_location_problems(
         images: ``(field path, image URI)`` pairs.
         region: The Vertex AI region the pipeline runs in.
         what: How the messages name the images.
+        build_hint: A command that builds the image in the region, offered as an
+            alternative (the caller knows how its user runs commands).
     """
     problems: list[Problem] = []
     for where, image in images:
@@ -133,7 +139,7 @@ def image_location_problems(
                     "start pulls it across regions (slower, and network egress is billed).",
                     [
                         f"{region}-docker.pkg.dev/PROJECT/REPOSITORY/IMAGE:TAG",
-                        f"compile.py build-image --location {region}",
+                        *([build_hint] if build_hint else []),
                     ],
                     code="registry-region",
                 )

@@ -1,6 +1,6 @@
 """One loader for every YAML or JSON document a user hands the library.
 
-`compile.py validate` job files, compiled templates given to `run`/`upload`, and the JSON of
+`vertex-retrain validate` job files, compiled templates given to `run`/`upload`, and the JSON of
 `--param NAME=VALUE` all come through here. Plain `yaml.safe_load` and `json.loads` are safe
 from code execution but not from these:
 

@@ -43,6 +43,8 @@ class RegistrationRequest:
     project: str = ""
     location: str = ""
     gcp_resources_path: str = ""
+    serving_package_uri: str = ""
+    serving_extras: list[str] = field(default_factory=list)
 
 
 def serving_container(request: RegistrationRequest) -> dict[str, Any]:
@@ -79,6 +81,9 @@ def version_description(request: RegistrationRequest) -> str:
         parts.append(f"pipeline run {request.pipeline_run}")
     if request.dataset_uri:
         parts.append(f"data {request.dataset_uri}")
+    if request.serving_package_uri:
+        extras = f"[{','.join(request.serving_extras)}]" if request.serving_extras else ""
+        parts.append(f"serving package {request.serving_package_uri}{extras}")
     metrics = [
         f"{name}={value:.6g}" if isinstance(value, float) else f"{name}={value}"
         for name, value in sorted(request.evaluation_metrics.items())
@@ -104,11 +109,19 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             ``request.backend`` names.
 
     Raises:
-        ValueError: Bad alias, display name, backend or artifact URI; nothing was registered.
+        ValueError: Bad alias, display name, backend or artifact URI, or a model folder that
+            is missing or empty; nothing was registered.
     """
     chosen = resolve_backend(
         request.backend, project=request.project, location=request.location, backend=backend
     )
+    if not chosen.holds_files(request.artifact_uri):
+        raise ValueError(
+            f"model folder {request.artifact_uri!r} is missing or empty, so there is nothing "
+            f"to register as a version of {request.display_name!r}; the training job must "
+            "write its model under AIP_MODEL_DIR (locally, a trainer that maps gs://B/P to "
+            "/gcs/B/P writes under <root>/gcs/B/P)"
+        )
     aliases = aliases_to_move(
         make_champion=request.make_champion,
         champion_alias=request.champion_alias,
@@ -132,6 +145,8 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             pipeline_run=request.pipeline_run,
             dataset_uri=request.dataset_uri,
             gcp_resources_path=request.gcp_resources_path,
+            serving_package_uri=request.serving_package_uri,
+            serving_extras=list(request.serving_extras),
         )
     )
     ensure_recorded(request.gcp_resources_path)

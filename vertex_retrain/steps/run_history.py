@@ -1,6 +1,6 @@
 """Recording a run's week: the run summary's facts become a record the backend keeps.
 
-Locally the record goes to the registry database (``compile.py history`` reads it); on Vertex
+Locally the record goes to the registry database (``vertex-retrain history`` reads it); on Vertex
 it becomes one Vertex AI Experiments run of the model's experiment. A failure to record is
 reported in the summary, never raised: the exit handler must still write what it knows.
 """

@@ -37,8 +37,8 @@ def request_for_shape(shape: Mapping[str, Any]) -> TrainingRequest:
         backend="vertex",
         display_name="cost-estimate",
         base_output_directory="gs://cost-estimate/out",
-        python_module="trainer.task",
-        package_uris=["gs://cost-estimate/vertex_retrain_trainer-1.0.0-py3-none-any.whl"],
+        python_module="estimate.task",
+        package_uris=["gs://cost-estimate/estimate-1.0.0-py3-none-any.whl"],
         **given,
     )
 

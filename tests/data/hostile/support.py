@@ -75,11 +75,34 @@ def write_tiny_artifact(model_dir: Path) -> Path:
 TRAINER_SERVING_SPEC: dict[str, Any] = {
     "imageUri": "us-docker.pkg.dev/p/r/serve:v1",
     "command": ["python", "-m", "trainer.serve"],
-    "env": [{"name": "PYTHONPATH", "value": str(REPO)}],
     "healthRoute": "/health",
     "predictRoute": "/predict",
 }
 """The container spec of a model version served by this repository's trainer."""
+TRAINER_SERVING_EXTRAS = ("serve",)
+_TRAINER_WHEEL: list[Path] = []
+
+
+def trainer_serving_package(root: Path) -> str:
+    """The trainer's wheel in the local root `root`, as the serving package of a version.
+
+    The wheel is built once per test process; each root gets a copy.
+    """
+    import shutil
+    import tempfile
+
+    from vertex_retrain.build.wheel import build_wheel, package_source
+
+    if not _TRAINER_WHEEL:
+        out = Path(tempfile.mkdtemp(prefix="trainer-wheel-"))
+        _TRAINER_WHEEL.append(
+            build_wheel(package_source(REPO / "examples/drink_shops/trainer"), out)
+        )
+    target = root / "gcs" / "models" / "packages" / _TRAINER_WHEEL[0].name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_TRAINER_WHEEL[0], target)
+    return f"gs://models/packages/{target.name}"
+
 
 ENDPOINT = "shop recs"
 
@@ -115,6 +138,8 @@ def router_over_trainer_server(
             artifact_uri=uri,
             container_spec=TRAINER_SERVING_SPEC,
             sample_instances=[GOOD_INSTANCE],
+            serving_package_uri=trainer_serving_package(root),
+            serving_extras=TRAINER_SERVING_EXTRAS,
         )
         endpoints = LocalEndpoints()
         endpoints.get_or_create(ENDPOINT)

@@ -13,15 +13,23 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.source_digest import source_digest
 
 
+def _week() -> None:
+    """The run's week (it makes these weekly pipelines, which the check applies to)."""
+    window = data_window(as_of="", created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+    window.set_caching_options(False)
+
+
 @dsl.pipeline(name="stale-dataset")
 def stale_dataset(data_uri: str = "gs://b/t", as_of: str = "") -> None:
     """prepare_dataset takes the as_of parameter itself: "" every week, so last week's split."""
+    _week()
     prepare_dataset(backend="local", data_uri=data_uri, dataset_declaration={}, as_of=as_of)
 
 
 @dsl.pipeline(name="stale-build")
 def stale_build(source_uri: str = "gs://b/src") -> None:
     """The digest is read, but the build is not given it; and a cached digest is no key."""
+    _week()
     digest = source_digest(backend="local", source_uri=source_uri)
     build_container(backend="local", source_uri=source_uri, destination="gs://b/p")
     build_container(

@@ -5,18 +5,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vertex_retrain.backends.local.builder import build_container_image
 from vertex_retrain.backends.local.endpoint_servers import stop_servers
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
 from vertex_retrain.backends.local.storage import to_local_path
 
 ECHO_SERVER = Path(__file__).with_name("echo_server.py")
+ECHO_IMAGE = "us-docker.pkg.dev/local/echo:test"
+
+
+def build_echo_image(root: Path | None = None) -> str:
+    """Records the echo server's image with the local builder (under `root`, default the
+    current local root): the local backend serves only what it can run, a version's serving
+    package or an image it built."""
+    build_container_image(ECHO_SERVER.parent, image_uri=ECHO_IMAGE, root=root)
+    return ECHO_IMAGE
 
 
 def echo_spec(mode: str = "", *, routes: bool = True) -> dict[str, object]:
-    """Serving spec that runs echo_server.py; `mode` sets FIXTURE_MODE (see the server)."""
+    """Serving spec that runs echo_server.py; `mode` sets FIXTURE_MODE (see the server).
+
+    Its image is built (recorded) in the current local root first.
+    """
     spec: dict[str, object] = {
-        "imageUri": "us-docker.pkg.dev/local/echo:test",
+        "imageUri": build_echo_image(),
         "command": ["python", str(ECHO_SERVER)],
         "env": [{"name": "FIXTURE_MODE", "value": mode}],
     }

@@ -109,6 +109,11 @@ class LocalBackend:
         """``gs://`` and ``/gcs/`` map into the storage root; local paths stay as they are."""
         return to_local_path(uri, self._root)
 
+    def holds_files(self, uri: str) -> bool:
+        """Whether the folder (mapped into the storage root) holds a file at any depth."""
+        folder = to_local_path(uri, self._root)
+        return folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))
+
     def run_custom_job(
         self,
         payload: dict[str, Any],
@@ -204,6 +209,8 @@ class LocalBackend:
             is_default_version=False,
             sample_instances=spec.sample_instances or None,
             request_id=spec.request_key,
+            serving_package_uri=spec.serving_package_uri,
+            serving_extras=spec.serving_extras,
         )
         return _registered(version)
 
@@ -275,7 +282,7 @@ class LocalBackend:
         return read_local_task_outputs(Path(pipeline_root) / run_name)
 
     def record_run(self, record: RunRecord) -> str:
-        """Writes the run's record to the registry database (``compile.py history``)."""
+        """Writes the run's record to the registry database (``vertex-retrain history``)."""
         from vertex_retrain.backends.local.run_history import RunHistory
 
         RunHistory(self.registry.db).record(record)

@@ -20,6 +20,7 @@ from vertex_retrain.backends.local.endpoints import (
     read_endpoint,
 )
 from vertex_retrain.backends.local.registry_records import load_version, model_id_for
+from vertex_retrain.backends.local.serving_spec import version_launch
 
 
 def _healthy(deployed: DeployedModel) -> bool:
@@ -90,7 +91,7 @@ def ensure_servers(
     for deployed in endpoint.deployed_models:
         if _healthy(deployed):
             continue
-        model_server.stop_server(deployed.pid, deployed.pid_start_time)
+        model_server.stop_server(deployed.pid, deployed.pid_start_time, log_path=deployed.log_path)
         with endpoints.db.read() as connection:
             model_id = model_id_for(connection, deployed.model_display_name)
             version = load_version(connection, model_id, int(deployed.model_version_id))
@@ -102,6 +103,7 @@ def ensure_servers(
             )
         server = model_server.start_checked_server(
             version.container_spec,
+            launch=version_launch(version, endpoints.db.path.parent),
             sample_instances=samples,
             health_timeout_s=health_timeout_s,
             lease=lease,
@@ -130,6 +132,8 @@ def stop_servers(
     endpoints = LocalEndpoints(db_path)
     stopped = 0
     for deployed in endpoints.get(endpoint_display_name).deployed_models:
-        stopped += model_server.stop_server(deployed.pid, deployed.pid_start_time)
+        stopped += model_server.stop_server(
+            deployed.pid, deployed.pid_start_time, log_path=deployed.log_path
+        )
         _record(endpoints, deployed, None)
     return stopped

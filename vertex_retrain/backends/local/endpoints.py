@@ -31,6 +31,8 @@ from vertex_retrain.backends.local.registry_records import (
     model_id_for,
     resolve_version,
 )
+from vertex_retrain.backends.local.serving_spec import version_launch
+from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
@@ -109,7 +111,7 @@ def read_endpoint(connection: sqlite3.Connection, display_name: str) -> Endpoint
     ).fetchone()
     if row is None:
         raise RegistryNotFoundError(
-            f"no endpoint named {display_name!r}; `python compile.py endpoints` lists the local "
+            f"no endpoint named {display_name!r}; `{command('endpoints')}` lists the local "
             "endpoints, and a run that deploys (deploy_model) creates it"
         )
     deployed = tuple(
@@ -274,11 +276,15 @@ class LocalEndpoints:
                 "before traffic moves: pass sample_instances=[...] or register the version "
                 "with sample_instances"
             )
+        # Before anything is recorded: a version that cannot run here is refused, with
+        # what to register instead.
+        launch = version_launch(model_version, self.db.path.parent)
         with self.db.write() as connection:
             deployed_model_id = _next_deployed_model_id(connection)
         # Leased: until `committing` releases it, the server dies with this process.
         server = model_server.start_checked_server(
             model_version.container_spec,
+            launch=launch,
             sample_instances=samples,
             health_timeout_s=health_timeout_s,
             lease=True,
@@ -349,7 +355,7 @@ class LocalEndpoints:
             _apply_split(connection, endpoint.endpoint_id, split, f"undeploy {key}")
             after = read_endpoint(connection, endpoint_display_name)
         # Traffic has left it; now the process can go.
-        model_server.stop_server(removed.pid, removed.pid_start_time)
+        model_server.stop_server(removed.pid, removed.pid_start_time, log_path=removed.log_path)
         return after
 
     def undeploy_all(self, endpoint_display_name: str) -> Endpoint:

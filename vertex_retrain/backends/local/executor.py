@@ -23,6 +23,7 @@ from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import job_payload as jp
 from vertex_retrain.backends.local.cluster_env import cluster_layout, output_dirs, replica_env
 from vertex_retrain.backends.local.exit_advice import advice_for, normalise_exit_code
+from vertex_retrain.backends.local.job_sandbox import JobSandbox
 from vertex_retrain.backends.local.lifeline import JOB_ENV, RUN_ENV, bind_to_run, identity
 from vertex_retrain.backends.local.pool_launch import PoolLaunch, resolve_pool
 from vertex_retrain.backends.local.spot import (
@@ -191,7 +192,9 @@ def run_custom_job(
     job_id = job_id or jp.new_job_id(str(payload.get("displayName", "")))
     job_dir = root / "jobs" / job_id
     (job_dir / "work").mkdir(parents=True, exist_ok=True)
+    sandbox = JobSandbox.open(root, job_dir)
     warnings = sorted({w for launch in launches.values() for w in launch.warnings})
+    warnings += sandbox.warnings
     atomic_write_json(
         job_dir / "state.json",
         {
@@ -208,15 +211,21 @@ def run_custom_job(
     out_dirs = output_dirs(jp.base_output_uri(spec))
     checkpoint_path = to_local_path(out_dirs["AIP_CHECKPOINT_DIR"], root) if out_dirs else None
     cancel = cancel or threading.Event()
-    with cancel_on_signals(cancel):
-        outcome = _run_attempts(
-            spec, launches, job_id=job_id, job_dir=job_dir, root=root, sink=sink,
-            extra_env={**(extra_env or {}), JOB_ENV: str(job_dir)}, trial_id=trial_id,
-            grace_seconds=grace_seconds,
-            cancel=cancel, timeout=timeout, preemption=preemption,
-            restart_on_worker_failure=restart_on_worker_failure,
-            checkpoint_path=checkpoint_path,
-        )  # fmt: skip
+    try:
+        with cancel_on_signals(cancel):
+            outcome = _run_attempts(
+                spec, launches, job_id=job_id, job_dir=job_dir, root=root, sink=sink,
+                extra_env={**(extra_env or {}), JOB_ENV: str(job_dir)}, trial_id=trial_id,
+                grace_seconds=grace_seconds, sandbox=sandbox,
+                cancel=cancel, timeout=timeout, preemption=preemption,
+                restart_on_worker_failure=restart_on_worker_failure,
+                checkpoint_path=checkpoint_path,
+            )  # fmt: skip
+    finally:
+        sandbox.close()
+    escaped = sandbox.violation() if outcome["state"] == SUCCEEDED else None
+    if escaped is not None:
+        outcome.update(state=FAILED, error=escaped)
     result = LocalJobResult(
         job_id=job_id,
         warnings=warnings,
@@ -240,6 +249,7 @@ def _run_attempts(
     extra_env: dict[str, str],
     trial_id: str | None,
     grace_seconds: float,
+    sandbox: JobSandbox,
     cancel: threading.Event,
     timeout: float | None,
     preemption: PreemptionSchedule | None,
@@ -265,9 +275,15 @@ def _run_attempts(
             specs.append(
                 LaunchSpec(
                     name=replica.name,
-                    argv=launch.argv,
+                    argv=sandbox.argv(launch.argv),
                     cwd=launch.cwd or job_dir / "work",
-                    env=_merge_env(dict(os.environ), vertex_env, launch.env, extra_env),
+                    env=_merge_env(
+                        launch.inherited(os.environ),
+                        vertex_env,
+                        sandbox.env,
+                        launch.env,
+                        extra_env,
+                    ),
                     log_file=log_files[replica.name],
                     primary=replica.pool == 0,
                 )

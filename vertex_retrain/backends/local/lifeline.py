@@ -1,6 +1,6 @@
 """Processes that die with the process that started them, even when it is SIGKILLed.
 
-A local run is a tree: `compile.py run --local` (the run) starts each pipeline task as a
+A local run is a tree: `vertex-retrain run --local` (the run) starts each pipeline task as a
 child (kfp.local), and a task starts replicas and model servers. A SIGKILL reaches only the
 process it is sent to, and replicas run in sessions of their own (so that stopping one stops
 its children), so nothing used to stop them when the run or the task was killed: a replica

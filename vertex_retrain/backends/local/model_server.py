@@ -4,7 +4,10 @@ The server runs as its own process (own session, so it outlives a short-lived `d
 and can be stopped with its children), logs to a file, and listens on a free loopback port
 given as `AIP_HTTP_PORT`. A server counts as started only when its health route answers 200
 and a sample prediction comes back well formed; otherwise it is stopped and the error carries
-the tail of its log.
+the tail of its log. The process bookkeeping (reaping, start times, stopping) lives in
+`server_process`; the command comes from `serving_spec.resolve_serving_launch`, and runs in
+the folder of its `TMPDIR` (inside the local root), never in this process's folder, from
+which `python -m` would import.
 """
 
 from __future__ import annotations
@@ -12,8 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
-import socket
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -22,17 +24,40 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.local import lifeline
+from vertex_retrain.backends.local.job_sandbox import CALLER_PYTHON_VARIABLES, TEMP_VARIABLES
+from vertex_retrain.backends.local.server_process import (
+    LOOPBACK,
+    exit_code,
+    free_port,
+    is_running,
+    log_tail,
+    process_start_time,
+    server_tmpdir,
+    stop_server,
+    track,
+)
 from vertex_retrain.backends.local.serving_spec import (
+    ServingLaunch,
     expand_references,
-    resolve_serving_launch,
     serving_environment,
 )
 from vertex_retrain.backends.local.storage import gcs_root, to_local_path
 
-LOOPBACK = "127.0.0.1"
+__all__ = [
+    "ServerProcess",
+    "ServerStartError",
+    "check_prediction",
+    "free_port",
+    "is_running",
+    "log_tail",
+    "probe",
+    "process_start_time",
+    "start_checked_server",
+    "start_server",
+    "stop_server",
+    "wait_until_healthy",
+]
 _POLL_S = 0.05
-# Popen objects of servers this process started, so their exit status is reaped (no zombies).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 class ServerStartError(RuntimeError):
@@ -67,98 +92,10 @@ class ServerProcess:
     predict_route: str
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """Return a TCP port that is free on `host` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def _reap_others(pid: int) -> None:
-    # A server killed from outside (SIGKILL, OOM) is otherwise never waited for: it stays a
-    # zombie, and its Popen warns "still running" when this process exits.
-    for other, child in list(_CHILDREN.items()):
-        if other != pid and child.poll() is not None:
-            _CHILDREN.pop(other, None)
-
-
-def process_start_time(pid: int) -> str | None:
-    """Return the kernel start time of a live (non-zombie) process, or None if it is gone."""
-    _reap_others(pid)
-    child = _CHILDREN.get(pid)
-    if child is not None and child.poll() is not None:
-        _CHILDREN.pop(pid, None)
-        return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        # No /proc (not Linux): fall back to a signal-0 probe without pid-reuse protection.
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return "unknown"
-        return "unknown"
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] not in {"Z", "X"}:
-        return fields[19]
-    if child is not None and child.poll() is not None:
-        # It exited between the poll above and the read: reap it now, or it stays a zombie
-        # (and a "still running" ResourceWarning) until this process exits.
-        _CHILDREN.pop(pid, None)
-    return None
-
-
-def is_running(pid: int | None, start_time: str | None) -> bool:
-    """Whether `pid` is alive and is still the process that started at `start_time`."""
-    if pid is None:
-        return False
-    current = process_start_time(pid)
-    return current is not None and (start_time is None or current in {start_time, "unknown"})
-
-
-def log_tail(path: Path, max_lines: int = 30) -> str:
-    """Return the last `max_lines` lines of a log file ('' if it does not exist)."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        return ""
-    return "\n".join(lines[-max_lines:])
-
-
-def stop_server(pid: int | None, start_time: str | None, *, grace_s: float = 5.0) -> bool:
-    """Stop a server and its children: SIGTERM, then SIGKILL after `grace_s`.
-
-    Returns:
-        True if a running process was stopped, False if it was already gone.
-    """
-    if pid is None:
-        return False
-    # Checked before the lease ends: a keeper whose lease ends stops its server at once, and
-    # a server gone by the time of the check would count as not stopped by this call.
-    running = is_running(pid, start_time)
-    lifeline.drop_lease(pid)  # a leased server being stopped is never released
-    if not running:
-        return False
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if not is_running(pid, start_time):
-                return True
-            time.sleep(_POLL_S)
-    return True
-
-
 def start_server(
     container_spec: Mapping[str, Any],
     *,
+    launch: ServingLaunch,
     artifact_uri: str,
     endpoint_id: str,
     deployed_model_id: str,
@@ -173,9 +110,21 @@ def start_server(
     before `lifeline.release(server.pid)` (a deploy releases it just before committing
     traffic); `server.pid` is then the keeper's, the leader of the server's process group.
     Servers never carry the run marker `VERTEX_RETRAIN_RUN`: they are not part of a run.
+    `TMPDIR` is a folder beside the log (`server_tmpdir`), removed when the server is stopped
+    with its log path.
+
+    Args:
+        container_spec: The version's serving container spec.
+        launch: How to run it here (`serving_spec.resolve_serving_launch`).
+        artifact_uri: The model folder (`AIP_STORAGE_URI`).
+        endpoint_id: `AIP_ENDPOINT_ID`.
+        deployed_model_id: `AIP_DEPLOYED_MODEL_ID`.
+        model_display_name: `AIP_MODEL_NAME`.
+        version_id: `AIP_VERSION_NAME`.
+        log_path: Receives the server's output.
+        lease: Keep the server bound to this process until released.
 
     Raises:
-        RegistryInputError: No local command can be determined from the spec.
         ServerStartError: The program could not be executed.
     """
     port = free_port()
@@ -189,11 +138,15 @@ def start_server(
         model_display_name=model_display_name,
         version_id=version_id,
     )
-    launch = resolve_serving_launch(container_spec)
     argv = [expand_references(arg, variables) for arg in launch.argv]
+    tmp = server_tmpdir(log_path)
+    shutil.rmtree(tmp, ignore_errors=True)  # a stopped server's leftovers
+    tmp.mkdir(parents=True)
+    dropped = CALLER_PYTHON_VARIABLES if launch.isolated else ()
     env = {
-        **os.environ,
+        **{key: value for key, value in os.environ.items() if key not in dropped},
         **launch.env,
+        **dict.fromkeys(TEMP_VARIABLES, str(tmp)),
         **variables,
         "GCS_FUSE_ROOT": str(gcs_root()),
         # An image built for Vertex listens on every interface; here it stays on loopback
@@ -219,7 +172,7 @@ def start_server(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=launch.cwd,
+                cwd=launch.cwd or tmp,  # not this process's folder: `-m` imports from it
                 start_new_session=True,
                 pass_fds=keeper.pass_fds if keeper else (),
             )
@@ -234,7 +187,7 @@ def start_server(
             ) from error
     if keeper is not None:
         keeper.started(child.pid)
-    _CHILDREN[child.pid] = child
+    track(child)
     return ServerProcess(
         pid=child.pid,
         start_time=process_start_time(child.pid),
@@ -263,19 +216,13 @@ def probe(server: ServerProcess, *, timeout_s: float = 2.0) -> tuple[int, bytes]
     return _request(server.port, "GET", server.health_route, None, timeout_s)
 
 
-def _exit_code(pid: int) -> int | None:
-    """The exit status of a server this process started, None while it runs (or unknown)."""
-    child = _CHILDREN.get(pid)
-    return None if child is None else child.poll()
-
-
 def _with_code(code: int | None) -> str:
     return "" if code is None else f" with code {code}"
 
 
 def _fail(server: ServerProcess, problem: str) -> ServerStartError:
-    code = _exit_code(server.pid)
-    stop_server(server.pid, server.start_time)
+    code = exit_code(server.pid)
+    stop_server(server.pid, server.start_time, log_path=server.log_path)
     tail = log_tail(server.log_path)
     # A server that refuses its model says why on its last line (trainer.serve: one line,
     # exit 2); put that first, ahead of the whole tail.
@@ -299,7 +246,7 @@ def wait_until_healthy(server: ServerProcess, *, timeout_s: float = 60.0) -> Non
     deadline = time.monotonic() + timeout_s
     last = "no answer yet"
     while time.monotonic() < deadline:
-        code = _exit_code(server.pid)
+        code = exit_code(server.pid)
         if code is not None or not is_running(server.pid, server.start_time):
             raise _fail(server, f"exited{_with_code(code)} before its health route answered")
         try:
@@ -353,6 +300,7 @@ def check_prediction(
 def start_checked_server(
     container_spec: Mapping[str, Any],
     *,
+    launch: ServingLaunch,
     sample_instances: Sequence[Any],
     health_timeout_s: float = 60.0,
     lease: bool = False,
@@ -362,6 +310,7 @@ def start_checked_server(
 
     Args:
         container_spec: Validated serving container spec.
+        launch: How to run it here (`serving_spec.resolve_serving_launch`).
         sample_instances: Instances for the smoke-test prediction (at least one).
         health_timeout_s: How long to wait for the health route.
         lease: Keep the server bound to this process until released (see `start_server`).
@@ -374,12 +323,12 @@ def start_checked_server(
     Raises:
         ServerStartError: Any check failed; no process is left running.
     """
-    server = start_server(container_spec, lease=lease, **identity)
+    server = start_server(container_spec, launch=launch, lease=lease, **identity)
     try:
         wait_until_healthy(server, timeout_s=health_timeout_s)
         check_prediction(server, sample_instances)
     except BaseException:
         # Also on KeyboardInterrupt: never leave a half-checked server behind.
-        stop_server(server.pid, server.start_time)
+        stop_server(server.pid, server.start_time, log_path=server.log_path)
         raise
     return server

@@ -13,11 +13,13 @@ import posixpath
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.local.build_index import lookup_image
+from vertex_retrain.backends.local.job_sandbox import CALLER_PYTHON_VARIABLES
 from vertex_retrain.backends.local.python_env import framework_warnings, prepare_package_env
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -29,12 +31,27 @@ class PoolLaunchError(ValueError):
 
 @dataclass(frozen=True)
 class PoolLaunch:
-    """How to start every replica of one pool."""
+    """How to start every replica of one pool.
+
+    Attributes:
+        argv: The replica's command.
+        cwd: Its working folder (None: the job's `work` folder).
+        env: Variables of the pool (image ENV, the spec's `env`).
+        warnings: Where the local run differs from Vertex.
+        isolated: The command runs in a package environment of its own, which the caller's
+            `CALLER_PYTHON_VARIABLES` must not widen.
+    """
 
     argv: list[str]
     cwd: Path | None
     env: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    isolated: bool = False
+
+    def inherited(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """What a replica keeps of this process's environment."""
+        dropped = CALLER_PYTHON_VARIABLES if self.isolated else ()
+        return {key: value for key, value in environ.items() if key not in dropped}
 
 
 def _spec_env(items: list[dict[str, Any]] | None) -> dict[str, str]:
@@ -51,7 +68,7 @@ def _python_package(spec: dict[str, Any], root: Path) -> PoolLaunch:
     )
     warnings = [*framework_warnings(image), *env.warnings]
     argv = [str(env.python), "-m", str(module), *map(str, spec.get("args") or [])]
-    return PoolLaunch(argv, None, _spec_env(spec.get("env")), tuple(warnings))
+    return PoolLaunch(argv, None, _spec_env(spec.get("env")), tuple(warnings), isolated=True)
 
 
 def _map_container_path(arg: str, workdir: str, context: Path) -> str:

@@ -38,7 +38,10 @@ from vertex_retrain.backends.local.registry_records import (
     require_version,
     resolve_version,
 )
-from vertex_retrain.backends.local.serving_spec import validate_container_spec
+from vertex_retrain.backends.local.serving_spec import (
+    check_serving_package,
+    validate_container_spec,
+)
 
 __all__ = ["DEFAULT_ALIAS", "Lineage", "Model", "ModelRegistry", "ModelVersion"]
 
@@ -167,6 +170,8 @@ class ModelRegistry:
         is_default_version: bool = True,
         sample_instances: Sequence[Any] | None = None,
         request_id: str | None = None,
+        serving_package_uri: str = "",
+        serving_extras: Sequence[str] = (),
     ) -> ModelVersion:
         """Register a new version of `display_name`, creating the model if needed.
 
@@ -185,6 +190,9 @@ class ModelRegistry:
             sample_instances: Instances a deploy sends as its smoke-test prediction.
             request_id: Idempotency key: a second upload with the same key returns the
                 version the first one created instead of adding another.
+            serving_package_uri: The wheel or sdist holding the serving code; a local
+                deployment runs the serving command in an environment built from it.
+            serving_extras: Extras of that package the serving code needs.
 
         Returns:
             The new (or, for a repeated `request_id`, the existing) version.
@@ -199,6 +207,7 @@ class ModelRegistry:
                 f"{artifact_uri!r}"
             )
         spec_json = _to_json(validate_container_spec(container_spec), "container_spec")
+        serving_package_uri, extras = check_serving_package(serving_package_uri, serving_extras)
         labels_json = _to_json(_check_labels(labels), "labels")
         metrics_json = _check_metrics(metrics)
         lineage = lineage or Lineage()
@@ -248,8 +257,9 @@ class ModelRegistry:
                 "INSERT INTO model_versions (model_id, version_id, artifact_uri, "
                 "container_spec_json, labels_json, metrics_json, description, "
                 "sample_instances_json, pipeline_run, dataset_uri, dataset_manifest_json, "
-                "parent_version, request_id, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "parent_version, request_id, created_at, updated_at, serving_package_uri, "
+                "serving_extras_json) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     model_id,
                     version_id,
@@ -266,6 +276,8 @@ class ModelRegistry:
                     request_id,
                     now,
                     now,
+                    serving_package_uri or None,
+                    json.dumps(list(extras)) if extras else None,
                 ),
             )
             has_default = alias_holder(connection, model_id, DEFAULT_ALIAS) is not None

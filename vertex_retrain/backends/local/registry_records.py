@@ -41,7 +41,11 @@ class Lineage:
 
 @dataclass(frozen=True)
 class ModelVersion:
-    """One registered version of a model, with its aliases."""
+    """One registered version of a model, with its aliases.
+
+    `serving_package_uri` and `serving_extras` name the package (and its extras) whose
+    environment runs the serving command locally; empty when the version has none.
+    """
 
     model_display_name: str
     version_id: str
@@ -56,6 +60,8 @@ class ModelVersion:
     request_id: str | None
     created_at: str
     updated_at: str
+    serving_package_uri: str = ""
+    serving_extras: tuple[str, ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -199,7 +205,8 @@ def load_version(connection: sqlite3.Connection, model_id: int, version_id: int)
         "SELECT m.display_name, v.artifact_uri, v.container_spec_json, v.labels_json, "
         "v.metrics_json, v.description, v.sample_instances_json, v.pipeline_run, "
         "v.dataset_uri, v.dataset_manifest_json, v.parent_version, v.request_id, "
-        "v.created_at, v.updated_at FROM model_versions v JOIN models m USING (model_id) "
+        "v.created_at, v.updated_at, v.serving_package_uri, v.serving_extras_json "
+        "FROM model_versions v JOIN models m USING (model_id) "
         "WHERE v.model_id = ? AND v.version_id = ?",
         (model_id, version_id),
     ).fetchone()
@@ -230,6 +237,8 @@ def load_version(connection: sqlite3.Connection, model_id: int, version_id: int)
         request_id=row[11],
         created_at=row[12],
         updated_at=row[13],
+        serving_package_uri=row[14] or "",
+        serving_extras=tuple(json.loads(row[15] or "[]")),
     )
 
 

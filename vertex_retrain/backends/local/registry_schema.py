@@ -102,6 +102,13 @@ CREATE TABLE pipeline_runs (
 CREATE INDEX pipeline_runs_by_model ON pipeline_runs(model, as_of, recorded_at);
 """
 
+_V4_SERVING_PACKAGE = """
+-- The package holding a version's serving code (and the extras it needs): the local backend
+-- runs the serving command in an environment built from it (python_env).
+ALTER TABLE model_versions ADD COLUMN serving_package_uri TEXT;
+ALTER TABLE model_versions ADD COLUMN serving_extras_json TEXT;
+"""
+
 
 def _run_script(script: str) -> Callable[[sqlite3.Connection], None]:
     def apply(connection: sqlite3.Connection) -> None:
@@ -123,6 +130,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _run_script(_V1_MODELS),
     _run_script(_V2_ENDPOINTS),
     _run_script(_V3_PIPELINE_RUNS),
+    _run_script(_V4_SERVING_PACKAGE),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

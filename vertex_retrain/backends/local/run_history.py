@@ -1,7 +1,7 @@
 """The weeks on record: each local pipeline run's record, in the registry database.
 
 One row per run (table ``pipeline_runs``, schema version 3), written by the run summary through
-``LocalBackend.record_run`` and read by ``compile.py history``. A second write for the same
+``LocalBackend.record_run`` and read by ``vertex-retrain history``. A second write for the same
 run (a re-run of the exit handler) replaces the first.
 """
 

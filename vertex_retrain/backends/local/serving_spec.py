@@ -2,20 +2,26 @@
 
 This module validates the spec a model version carries, builds the `AIP_*` environment that
 Vertex gives a prediction container, expands `$(VAR)` references the way Vertex does, and
-turns the spec into a local command line.
+turns the spec into a local command line: in the environment of the version's serving
+package, or from the build context of an image the local builder made; never with this
+process's interpreter and packages.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_retrain.backends.local.registry_db import RegistryInputError
 from vertex_retrain.backends.local.storage import local_root
+
+if TYPE_CHECKING:
+    from vertex_retrain.backends.local.registry_records import ModelVersion
 
 # Every field of aiplatform_v1.ModelContainerSpec in its JSON (camelCase) form.
 KNOWN_FIELDS = frozenset(
@@ -183,70 +189,129 @@ class ServingLaunch:
         env: Environment from the image (its Dockerfile ENV, `PYTHONPATH`) and the spec's
             `env` (unexpanded; `serving_environment` supplies the expanded values).
         warnings: Where the local run differs from the image (written to the server log).
+        isolated: It runs in a package environment of its own, which this process's
+            `PYTHONPATH` and friends must not widen.
     """
 
     argv: list[str]
     cwd: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    isolated: bool = False
+
+
+_PACKAGE_SUFFIXES = (".whl", ".tar.gz", ".zip")
+_EXTRA = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
+def check_serving_package(uri: Any, extras: Any) -> tuple[str, tuple[str, ...]]:
+    """Checks a version's serving package URI and extras; returns them normalised.
+
+    Raises:
+        RegistryInputError: Not a wheel/sdist URI, extras without a package, or an extra
+            that is not a valid name.
+    """
+    if not isinstance(uri, str) or (uri and not uri.endswith(_PACKAGE_SUFFIXES)):
+        raise RegistryInputError(
+            f"serving_package_uri must be the URI of a wheel or sdist (.whl, .tar.gz, .zip), "
+            f"e.g. gs://bucket/packages/mytrainer-1.0-py3-none-any.whl; got {uri!r}"
+        )
+    if isinstance(extras, str) or not all(isinstance(e, str) and _EXTRA.match(e) for e in extras):
+        raise RegistryInputError(
+            f"serving_extras must be a list of extra names such as ['serve'], got {extras!r}"
+        )
+    if extras and not uri:
+        raise RegistryInputError(
+            f"serving_extras {list(extras)} name extras of a serving package, but "
+            "serving_package_uri is empty; pass the package's URI too"
+        )
+    return uri, tuple(sorted(set(extras)))
+
+
+def _package_launch(
+    container_spec: Mapping[str, Any], root: Path, package_uri: str, extras: Sequence[str]
+) -> ServingLaunch:
+    # Lazy: building environments is only needed when a server actually starts.
+    from vertex_retrain.backends.local.python_env import PackageEnvError, prepare_package_env
+
+    command = list(container_spec.get("command") or [])
+    if not command or posixpath.basename(command[0]) not in _PYTHON_NAMES:
+        raise RegistryInputError(
+            f"serving command {command!r} cannot run locally in the environment of "
+            f"{package_uri}: the local backend runs `python -m MODULE ...` there; register "
+            "the version with serving_command, e.g. ['python', '-m', 'mytrainer.serve']"
+        )
+    try:
+        env = prepare_package_env([package_uri], root=root, extras=extras)
+    except PackageEnvError as error:
+        raise RegistryInputError(
+            f"cannot build the serving environment of {package_uri}: {error}"
+        ) from None
+    argv = [str(env.python), *command[1:], *map(str, container_spec.get("args") or [])]
+    return ServingLaunch(argv, None, {}, env.warnings, isolated=True)
 
 
 def resolve_serving_launch(
-    container_spec: Mapping[str, Any], root: Path | None = None
+    container_spec: Mapping[str, Any],
+    root: Path | None = None,
+    *,
+    package_uri: str = "",
+    extras: Sequence[str] = (),
 ) -> ServingLaunch:
-    """Work out how to run a serving container spec on this machine.
+    """Work out how to run a version's serving container spec on this machine.
 
-    - An image made by the local builder (`vertex_retrain.backends.local.builder`) runs its Python
-      ENTRYPOINT/CMD, or `command`/`args` when given, from its build context with its ENV, as
-      the local executor runs training images.
-    - Any other image needs an explicit `command`: `command` + `args` run as given, with
-      `python`/`python3` as the program replaced by this interpreter (`sys.executable`).
+    - With a serving package (`package_uri`, registered with the version), the spec's
+      `command` (`python -m MODULE`) and `args` run in an environment built from that
+      package and its `extras`, as a local job's package runs (`python_env`): the package
+      and its requirements, nothing of this process's environment.
+    - Otherwise the image must have been made by the local builder: its Python
+      ENTRYPOINT/CMD, or `command`/`args` when given, runs from its build context with its
+      ENV, as the local executor runs training images.
+    - Anything else is refused: its code is not on this machine.
 
     Args:
         container_spec: A validated container spec.
-        root: Local storage root (holding the build index); defaults to `local_root()`.
+        root: Local storage root (builds, environments); defaults to `local_root()`.
+        package_uri: The version's serving package (wheel or sdist URI), or empty.
+        extras: Extras of the serving package.
 
     Returns:
         The command line, working folder and image environment.
 
     Raises:
-        RegistryInputError: No local command can be determined.
+        RegistryInputError: No local command can be determined; the message says what to
+            pass.
     """
     # Lazy: the build modules are only needed when a spec is actually started.
     from vertex_retrain.backends.local.build_index import ImageNotBuiltError
     from vertex_retrain.backends.local.pool_launch import PoolLaunchError, resolve_pool
 
+    root = root or local_root()
+    if package_uri:
+        return _package_launch(container_spec, root, package_uri, extras)
     image = str(container_spec.get("imageUri", ""))
-    command = list(container_spec.get("command") or [])
     pool_spec = {
         k: container_spec[k] for k in ("imageUri", "command", "args", "env") if k in container_spec
     }
     try:
-        launch = resolve_pool({"containerSpec": pool_spec}, root or local_root())
-    except ImageNotBuiltError as error:
-        if not command:
-            raise RegistryInputError(
-                f"cannot start image {image!r} locally: its serving spec has no 'command', and "
-                f"the image's ENTRYPOINT is unknown here ({error}). Build the image with the "
-                "local builder, or register the version with an explicit command, e.g. "
-                "{'command': ['python', '-m', 'trainer.serve'], 'args': [...]}, which Vertex "
-                "also honours"
-            ) from None
+        launch = resolve_pool({"containerSpec": pool_spec}, root)
+    except ImageNotBuiltError:
+        raise RegistryInputError(
+            f"cannot serve this version locally: it has no serving package and its image "
+            f"{image!r} was not built by the local builder; register it with "
+            "serving_package_uri (the wheel holding its serving code) and serving_extras (the "
+            "extras that code needs), or build the image with build_container"
+        ) from None
     except PoolLaunchError as error:
         raise RegistryInputError(f"cannot start image {image!r} locally: {error}") from None
-    else:
-        return ServingLaunch(list(launch.argv), launch.cwd, dict(launch.env), launch.warnings)
-    if command[0] in _PYTHON_NAMES:
-        command[0] = sys.executable
-    return ServingLaunch(command + list(container_spec.get("args") or []))
+    return ServingLaunch(list(launch.argv), launch.cwd, dict(launch.env), launch.warnings)
 
 
-def resolve_serving_command(container_spec: Mapping[str, Any]) -> list[str]:
-    """Return the local command line standing for the container's entrypoint.
-
-    See `resolve_serving_launch`, which also gives the working folder and image environment.
-
-    Raises:
-        RegistryInputError: No local command can be determined.
-    """
-    return resolve_serving_launch(container_spec).argv
+def version_launch(version: ModelVersion, root: Path) -> ServingLaunch:
+    """How to run a registered version's server here (see `resolve_serving_launch`)."""
+    return resolve_serving_launch(
+        version.container_spec,
+        root,
+        package_uri=version.serving_package_uri,
+        extras=version.serving_extras,
+    )

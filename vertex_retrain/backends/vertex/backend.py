@@ -139,6 +139,28 @@ class VertexBackend:
             return Path("/gcs") / uri[len("gs://") :]
         return Path(uri)
 
+    def holds_files(self, uri: str) -> bool:
+        """Whether any object (not a folder placeholder) lies under the Cloud Storage folder.
+
+        Raises:
+            ValueError: ``uri`` is neither ``gs://`` nor ``/gcs/``.
+        """
+        if uri.startswith("/gcs/"):
+            uri = "gs://" + uri[len("/gcs/") :]
+        if not uri.startswith("gs://"):
+            raise ValueError(
+                f"model folder {uri!r} is not in Cloud Storage; Vertex registers models from "
+                "gs://BUCKET/PATH (a training job's AIP_MODEL_DIR)"
+            )
+        bucket, _, path = uri[len("gs://") :].partition("/")
+        prefix = f"{path.strip('/')}/" if path.strip("/") else ""
+        if self._storage_client is None:
+            import google.cloud.storage
+
+            self._storage_client = google.cloud.storage.Client(project=self.project or None)
+        blobs = self._storage_client.list_blobs(bucket, prefix=prefix)
+        return any(not blob.name.endswith("/") for blob in blobs)
+
     def _job_options(self, gcp_resources_path: str, request_key: str) -> dict[str, Any]:
         return {
             "project": self.project,

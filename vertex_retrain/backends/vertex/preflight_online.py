@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from vertex_retrain.invocation import command
 from vertex_retrain.specs.problems import Problem, error, warning
 from vertex_retrain.specs.registry_rules import serves_region
 
@@ -169,7 +170,7 @@ def online_problems(
                     image,
                     "The registry has no such image (tag or digest): the tasks that run it "
                     "would fail to start.",
-                    ["compile.py build-image --project P --location L", "a pushed image's URI"],
+                    [command("build-image --project P --location L"), "a pushed image's URI"],
                     code="image-missing",
                 )
             )

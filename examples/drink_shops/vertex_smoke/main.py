@@ -1,9 +1,8 @@
 """``make smoke-vertex``: one real, small run on Vertex AI, and everything it made deleted.
 
-Opt-in and never run by the tests or CI. The plan is :mod:`vertex_retrain.cli.smoke_plan`
-(pure, tested offline), the apply step :mod:`vertex_retrain.cli.smoke_apply` (injected
-clients); this module builds the images, compiles ``train-only``, runs the preflight and ties
-them together.
+Opt-in and never run by the tests or CI. The plan is :mod:`vertex_smoke.plan` (pure, tested
+offline), the apply step :mod:`vertex_smoke.apply` (injected clients); this module builds the
+images, compiles the example's experiment pipeline, runs the preflight and ties them together.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from vertex_retrain.cli.smoke_plan import (
+from vertex_smoke.plan import (
     SmokeClients,
     SmokePlan,
     format_plan,
@@ -41,20 +40,23 @@ def _images(plan: SmokePlan, out: TextIO) -> tuple[str, str]:
 
     from vertex_retrain.backends.vertex.cloud_build import build_image_with_cloud_build
     from vertex_retrain.cli.build_image import COMPONENT_DOCKERFILE, REPO_ROOT, stage_context
+    from vertex_smoke.plan import EXAMPLE
 
     host = f"{plan.location}-docker.pkg.dev/{plan.project}/{plan.repository}"
+    # The component image is the library's (its repository is the context); the serving image
+    # is the example's (trainer/Dockerfile.serve, with this folder as the context).
     wanted = [
-        (plan.component_image, COMPONENT_DOCKERFILE, f"{host}/vertex-retrain"),
-        (plan.serving_image, "trainer/Dockerfile.serve", f"{host}/vertex-retrain-serve"),
+        (plan.component_image, REPO_ROOT, COMPONENT_DOCKERFILE, f"{host}/vertex-retrain"),
+        (plan.serving_image, EXAMPLE, "trainer/Dockerfile.serve", f"{host}/drink-shops-serve"),
     ]
     images = []
-    for given, dockerfile, image in wanted:
+    for given, context, dockerfile, image in wanted:
         if given:
             images.append(given)
             continue
         with tempfile.TemporaryDirectory(prefix="vertex-retrain-smoke-image-") as scratch:
             built = build_image_with_cloud_build(
-                stage_context(REPO_ROOT, Path(scratch), dockerfile),
+                stage_context(context, Path(scratch), dockerfile),
                 project=plan.project,
                 location=plan.location,
                 image=image,
@@ -115,11 +117,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
     from vertex_retrain.cli.preflight import refusal
     from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
-    from vertex_retrain.cli.smoke_apply import apply_smoke, default_clients
-    from vertex_retrain.pipelines import catalog
+    from vertex_smoke.apply import apply_smoke, default_clients
+    from vertex_smoke.plan import experiment_pipeline
 
     component_image, serving_image = _images(plan, out)
-    spec = compile_to_dict(catalog.pipeline_by_name("train-only"), component_image=component_image)
+    spec = compile_to_dict(experiment_pipeline(), component_image=component_image)
     parameters = {**plan.parameters, "serving_image_uri": serving_image}
     plan = dataclasses.replace(plan, parameters=parameters)
     settings = Settings(

@@ -1,5 +1,5 @@
-"""The plan of ``make smoke-vertex`` (:mod:`vertex_retrain.cli.smoke_vertex`): pure, decided
-before anything is created, and the clients its apply step (:mod:`.smoke_apply`) uses.
+"""The plan of ``make smoke-vertex`` (:mod:`vertex_smoke.main`): pure, decided before anything
+is created, and the clients its apply step (:mod:`vertex_smoke.apply`) uses.
 
 ``make smoke-vertex``: one real, small run on Vertex AI, and everything it made deleted.
 
@@ -10,8 +10,9 @@ through injected clients:
 1. build the component image and the serving image with Cloud Build (skipped when unchanged);
 2. generate a small sample dataset and upload it, build and upload the trainer's wheel, under
    one prefix of the bucket that belongs to this smoke run;
-3. run ``train-only`` on the smallest CPU machine of the catalog, on demand (the preflight
-   checks it first), which trains and registers a model of this run's own display name;
+3. run the example's experiment pipeline (``train_only`` configured in ``pipelines.py``) on
+   the smallest CPU machine of the catalog, on demand (the preflight checks it first), which
+   trains and registers a model of this run's own display name;
 4. deploy that version to an endpoint of its own with one replica, predict once;
 5. undeploy, delete the endpoint, the model and the prefix (also after a failure), and print
    what the run cost (training at the price book's figure; serving as node-hours).
@@ -22,25 +23,48 @@ the next run; records cost nothing).
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "EXAMPLE",
     "SAMPLE_INSTANCES",
     "SAMPLE_SCALE",
     "SERVING_MACHINE",
     "SmokeClients",
     "SmokePlan",
+    "experiment_pipeline",
     "format_plan",
     "plan_smoke",
     "smallest_cpu_machine",
 ]
 
+EXAMPLE = Path(__file__).resolve().parent.parent
+"""The drink-shop example's folder."""
 SAMPLE_SCALE = {"members": 400, "stores": 5, "weeks": 8, "seed": 7}
 SERVING_MACHINE = "n1-standard-2"
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
+
+
+def example_pipelines() -> Any:
+    """The example's ``pipelines.py`` (loaded by path, as the command line loads it)."""
+    spec = importlib.util.spec_from_file_location("drink_shops_pipelines", EXAMPLE / "pipelines.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {EXAMPLE / 'pipelines.py'}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def experiment_pipeline() -> Any:
+    """The example's experiment pipeline: train, evaluate, register a challenger."""
+    return example_pipelines().experiment
 
 
 def smallest_cpu_machine(location: str) -> str:
@@ -92,8 +116,8 @@ class SmokePlan:
         executor_image_uri: The CPU PyTorch executor image.
         model_display_name: The registry model this run creates.
         endpoint_display_name: The endpoint this run creates.
-        parameters: ``train-only``'s parameters (``package_uri`` and ``as_of`` are set when
-            the package and the data exist).
+        parameters: The experiment pipeline's parameters (``package_uri`` and ``as_of`` are
+            set when the package and the data exist).
         deletes: What the clean-up removes.
     """
 
@@ -150,7 +174,7 @@ def plan_smoke(
     name = f"vertex-retrain-smoke-{run_id}"
     machine = smallest_cpu_machine(location)
     parameters = {
-        "transactions_uri": f"{prefix}/transactions",
+        "data_uri": f"{prefix}/transactions",
         "output_root": f"{prefix}/runs",
         "model_display_name": name,
         "executor_image_uri": _cpu_executor_image(location),
@@ -159,7 +183,7 @@ def plan_smoke(
         "accelerator_count": 0,
         "scheduling_strategy": "STANDARD",
         "timeout_seconds": 3600,
-        "epochs": 1,
+        "training_args": ["--epochs", "1", "--batch_size", "512"],
         "service_account": service_account,
     }
     return SmokePlan(
@@ -194,7 +218,7 @@ def format_plan(plan: SmokePlan) -> str:
         f"  serving image:   {plan.serving_image or f'build {image_host}/vertex-retrain-serve'}",
         f"  data and wheel:  {plan.prefix}/ ({SAMPLE_SCALE['members']} members, "
         f"{SAMPLE_SCALE['weeks']} weeks)",
-        f"  train-only on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}",
+        f"  the experiment on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}",
         f"  deploy {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
         f"(1 x {SERVING_MACHINE}), predict once",
         "  then delete: " + "; ".join(plan.deletes),

@@ -1,4 +1,4 @@
-"""Carrying out a smoke plan (:mod:`vertex_retrain.cli.smoke_plan`) through injected clients.
+"""Carrying out a smoke plan (:mod:`vertex_smoke.plan`) through injected clients.
 
 Every step prints one line. Whatever happens after the first resource exists, the clean-up
 runs: the endpoint is emptied and deleted, the model deleted, the run's objects removed; and the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from vertex_retrain.cli.smoke_plan import (
+from vertex_smoke.plan import (
     SAMPLE_INSTANCES,
     SAMPLE_SCALE,
     SERVING_MACHINE,
@@ -163,9 +163,9 @@ def apply_smoke(
     """Runs the plan; cleans up and prints the cost whatever happens.
 
     Args:
-        plan: From :func:`vertex_retrain.cli.smoke_plan.plan_smoke`.
+        plan: From :func:`vertex_smoke.plan.plan_smoke`.
         clients: The services.
-        spec: ``train-only`` compiled with the component image.
+        spec: The experiment pipeline compiled with the component image.
         out: Where the progress lines go.
 
     Returns:
@@ -180,7 +180,7 @@ def apply_smoke(
         started = clients.clock()
         outcome.pipeline_state = clients.run_pipeline(spec, plan, parameters)
         outcome.training_seconds = clients.clock() - started
-        print(f"train-only ended {outcome.pipeline_state}", file=out)
+        print(f"the experiment ended {outcome.pipeline_state}", file=out)
         if outcome.pipeline_state != "PIPELINE_STATE_SUCCEEDED":
             raise RuntimeError(f"the pipeline run ended {outcome.pipeline_state}")
         version = _find_version(plan, clients)
@@ -219,11 +219,9 @@ def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
 
     from vertex_retrain.backends.vertex.cloud_build import upload_python_package
     from vertex_retrain.build.wheel import build_wheel, package_source
-    from vertex_retrain.cli.local_setup import trainer_source
+    from vertex_smoke.plan import EXAMPLE
 
-    source = trainer_source()
-    if source is None:
-        raise RuntimeError("no trainer/ folder: run the smoke test from a clone")
+    source = EXAMPLE / "trainer"
     with tempfile.TemporaryDirectory(prefix="vertex-retrain-smoke-") as scratch:
         data = Path(scratch) / "transactions"
         flags = [f"--{name}={value}" for name, value in SAMPLE_SCALE.items()]
@@ -233,7 +231,7 @@ def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
             capture_output=True,
         )
         summary = json.loads((data / "generation.json").read_text())
-        upload_folder(storage, data, plan.parameters["transactions_uri"])
+        upload_folder(storage, data, plan.parameters["data_uri"])
         wheel = build_wheel(package_source(source), Path(scratch) / "dist")
         uploaded = upload_python_package(
             wheel,
@@ -259,7 +257,7 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
 
         job, _ = submit_spec(
             spec,
-            "train-only",
+            "drink-shops-experiment",
             service_account=plan.service_account,
             project=plan.project,
             location=plan.location,

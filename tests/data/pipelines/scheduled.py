@@ -1,0 +1,29 @@
+"""A small weekly pipeline that a test schedule runs: one training job, valid on Vertex.
+
+It stands for a user's pipeline in the schedule tests (tests/data/schedules/weekly.yaml names
+it), independent of the library's templates. No `from __future__ import annotations`: KFP
+reads the signature's annotations as objects.
+"""
+
+from kfp import dsl
+
+from vertex_retrain.components.train_custom_job import train_custom_job
+
+
+@dsl.pipeline(name="weekly-retraining")
+def weekly(
+    backend: str = "vertex",
+    accelerator_count: int = 1,
+    package_uri: str = "gs://shop-ml/packages/trainer-1.0.0-py3-none-any.whl",
+) -> None:
+    """Trains once a week on one T4."""
+    train_custom_job(
+        backend=backend,
+        display_name="weekly-training",
+        base_output_directory="gs://shop-ml/runs",
+        python_module="trainer.task",
+        package_uri=package_uri,
+        accelerator_count=accelerator_count,
+        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
+    ).set_display_name("train")

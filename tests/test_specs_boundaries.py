@@ -1,0 +1,96 @@
+"""Both sides of each limit the validation rules enforce (the one-line mutations that survived
+the table-driven cases: `<` against `<=`, a limit off by one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_specs_cases import CPU_IMAGE, LR, N1_T4, job, study
+from vertex_retrain.rules.spot_fallback import MIN_FALLBACK_SECONDS, FallbackPolicy, decide_fallback
+from vertex_retrain.specs import validate_custom_job, validate_tuning_job
+from vertex_retrain.specs.problems import errors_of
+
+
+def _fields(problems: list[Any]) -> list[str]:
+    return [p.field for p in errors_of(problems)]
+
+
+def _labels_refused(problems: list[Any]) -> bool:
+    return any(field.startswith("labels") for field in _fields(problems))
+
+
+@pytest.mark.parametrize(("length", "valid"), [(63, True), (64, False)])
+def test_label_value_length_limit_is_63(length: int, valid: bool) -> None:
+    problems = validate_custom_job(job(N1_T4, labels={"team": "a" * length}))
+    assert _labels_refused(problems) is not valid
+
+
+@pytest.mark.parametrize(("length", "valid"), [(63, True), (64, False)])
+def test_label_key_length_limit_is_63(length: int, valid: bool) -> None:
+    problems = validate_custom_job(job(N1_T4, labels={"k" * length: "v"}))
+    assert _labels_refused(problems) is not valid
+
+
+@pytest.mark.parametrize("labels", [{"team": "ml\n"}, {"team\n": "ml"}, {"Team": "ml"}])
+def test_label_with_a_trailing_newline_or_capital_is_refused(labels: dict[str, str]) -> None:
+    assert _labels_refused(validate_custom_job(job(N1_T4, labels=labels)))
+
+
+def _package_job(count: int) -> dict[str, Any]:
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "pythonPackageSpec": {
+            "executorImageUri": CPU_IMAGE,
+            "packageUris": [f"gs://b/p{i}.tar.gz" for i in range(count)],
+            "pythonModule": "mypackage.task",
+        },
+    }
+    return job(pool)
+
+
+@pytest.mark.parametrize(("count", "valid"), [(0, False), (1, True), (100, True), (101, False)])
+def test_package_uris_take_one_to_one_hundred(count: int, valid: bool) -> None:
+    fields = _fields(validate_custom_job(_package_job(count)))
+    assert ("jobSpec.workerPoolSpecs[0].pythonPackageSpec.packageUris" in fields) is not valid
+
+
+@pytest.mark.parametrize(
+    ("max_trials", "parallel", "valid"), [(3, 2, True), (3, 3, True), (3, 4, False)]
+)
+def test_parallel_trials_may_equal_but_not_exceed_the_total(
+    max_trials: int, parallel: int, valid: bool
+) -> None:
+    problems = validate_tuning_job(
+        study([LR], maxTrialCount=max_trials, parallelTrialCount=parallel)
+    )
+    assert ("parallelTrialCount" in _fields(problems)) is not valid
+
+
+@pytest.mark.parametrize(("max_trials", "valid"), [(0, False), (1, True)])
+def test_max_trial_count_floor_is_one(max_trials: int, valid: bool) -> None:
+    problems = validate_tuning_job(study([LR], maxTrialCount=max_trials, parallelTrialCount=1))
+    assert ("maxTrialCount" in _fields(problems)) is not valid
+
+
+@pytest.mark.parametrize(
+    ("left", "falls_back"),
+    [
+        (MIN_FALLBACK_SECONDS - 1, False),
+        (MIN_FALLBACK_SECONDS, True),
+        (MIN_FALLBACK_SECONDS + 1, True),
+    ],
+)
+def test_spot_fallback_needs_at_least_the_minimum_time_left(left: int, falls_back: bool) -> None:
+    decision = decide_fallback(
+        strategy="SPOT",
+        failure_message="STOCKOUT: no capacity",
+        policy=FallbackPolicy(enabled=True, deadline_seconds=600),
+        elapsed_seconds=600 - left,
+        job_timeout_seconds=0,
+    )
+    assert decision.fall_back is falls_back
+    if falls_back:
+        assert decision.timeout_seconds == left

@@ -1,0 +1,305 @@
+"""The CustomJobs and tuning jobs a compiled pipeline would submit, built before the run.
+
+Any pipeline may use the library's job components: ``train_custom_job`` (a CustomJob),
+``hp_tune`` (a HyperparameterTuningJob) and ``evaluate_model`` (its evaluation CustomJob).
+Their tasks are found by the function their executor runs, in nested groups too
+(:mod:`vertex_retrain.cli.spec_tasks`), and each task's request is built from its inputs with
+the same request types and builders the components use (:mod:`vertex_retrain.steps.job_request`,
+:mod:`vertex_retrain.steps.tune`, :mod:`vertex_retrain.steps.evaluate`): an input is matched to
+the request field of the same name, as the components pass them.
+
+An input known only at run time (another task's output) takes the component's default (the
+job's code, a stand-in package). The payload fields it shapes (found by building the job
+again with that input changed) are not checked: problems there are left out, and
+:attr:`JobTask.unchecked` names the inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vertex_retrain.cli.spec_tasks import LeafTask, leaf_tasks
+from vertex_retrain.specs.problems import JobSpecError, Problem
+
+__all__ = ["JOB_FUNCTIONS", "JobTask", "job_tasks"]
+
+JOB_FUNCTIONS = ("train_custom_job", "hp_tune", "evaluate_model")
+"""The library components that submit a job, by the function their executor runs."""
+
+STAND_IN_URI = "gs://known-at-run-time/artifact"
+"""The URI given for an artifact input (the dataset, the candidate): set by the run."""
+
+# Tuning-study inputs of hp_tune and the payload fields they fill (the trial job's fields are
+# found by building it; the study's layout is tuning_job_payload's).
+_STUDY_FIELDS = {
+    "parameter_specs": "studySpec.parameters",
+    "metric_id": "studySpec.metrics",
+    "goal": "studySpec.metrics",
+    "algorithm": "studySpec.algorithm",
+    "measurement_selection": "studySpec.measurementSelectionType",
+    "max_trial_count": "maxTrialCount",
+    "parallel_trial_count": "parallelTrialCount",
+    "max_failed_trial_count": "maxFailedTrialCount",
+}
+
+
+@dataclass(frozen=True)
+class JobTask:
+    """One job a pipeline task would submit.
+
+    Attributes:
+        name: The task's name (its path through the groups when two job tasks share one).
+        function: ``train_custom_job``, ``hp_tune`` or ``evaluate_model``.
+        payload: The CustomJob or HyperparameterTuningJob payload (unvalidated; None when
+            the study could not be built).
+        problems: Validation problems of the checked fields (errors and warnings).
+        unchecked: Inputs known only at run time, with the reason; the fields they shape
+            were not checked.
+        runs: Whether the task runs with these arguments (None: the run decides).
+        package_uris: The training packages the job installs, when known.
+        executor_image_uri: The prebuilt image of a Python-package job, when known.
+    """
+
+    name: str
+    function: str
+    payload: dict[str, Any] | None
+    problems: tuple[Problem, ...] = ()
+    unchecked: dict[str, str] = field(default_factory=dict)
+    runs: bool | None = True
+    package_uris: tuple[str, ...] = ()
+    executor_image_uri: str = ""
+
+    @property
+    def tuning(self) -> bool:
+        """A tuning job (its payload is a HyperparameterTuningJob)."""
+        return self.function == "hp_tune"
+
+
+def job_tasks(
+    spec: Mapping[str, Any], arguments: Mapping[str, Any], *, today: dt.date | None = None
+) -> list[JobTask]:
+    """Every job of the library's job components in a compiled pipeline, validated.
+
+    Args:
+        spec: The compiled pipeline.
+        arguments: Its parameter values (defaults with the overrides on top).
+        today: Date for support and retirement checks (default: today).
+
+    Returns:
+        One per task, in spec order.
+    """
+    tasks = [task for task in leaf_tasks(spec, arguments) if task.function in JOB_FUNCTIONS]
+    leaves = [task.path.rsplit("/", 1)[-1] for task in tasks]
+    return [
+        _job(task, task.path if leaves.count(leaf) > 1 else leaf, today)
+        for task, leaf in zip(tasks, leaves, strict=True)
+    ]
+
+
+def _values(task: LeafTask) -> dict[str, Any]:
+    """The task's inputs; one the run decides takes the component default, or for the code a
+    job runs (its package, module) the stand-in of a cost estimate, so the job can be built."""
+    from vertex_retrain.steps.training_cost import request_for_shape
+
+    stand_in = request_for_shape({})
+    values = dict(task.parameters)
+    for name in task.unknown:
+        if name == "package_uri":
+            values[name] = stand_in.package_uris[0]
+        elif name in ("python_module", "package_uris"):
+            values[name] = getattr(stand_in, name)
+    return values
+
+
+def _job(task: LeafTask, name: str, today: dt.date | None) -> JobTask:
+    from vertex_retrain.steps.job_request import job_spec_from_request
+
+    values = _values(task)
+    if task.function == "hp_tune":
+        return _tuning_job(task, name, values)
+
+    def build(values: Mapping[str, Any]) -> dict[str, Any]:
+        return job_spec_from_request(_custom_request(values, task)).unvalidated_payload()
+
+    request = _custom_request(values, task)
+    problems = job_spec_from_request(request).validate(today=today)
+    varying = _varying_fields(build, values, task.unknown)
+    return JobTask(
+        name, task.function, build(values), _checked(problems, varying), dict(task.unknown),
+        task.runs, tuple(request.package_uris) if "package_uri" not in task.unknown else (),
+        "" if request.image_uri else request.executor_image_uri,
+    )  # fmt: skip
+
+
+def _custom_request(values: Mapping[str, Any], task: LeafTask) -> Any:
+    """The TrainingRequest of a training task, or of an evaluation task's scoring job."""
+    if task.function == "train_custom_job":
+        return _training_request(values, task)
+    return _evaluation_job_request(values, task)
+
+
+def _named(kind: type, values: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The inputs that are fields of the request type ``kind``, as the components pass them."""
+    names = {f.name for f in dataclasses.fields(kind)} - set(exclude)
+    return {name: value for name, value in values.items() if name in names}
+
+
+def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool = False) -> Any:
+    from vertex_retrain.steps.job_request import (
+        TrainingRequest,
+        format_flag_value,
+        merged_package_uris,
+        scoped_output_directory,
+    )
+
+    given = _named(TrainingRequest, values, ("labels",) if trial else ())
+    given.update(
+        backend="vertex",
+        display_name=str(values.get("display_name") or task.path),
+        base_output_directory=scoped_output_directory(
+            str(values.get("base_output_directory", "")),
+            str(values.get("pipeline_run", "")),
+            str(values.get("pipeline_task", "")),
+        ),
+        package_uris=merged_package_uris(
+            str(values.get("package_uri", "")), values.get("package_uris") or []
+        ),
+        args=[format_flag_value(arg) for arg in values.get("args") or []],
+        dataset_uri=STAND_IN_URI if "dataset" in task.artifacts else "",
+    )
+    if not trial:
+        labels = values.get("labels") or {}
+        given["labels"] = {str(k): format_flag_value(v) for k, v in labels.items()}
+    return TrainingRequest(**given)
+
+
+def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
+    from vertex_retrain.steps.evaluate import EvaluationRequest, evaluation_job_request
+    from vertex_retrain.steps.job_request import (
+        format_flag_value,
+        merged_package_uris,
+        scoped_output_directory,
+    )
+
+    given = _named(EvaluationRequest, values)
+    given.update(
+        # The rule decides after the job; the job itself does not depend on it.
+        evaluation_declaration=dict(values.get("evaluation_declaration") or {}),
+        backend="vertex",
+        candidate_uri=STAND_IN_URI,
+        dataset_uri=STAND_IN_URI,
+        model_display_name=str(values.get("model_display_name") or task.path),
+        output_directory=scoped_output_directory(
+            str(values.get("base_output_directory", "")),
+            str(values.get("pipeline_run", "")),
+            str(values.get("pipeline_task", "")),
+        ),
+        package_uris=merged_package_uris(
+            str(values.get("package_uri", "")), values.get("package_uris") or []
+        ),
+        args=[format_flag_value(arg) for arg in values.get("args") or []],
+    )
+    # No champion is known before the run: its folder only adds one flag.
+    return evaluation_job_request(EvaluationRequest(**given), None)
+
+
+def _tuning_job(task: LeafTask, name: str, values: dict[str, Any]) -> JobTask:
+    from vertex_retrain.specs import validate_tuning_job
+    from vertex_retrain.steps.job_request import format_flag_value, job_spec_from_request
+    from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
+
+    def request(values: Mapping[str, Any]) -> Any:
+        given = _named(TuningRequest, values, ("trial",))
+        given.update(
+            trial=_training_request(values, task, trial=True),
+            parameter_specs=list(values.get("parameter_specs") or []),
+            metric_id=str(values.get("metric_id", "")),
+            labels={str(k): format_flag_value(v) for k, v in (values.get("labels") or {}).items()},
+        )
+        return TuningRequest(**given)
+
+    def trial_payload(values: Mapping[str, Any]) -> dict[str, Any]:
+        body = job_spec_from_request(request(values).trial).job_spec_payload()
+        return {"trialJobSpec": body}
+
+    tuning = request(values)
+    payload: dict[str, Any] | None
+    try:
+        with warnings.catch_warnings():  # its warnings are read back below, as problems
+            warnings.simplefilter("ignore")
+            payload = tuning_job_payload(tuning)
+        problems = validate_tuning_job(payload, check_fields=False)
+    except JobSpecError as error:
+        payload, problems = None, list(error.problems)
+    study = {_STUDY_FIELDS[k] for k in task.unknown if k in _STUDY_FIELDS}
+    varying = _varying_fields(trial_payload, values, task.unknown) | study
+    return JobTask(
+        name, task.function, payload, _checked(problems, varying), dict(task.unknown), task.runs,
+        tuple(tuning.trial.package_uris) if "package_uri" not in task.unknown else (),
+        "" if tuning.trial.image_uri else tuning.trial.executor_image_uri,
+    )  # fmt: skip
+
+
+def _probe(value: Any) -> Any:
+    """Another value of the same type, to see which payload fields an input shapes."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, list):
+        return [*value, "probe"]
+    if isinstance(value, dict):
+        return {**value, "probe": "probe"}
+    return f"{value}-probe" if value else "probe"
+
+
+def _varying_fields(
+    build: Callable[[Mapping[str, Any]], dict[str, Any]],
+    values: Mapping[str, Any],
+    unknown: Mapping[str, str],
+) -> set[str]:
+    """The payload fields that change when an unknown input does."""
+    base = _flatten(build(values))
+    varying: set[str] = set()
+    for name in unknown:
+        try:
+            probed = _flatten(build({**values, name: _probe(values.get(name))}))
+        except (TypeError, ValueError):  # a probe the request refuses: every field may vary
+            return {""}
+        varying |= {
+            path for path in base.keys() | probed.keys() if base.get(path) != probed.get(path)
+        }
+    return varying
+
+
+def _flatten(value: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_flatten(item, f"{path}.{key}" if path else str(key)))
+        return found
+    if isinstance(value, list) and any(isinstance(item, Mapping) for item in value):
+        found = {}
+        for index, item in enumerate(value):
+            found.update(_flatten(item, f"{path}[{index}]"))
+        return found
+    return {path: value}
+
+
+def _related(field_path: str, varying: str) -> bool:
+    if not varying:
+        return True
+    return any(
+        longer == shorter or longer.startswith((shorter + ".", shorter + "["))
+        for longer, shorter in ((field_path, varying), (varying, field_path))
+    )
+
+
+def _checked(problems: list[Problem], varying: set[str]) -> tuple[Problem, ...]:
+    """The problems of fields no unknown input shapes."""
+    return tuple(p for p in problems if not any(_related(p.field, v) for v in varying))

@@ -1,0 +1,60 @@
+"""``vertex_retrain.run_local``: run any pipeline on this machine from Python.
+
+The way for another repository to run its pipeline locally from its own code (a test, a
+notebook), as ``vertex-retrain run PIPELINE --local`` does from the shell: kfp.local with the
+local backend, Vertex's caching, and the run-time placeholders kfp.local cannot resolve on its
+own (the run's creation time, the project and the region). Calling the pipeline under a bare
+``kfp.local.init`` stops with kfp's ``IndexError`` on those placeholders instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from vertex_retrain.cli.local_run import LocalRunOutcome, local_arguments, run_pipeline_locally
+
+__all__ = ["run_local"]
+
+
+def run_local(
+    pipeline: Any,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    cache: bool = True,
+    console: TextIO | None = None,
+    verbose: bool = False,
+) -> LocalRunOutcome:
+    """Runs a pipeline on this machine with the local backend and waits for it.
+
+    Args:
+        pipeline: A ``@dsl.pipeline``, a pipeline loaded from its compiled YAML, or a
+            reference the command line takes: a compiled pipeline file, ``module:attr`` or
+            ``path/to/file.py:attr``, a library template name.
+        arguments: Parameter values; the others keep the pipeline's defaults. ``backend``
+            (``"local"``), ``project`` and ``location`` are set for you where the pipeline
+            has them.
+        cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
+            does; False runs every task.
+        console: Where the progress goes (default: standard output).
+        verbose: Show every line of every task.
+
+    Returns:
+        How the run ended: ``succeeded``, the run folder, the log file (the full output) and
+        the run summary when the pipeline writes one.
+
+    Raises:
+        PipelineReferenceError: A reference that names no pipeline (a ``ValueError``).
+    """
+    if isinstance(pipeline, str | os.PathLike):
+        from vertex_retrain.cli.pipeline_source import resolve_pipeline
+
+        pipeline = resolve_pipeline(os.fspath(pipeline)).component()
+    inputs = pipeline.component_spec.inputs or {}
+    defaults = {name: spec.default for name, spec in inputs.items() if spec.default is not None}
+    given = local_arguments(defaults, dict(arguments or {}), declared=set(inputs))
+    return run_pipeline_locally(
+        pipeline, given, console=console or sys.stdout, verbose=verbose, cache=cache
+    )

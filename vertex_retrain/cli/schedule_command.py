@@ -1,0 +1,171 @@
+"""``vertex-retrain schedule --schedules FILE_OR_REF``: the user's schedules, on Vertex.
+
+The schedules come from the user's repository (:mod:`vertex_retrain.cli.schedule_source`);
+planning and applying is :mod:`vertex_retrain.cli.schedule_reconcile`, through a
+:class:`~vertex_retrain.schedules.ScheduleClient`. Before anything is changed, each scheduled
+pipeline gets the offline preflight with its declared parameter values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from vertex_retrain.cli.schedule_reconcile import DeploymentTarget, format_plans, reconcile
+from vertex_retrain.cli.schedule_source import DeclaredSchedules, load_schedules
+from vertex_retrain.cli.template_ref import TemplateRefError, parse_template_version
+from vertex_retrain.invocation import command
+from vertex_retrain.schedules import ScheduleClient, ScheduleDeclaration, ScheduleError
+
+__all__ = ["cli_schedule"]
+
+
+def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = None) -> int:
+    """Reconciles the declared schedules and prints the diff.
+
+    ``--dry-run`` needs no flag nor credentials (:mod:`vertex_retrain.cli.schedule_offline`);
+    the diff is added when every flag is given and Vertex answers.
+
+    Args:
+        args: Parsed arguments (schedules, project, location, service_account,
+            pipeline_root, template_version, repository, dry_run).
+        client: The Vertex boundary; default ``VertexScheduleClient`` (tests pass a fake).
+
+    Returns:
+        0 on success, 1 when Vertex cannot be reached to apply, 2 on invalid input.
+    """
+    from vertex_retrain.cli.schedule_offline import format_declared, missing_vertex_flags
+
+    if not getattr(args, "schedules", None):
+        print(
+            "schedule: which schedules? pass --schedules FILE.yaml (a list of declarations) "
+            "or --schedules MODULE:ATTR / path/to/file.py:ATTR (a tuple of "
+            "ScheduleDeclaration); the library declares none",
+            file=sys.stderr,
+        )
+        return 2
+    versions = list(getattr(args, "template_version", None) or [])
+    missing = missing_vertex_flags(
+        args.project, args.location, args.service_account, args.pipeline_root, versions
+    )
+    if missing and not args.dry_run:
+        print(
+            f"schedule: reconciling with Vertex needs {', '.join(missing)}; "
+            f"`{command('schedule --schedules ' + args.schedules + ' --dry-run')}` shows the "
+            "declared schedules without them",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        declared = load_schedules(args.schedules)
+        declarations = declared.declarations
+        template_uris = _pinned_versions(args, declarations) if versions else {}
+        if missing:
+            sys.stdout.write(format_declared(declarations, template_uris))
+            print(f"diff against Vertex: not shown; it needs {', '.join(missing)} and credentials")
+            return 0
+        if not args.pipeline_root.startswith("gs://"):
+            raise ScheduleError(
+                f"--pipeline-root {args.pipeline_root!r}: expected gs://BUCKET/PATH"
+            )
+        target = DeploymentTarget(
+            args.project, args.location, args.service_account, args.pipeline_root
+        )
+        refused = None if args.dry_run else _preflight(declared, target)
+        if refused is not None:
+            return refused
+        try:
+            if client is None:
+                from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
+
+                client = VertexScheduleClient(project=args.project, location=args.location)
+            plans = reconcile(declarations, target, template_uris, client, dry_run=args.dry_run)
+        except Exception as error:  # credentials, network, permissions: Vertex is unreachable
+            if isinstance(error, ScheduleError):
+                raise
+            reason = f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+            if not args.dry_run:
+                print(f"schedule: Vertex could not be reached ({reason})", file=sys.stderr)
+                return 1
+            sys.stdout.write(format_declared(declarations, template_uris))
+            print(
+                f"diff against Vertex: not shown; Vertex could not be reached ({reason}); "
+                "`gcloud auth application-default login` sets up credentials"
+            )
+            return 0
+    except (ScheduleError, TemplateRefError) as error:
+        print(f"schedule: {error}", file=sys.stderr)
+        return 2
+    sys.stdout.write(format_plans(plans, dry_run=args.dry_run))
+    return 0
+
+
+def _pinned_versions(
+    args: argparse.Namespace, declarations: Sequence[ScheduleDeclaration]
+) -> dict[str, str]:
+    pipelines = sorted({declaration.pipeline_name for declaration in declarations})
+    pinned: dict[str, str] = {}
+    for text in args.template_version:
+        # A bare digest can only mean the one declared pipeline.
+        only = pipelines[0] if len(pipelines) == 1 else None
+        is_uri = text.startswith("https://")
+        version = parse_template_version(
+            text,
+            pipeline_name=None if is_uri else only,
+            project=args.project,
+            location=args.location,
+            repository=args.repository,
+        )
+        if version.pipeline_name not in pipelines:
+            raise ScheduleError(
+                f"--template-version {text!r} is for pipeline {version.pipeline_name!r}, which "
+                f"no schedule runs (scheduled: {', '.join(pipelines) or 'none'})"
+            )
+        pinned[version.pipeline_name] = version.uri
+    return pinned
+
+
+def _preflight(declared: DeclaredSchedules, target: DeploymentTarget) -> int | None:
+    """The offline preflight of each scheduled pipeline, with the declared parameter values,
+    before Vertex is called (the ``preflight`` command): 2, with one line per problem, when
+    the scheduled runs would fail. The component image is not checked here: the pinned
+    template carries its own, checked by ``upload``.
+
+    Raises:
+        ScheduleError: A declaration's pipeline cannot be found, or is another pipeline than
+            the one its ``pipeline_name`` names.
+    """
+    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+
+    settings = Settings(
+        project=target.project,
+        location=target.location,
+        pipeline_root=target.pipeline_root,
+        service_account=target.service_account,
+        submission=True,
+        component_image=False,
+    )
+    problems = []
+    for declaration in declared.declarations:
+        reference = declaration.pipeline or declaration.pipeline_name
+        try:
+            source = resolve_pipeline(reference, base=declared.base)
+        except PipelineReferenceError as error:
+            raise ScheduleError(
+                f"{declaration.display_name}: the pipeline to check before scheduling: {error}"
+                + ("" if declaration.pipeline else "; declare its source as `pipeline`")
+            ) from None
+        if source.name != declaration.pipeline_name:
+            raise ScheduleError(
+                f"{declaration.display_name}: pipeline {reference!r} is named "
+                f"{source.name!r}, but pipeline_name is {declaration.pipeline_name!r}; make "
+                "them agree (pipeline_name is the uploaded template's name)"
+            )
+        spec = source.spec()
+        arguments = {**default_arguments(spec), **dict(declaration.parameter_values)}
+        problems += pipeline_problems(spec, arguments, settings)
+    return refusal("schedule", problems)

@@ -5,7 +5,6 @@ answers to good and bad requests."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import http.client
@@ -22,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from demand_forecast import data, evaluate, serve, task
 from demand_forecast.dataset import Item, Sales
@@ -33,7 +31,7 @@ from demand_forecast.reference import error_metrics, seasonal_naive
 from demand_forecast.synthetic import WorldConfig
 from tests.examples import DAILY_DEMAND, dataset_declaration, example_module
 from vertex_retrain.contracts.evaluation import parse_metrics
-from vertex_retrain.schedules import ScheduleDeclaration
+from vertex_retrain.schedules import load_declarations
 from vertex_retrain.steps.prepare import prepare
 
 SMALL = WorldConfig(stores=3, items=8, seed=5)
@@ -368,11 +366,8 @@ def test_demand_serve_process_serves_until_sigterm_then_exits_0(
 
 
 def test_demand_schedules_run_the_configured_weekly_pipeline_on_monday_mornings() -> None:
-    entries = yaml.safe_load((DAILY_DEMAND / "schedules.yaml").read_text(encoding="utf-8"))
-    known = {f.name for f in dataclasses.fields(ScheduleDeclaration)}
-    (entry,) = entries
-    schedule = ScheduleDeclaration(**{k: v for k, v in entry.items() if k in known})
-    module, attribute = entry["pipeline"].split(":")
+    (schedule,) = load_declarations(DAILY_DEMAND / "schedules.yaml")
+    module, attribute = schedule.pipeline.split(":")
     pipeline = getattr(example_module(DAILY_DEMAND, module.removesuffix(".py")), attribute)
     assert schedule.pipeline_name == pipeline.name == "daily-demand-weekly"
     runs = schedule.next_run_times(3, after=dt.datetime(2026, 3, 1, tzinfo=dt.UTC))

@@ -8,8 +8,9 @@ accelerator, on-demand), the serving image and command, and the instances a new 
 must answer. The library holds none of it.
 
     python -m demand_forecast.data generate --out=gs://daily-demand-ml/data
-    vertex-retrain run examples/daily_demand/pipelines.py:weekly --local
-    vertex-retrain preflight examples/daily_demand/pipelines.py:weekly
+    vertex-retrain run examples/daily_demand/pipelines.py:weekly --local \
+        --param source_uri=examples/daily_demand/demand_forecast
+    vertex-retrain preflight examples/daily_demand/pipelines.py:weekly --location us-central1
 """
 
 from __future__ import annotations

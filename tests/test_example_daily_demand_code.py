@@ -82,6 +82,12 @@ def test_demand_data_append_gives_the_days_a_longer_generation_gives(tmp_path: P
     assert _digests(tmp_path / "short") == _digests(tmp_path / "long")
     record = json.loads((tmp_path / "short" / data.GENERATION_FILE).read_text())
     assert record["last_day"] == "2025-01-12"
+    for days in (0, data.MAX_DAYS + 1):  # the functions check what the command line checks
+        with pytest.raises(ValueError, match="--days must be between 1 and"):
+            data.append(str(tmp_path / "short"), days=days)
+        with pytest.raises(ValueError, match="--days must be between 1 and"):
+            data.generate(str(tmp_path / f"none-{days}"), SMALL, days=days)
+    assert json.loads((tmp_path / "short" / data.GENERATION_FILE).read_text()) == record
 
 
 def test_demand_data_command_line_refuses_bad_input_in_one_line(

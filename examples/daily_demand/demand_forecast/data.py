@@ -59,6 +59,11 @@ def _write_parquet(path: Path, columns: dict[str, Any], schema: pa.Schema) -> No
     atomic_write(path, lambda handle: pq.write_table(table, handle))
 
 
+def _check_days(days: int) -> None:
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"--days must be between 1 and {MAX_DAYS}, got {days}")
+
+
 def _write_days(folder: Path, config: WorldConfig, first: dt.date, days: int) -> dt.date:
     world = build_world(config)
     day = first
@@ -101,6 +106,7 @@ def generate(out: str, config: WorldConfig, days: int) -> dict[str, Any]:
             f"--out={out} already holds sample data ({folder / GENERATION_FILE}); append to it "
             "with `append`, or choose another --out"
         )
+    _check_days(days)
     _write_parquet(folder / ITEMS_FILE, items_columns(build_world(config)), ITEMS_SCHEMA)
     last = _write_days(folder, config, config.start, days)
     # Written last: a folder without it was interrupted, and generating again redoes it.
@@ -114,6 +120,7 @@ def append(out: str, days: int = 1) -> dict[str, Any]:
     Raises:
         SampleDataError: ``out`` holds no generated data.
     """
+    _check_days(days)
     folder = sample_path(out)
     record_path = folder / GENERATION_FILE
     if not record_path.is_file():

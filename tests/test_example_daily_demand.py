@@ -62,7 +62,7 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
 ) -> None:
     printed = io.StringIO()
     source = {"source_uri": str(local_root / "demand-source")}
-    first, second = DEMO.run_weeks(DEMAND, 2, {**QUICK, **source}, printed)
+    first, second = DEMO.run_demo(DEMAND, {**QUICK, **source}, printed)
     assert first.succeeded, first.log_path.read_text()[-3000:]
     assert second.succeeded, second.log_path.read_text()[-3000:]
 
@@ -116,3 +116,8 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
     forecasts = re.findall(r"^forecast for .*: (\d+\.\d\d) units \(traffic ", text, re.MULTILINE)
     assert len(forecasts) == 2 and all(float(units) > 0 for units in forecasts), text[-2000:]
     assert "decision: NEW CHAMPION: rmse (lower is better) improved by" in text
+    # The demo leaves the endpoint deployed and no model server running.
+    assert text.rstrip().endswith(
+        "model servers stopped; `vertex-retrain serve daily-demand` serves again"
+    )
+    assert stop_servers(MODEL) == 0

@@ -6,9 +6,10 @@ Week 1 runs the Monday after the newest day; then seven days of sales are append
 nightly feed would, and week 2 runs the next Monday, so its candidate is judged against week
 1's champion. Run it again and it goes on from the newest day. After each week: the decision,
 the RMSE of the candidate, the champion and the seasonal naive reference, and a forecast
-served over HTTP through the local endpoint. Everything here is the library as any team uses
-it: the configured pipeline (``pipelines.py``), the local runner and the local endpoint
-router.
+served over HTTP through the local endpoint. At the end the endpoint stays deployed and its
+model servers are stopped (``vertex-retrain serve daily-demand`` serves it again). Everything
+here is the library as any team uses it: the configured pipeline (``pipelines.py``), the
+local runner and the local endpoint router.
 """
 
 from __future__ import annotations
@@ -132,14 +133,31 @@ def run_weeks(team: ModuleType, weeks: int, overrides: dict[str, Any], out: Text
     return outcomes
 
 
+def run_demo(team: ModuleType, overrides: dict[str, Any], out: TextIO) -> list[Any]:
+    """The demo: sample data if there is none, two weeks, then the model servers stopped.
+
+    Returns:
+        Each week's outcome.
+    """
+    from vertex_retrain.cli.local_run import stop_endpoint_servers
+
+    ensure_data(team.DATA_URI, out)
+    try:
+        return run_weeks(team, 2, overrides, out)
+    finally:  # the endpoint stays deployed; its model servers do not outlive the demo
+        if stop_endpoint_servers(team.MODEL):
+            print(
+                f"\nmodel servers stopped; `vertex-retrain serve {team.MODEL}` serves again",
+                file=out,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Two weeks with the team's defaults; returns 1 when a run fails."""
     argparse.ArgumentParser(
         prog="python examples/daily_demand/demo.py", description=__doc__
     ).parse_args(argv)
-    team = load_pipelines()
-    ensure_data(team.DATA_URI, sys.stdout)
-    outcomes = run_weeks(team, 2, {}, sys.stdout)
+    outcomes = run_demo(load_pipelines(), {}, sys.stdout)
     return 0 if len(outcomes) == 2 and all(o.succeeded for o in outcomes) else 1
 
 

@@ -6,11 +6,13 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install demo test lint typecheck unit bench compile clean smoke-vertex
 
-$(STAMP): pyproject.toml examples/drink_shops/trainer/pyproject.toml constraints.txt
+$(STAMP): pyproject.toml examples/drink_shops/trainer/pyproject.toml examples/daily_demand/demand_forecast/pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" -e "./examples/drink_shops/trainer[framework,serve]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" \
+	  -e "./examples/drink_shops/trainer[framework,serve]" \
+	  -e "./examples/daily_demand/demand_forecast[framework,serve]"
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -22,8 +22,13 @@ SOURCE_ROOTS: dict[str, Path] = {
     "vertex_retrain.components": REPO / "components",
     "vertex_retrain.pipelines": REPO / "pipelines",
     "trainer": REPO / "examples" / "drink_shops" / "trainer",
+    "demand_forecast": REPO / "examples" / "daily_demand" / "demand_forecast",
 }
-"""Import name -> folder holding it (pyproject.toml's package-dir mapping, and the trainer)."""
+"""Import name -> folder holding it (pyproject.toml's package-dir mapping, and the examples'
+packages)."""
+
+EXAMPLE_PACKAGES = ("trainer", "demand_forecast")
+"""The examples' training packages: distributions of their own, outside the library."""
 
 LAYERS: tuple[tuple[str, int], ...] = (
     ("vertex_retrain.cli", 5),
@@ -39,6 +44,8 @@ module of ``vertex_retrain`` (contracts, neutral shared modules) sits at rank 0 
 NEVER_IMPORTED = {
     "trainer": "the library reaches the trainer only through its contracts (a job's command "
     "line and the files it writes), never by import",
+    "demand_forecast": "the library reaches an example's package only through its contracts, "
+    "never by import",
     "torch": "the component image ships no torch; model code lives in the training package",
     "tests": "test doubles are passed in by tests, the product never imports them",
     "bench": "benchmarks are scripts of the repository, not part of the product",
@@ -69,7 +76,7 @@ BACKEND_FACTORY = "vertex_retrain.backends"
 """``backend_for`` lives here: the one place that picks an implementation by name."""
 
 TRAINER_NEVER_IMPORTS = ("vertex_retrain", "components", "pipelines", "tests", "bench", "compile")
-"""The trainer is its own distribution, installed alone on the training image."""
+"""An example's package is its own distribution, installed alone on the training image."""
 
 
 @dataclass(frozen=True)
@@ -196,9 +203,12 @@ def rule_broken(edge: Import) -> str | None:
     """The rule `edge` breaks, or None when the import is allowed."""
     importer, imported = edge.importer, edge.imported
     top = imported.split(".")[0]
-    if within(importer, "trainer"):
+    if any(within(importer, package) for package in EXAMPLE_PACKAGES):
         if top in TRAINER_NEVER_IMPORTS:
-            return "the trainer is its own distribution and imports nothing of the library"
+            return (
+                f"{importer.split('.')[0]} is its own distribution and imports nothing of the "
+                "library"
+            )
         return None
     if top in NEVER_IMPORTED:
         return f"nothing in the library imports `{top}`: {NEVER_IMPORTED[top]}"

@@ -33,6 +33,7 @@ def test_architecture_sources_cover_every_layer(sources: dict[str, tuple[str, bo
     assert "vertex_retrain.components.train_custom_job" in sources
     assert "vertex_retrain.pipelines.weekly" in sources
     assert "trainer.task" in sources
+    assert "demand_forecast.task" in sources
 
 
 def test_architecture_no_module_breaks_a_layering_rule(
@@ -164,16 +165,20 @@ def test_architecture_checker_allows_downward_and_relative_sibling_imports() -> 
     assert found == []
 
 
-def test_architecture_checker_keeps_the_trainer_out_of_the_library_and_back() -> None:
+def test_architecture_checker_keeps_the_examples_out_of_the_library_and_back() -> None:
     found = _check(
         {
             "trainer.task": "from vertex_retrain.specs import x\nimport torch\n",
             "vertex_retrain.cli.demo": "def f():\n    from trainer.data import generate\n",
+            "demand_forecast.task": "import sklearn\nfrom vertex_retrain import contracts\n",
+            "vertex_retrain.steps.x": "def f():\n    import demand_forecast.data\n",
         }
     )
     assert [(v.importer, v.imported) for v in found] == [
+        ("demand_forecast.task", "vertex_retrain"),
         ("trainer.task", "vertex_retrain.specs"),
         ("vertex_retrain.cli.demo", "trainer.data"),
+        ("vertex_retrain.steps.x", "demand_forecast.data"),
     ]
 
 

@@ -178,3 +178,21 @@ def test_read_package_metadata_joins_an_extras_own_marker_with_the_extra(tmp_pat
         "uvloop>=0.19 ; (sys_platform != 'win32') and extra == \"serve\"",
     )
     assert package_problems(metadata, TRAINING.executor_image_uri, FIELD) == []
+
+
+def test_package_compat_alternatives_name_no_example_file() -> None:
+    # The advice reaches every team's preflight: it may not point at one example's Dockerfile.
+    sklearn = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-6:latest"
+    problems = [
+        *executor_image_problems(sklearn, "f", today=dt.date(2026, 1, 1)),  # unpatched
+        *executor_image_problems(sklearn, "f", today=dt.date(2026, 12, 1)),  # retired
+        *package_problems(_package(python=">=3.11"), sklearn, FIELD),
+    ]
+    assert _codes(problems) == [
+        "executor-image-unpatched",
+        "executor-image-retired",
+        "package-python",
+    ]
+    for problem in problems:
+        assert any("custom container (containerSpec)" in a for a in problem.alternatives)
+        assert not any("trainer" in a for a in problem.alternatives), problem.alternatives

@@ -168,7 +168,7 @@ def executor_image_problems(
                 "would fail at start. The preflight command, given --project and --location, "
                 "checks with credentials that it still exists.",
                 [
-                    "a custom container built from trainer/Dockerfile (containerSpec)",
+                    "a custom container (containerSpec) built from your own Dockerfile",
                     "a newer prebuilt image, once the catalog lists one",
                 ],
                 code="executor-image-retired",
@@ -181,7 +181,7 @@ def executor_image_problems(
                 uri,
                 f"{image.cited(catalog)} no longer receives patches (since "
                 f"{image.end_of_patch}); it is available until {image.end_of_availability}.",
-                ["a custom container built from trainer/Dockerfile (containerSpec)"],
+                ["a custom container (containerSpec) built from your own Dockerfile"],
                 code="executor-image-unpatched",
             )
         )
@@ -258,7 +258,7 @@ def package_problems(
                         f'requires-python = ">={image.python}" if the code runs on '
                         f"Python {image.python}",
                         *(f"executor image {name}" for name in fitting[:2]),
-                        "a custom container with a newer Python (trainer/Dockerfile)",
+                        "a custom container (containerSpec) with a newer Python",
                     ],
                     code="package-python",
                 )

@@ -101,3 +101,11 @@ def test_a_failed_local_run_prints_the_root_error_in_full(
         in why
     )
     assert "Valid alternatives: machineType a2-highgpu-1g" in why
+
+
+def test_endpoint_of_a_run_falls_back_to_the_model_as_deploy_model_does() -> None:
+    from vertex_retrain.cli.local_run import endpoint_of
+
+    assert endpoint_of({"endpoint_display_name": "ep", "model_display_name": "m"}) == "ep"
+    assert endpoint_of({"endpoint_display_name": "", "model_display_name": "m"}) == "m"
+    assert endpoint_of({}) == ""

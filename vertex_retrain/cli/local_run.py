@@ -370,6 +370,12 @@ def _read_summary(run_dir: Path | None) -> dict[str, Any] | None:
     return None
 
 
+def endpoint_of(arguments: Mapping[str, Any]) -> str:
+    """The endpoint a run deploys to: ``endpoint_display_name``, else (as ``deploy_model``
+    names it then) the model's display name; "" when the run names neither."""
+    return str(arguments.get("endpoint_display_name") or arguments.get("model_display_name") or "")
+
+
 def cached_tasks(run_dir: Path | None) -> dict[str, str]:
     """Task -> the run it was served from, for the tasks of ``run_dir`` the cache answered."""
     import json

@@ -112,6 +112,7 @@ def _run_local(
     """
     from vertex_retrain.cli.console import print_json
     from vertex_retrain.cli.local_run import (
+        endpoint_of,
         local_arguments,
         run_pipeline_locally,
         stop_endpoint_servers,
@@ -131,7 +132,7 @@ def _run_local(
             "backend the pipeline gives them, which may not be this machine",
             file=progress,
         )
-    endpoint = arguments.get("endpoint_display_name")
+    endpoint = endpoint_of(arguments)
     with sigterm_as_interrupt():
         spare = frozenset(descendants())
         try:

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from rich.table import Table
 
 from vertex_retrain.cli.console import cell_text, is_terminal, print_renderable
+from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
 from vertex_retrain.invocation import command
 
@@ -235,8 +236,8 @@ def build_report(
             "promoted": str(arguments.get("champion_alias") or CHAMPION_ALIAS) in aliases,
         }
     deployed = _task_outputs(run_dir, "deploy-model")
-    if deployed is not None and arguments.get("endpoint_display_name"):
-        endpoint = str(arguments["endpoint_display_name"])
+    endpoint = endpoint_of(arguments)
+    if deployed is not None and endpoint:
         parameters = deployed.get("parameterValues", {})
         report.endpoint = {
             "display_name": endpoint,

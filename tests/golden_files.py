@@ -1,8 +1,12 @@
 """Golden files of compiled specs: one normaliser and one comparison for every golden test.
 
-A golden test never writes into ``tests/`` by itself. A missing or different golden file fails
-with the diff; only ``UPDATE_GOLDEN=1`` writes the compiled text, for a person to review and
-commit.
+A golden file holds a compiled spec's structure: inputs, outputs, the DAG and its wiring,
+conditions, caching and retry options, images and commands. It holds no program text and no
+prose: the components' embedded source becomes a marker, and every ``description`` (a
+docstring's words) is dropped, so editing a docstring or a component's body fails no golden
+test; changing what a pipeline does does. A golden test never writes into ``tests/`` by
+itself: a missing or different golden file fails with the diff, and only ``UPDATE_GOLDEN=1``
+writes the compiled structure, for a person to review and commit.
 """
 
 from __future__ import annotations
@@ -20,10 +24,24 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE_VARIABLE = "UPDATE_GOLDEN"
 
 
+SOURCE_MARKER = "<the component's Python source>"
+
+
+def structure(value: Any) -> Any:
+    """``value`` (a compiled spec, or any part of it) without prose and program text."""
+    if isinstance(value, dict):
+        return {k: structure(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [structure(item) for item in value]
+    if isinstance(value, str) and "\ndef " in value and "import kfp" in value:
+        return SOURCE_MARKER  # a lightweight component's embedded module
+    return value
+
+
 def normalise(spec: dict[str, Any]) -> str:
-    """Renders a compiled spec with volatile fields (KFP SDK version, image tags and digests)
-    replaced by stable markers."""
-    text = yaml.safe_dump(spec, sort_keys=True, width=100)
+    """Renders a compiled spec's structure (:func:`structure`) with volatile fields (KFP SDK
+    version, image tags and digests) replaced by stable markers."""
+    text = yaml.safe_dump(structure(spec), sort_keys=True, width=100)
     text = re.sub(r"sdkVersion: kfp-[\w.+-]+", "sdkVersion: kfp-<version>", text)
     text = re.sub(r"'kfp==[\w.+-]+'", "'kfp==<version>'", text)
     return re.sub(r"(image: [^\s:@]+(?:/[^\s:@]+)*)[:@][^\s]+", r"\1:<tag>", text)

@@ -22,6 +22,20 @@ def test_pipeline_compiles_to_golden_file(name: str) -> None:
     check_golden(GOLDEN_DIR / f"{name}.yaml", actual, __file__)
 
 
+def test_normalise_keeps_structure_and_drops_prose_and_program_text() -> None:
+    spec = {
+        "components": {"c": {"inputDefinitions": {"parameters": {"x": {
+            "description": "a docstring's words", "parameterType": "STRING"}}}}},
+        "deploymentSpec": {"executors": {"e": {"container": {"command": [
+            "sh", "-ec", "exec python3 -m kfp.dsl.executor_main",
+            "\nimport kfp\nfrom kfp import dsl\n\ndef c(x: str) -> None:\n    pass\n"]}}}},
+    }  # fmt: skip
+    text = normalise(spec)
+    assert "parameterType: STRING" in text and "executor_main" in text
+    assert "docstring" not in text and "def c" not in text
+    assert "<the component's Python source>" in text
+
+
 def test_normalise_masks_sdk_version_and_image_tags() -> None:
     spec = {
         "sdkVersion": "kfp-2.17.3",

@@ -29,7 +29,7 @@ def check_data(
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
         data_uri: The dataset folder the declaration describes.
-        dataset_declaration: The dataset declaration (docs/components.md#dataset-contract).
+        dataset_declaration: The dataset declaration (docs/components.md#dataset-declaration).
         as_of: The window end (from ``data_window``); only rows before it are read.
         statistics: Output: the period's numbers (and the period before's) as metrics.
         report: Output: the verdict, each breach and the statistics, as Markdown.

@@ -26,14 +26,14 @@ def prepare_dataset(
     and the period in progress are left out whole, so nothing from after the cut reaches
     training or evaluation. A random split would leak the future into training, so the split
     is by period. The files are first checked against the dataset declaration (columns,
-    types, key columns; docs/components.md#dataset-contract); a mismatch fails naming the
+    types, key columns; docs/components.md#dataset-declaration); a mismatch fails naming the
     file and the column.
 
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
         data_uri: The dataset folder (local, ``gs://`` or ``/gcs/``) the declaration
             describes.
-        dataset_declaration: The dataset declaration (docs/components.md#dataset-contract).
+        dataset_declaration: The dataset declaration (docs/components.md#dataset-declaration).
         dataset: Output: the folder holding the split's ``manifest.json``.
         validation_periods: How many final periods of the window to hold out.
         as_of: The window end, ``YYYY-MM-DD`` (from ``data_window``); empty: today (UTC).

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.shown import shown
+
 __all__ = [
     "DATASET_FORMAT",
     "PERIODS",
@@ -123,7 +125,7 @@ def check_schema(
     if problems:
         raise SchemaMismatchError(
             f"{where} does not match the dataset declaration "
-            "(docs/components.md#dataset-contract):\n  " + "\n  ".join(problems)
+            "(docs/components.md#dataset-declaration):\n  " + "\n  ".join(problems)
         )
 
 
@@ -247,12 +249,9 @@ class DatasetDeclaration:
 
 
 def _fail(path: str, value: Any, expected: str) -> NoReturn:
-    shown = repr(value)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
     raise DatasetDeclarationError(
-        f"dataset declaration: {path} is {shown}; expected {expected} "
-        "(docs/components.md#dataset-contract)"
+        f"dataset declaration: {path} is {shown(value)}; expected {expected} "
+        "(docs/components.md#dataset-declaration)"
     )
 
 

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.shown import shown
+
 __all__ = [
     "CANDIDATE_FLAG",
     "CHAMPION_FLAG",
@@ -182,10 +184,7 @@ def _metrics(value: Any, name: str, source: str, *, allow_empty: bool) -> dict[s
 
 
 def _fail(source: str, field_name: str, value: Any, expected: str) -> NoReturn:
-    shown = repr(value)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
     raise EvaluationContractError(
-        f"{source}: field {field_name} is {shown}; expected {expected} "
+        f"{source}: field {field_name} is {shown(value)}; expected {expected} "
         "(evaluation contract, docs/components.md#evaluation-contract)"
     )

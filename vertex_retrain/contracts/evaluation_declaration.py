@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.shown import shown
+
 __all__ = [
     "DIRECTIONS",
     "EvaluationDeclaration",
@@ -87,11 +89,8 @@ class EvaluationDeclaration:
 
 
 def _fail(path: str, value: Any, expected: str) -> NoReturn:
-    shown = repr(value)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
     raise EvaluationDeclarationError(
-        f"evaluation declaration: {path} is {shown}; expected {expected} "
+        f"evaluation declaration: {path} is {shown(value)}; expected {expected} "
         "(docs/components.md#evaluation-declaration)"
     )
 

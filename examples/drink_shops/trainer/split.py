@@ -3,7 +3,7 @@
 Random splits of a time series leak the future into training; the manifest trains on weeks
 0..T-1-v and validates on the last v weeks. CLI: `python -m trainer.split --data DIR --out DIR`.
 
-The manifest's format is a contract with vertex-retrain (docs/components.md#dataset-contract):
+The manifest's format is a contract with vertex-retrain (docs/components.md#dataset-manifest):
 the pipeline's `prepare_dataset` writes the same file from the example's dataset declaration
 (examples/drink_shops/dataset.yaml), and this module reads it (`load_manifest`) and writes it
 for runs without the pipeline. A period is named by its first day; `week_of` turns it back into

@@ -168,7 +168,7 @@ def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
 def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build(
     first_run: FirstRun, local_root: Path
 ) -> None:
-    from trainer.data_append import append_week
+    from trainer.data import append_week
 
     assert first_run.outcome.summary is not None
     week_one = first_run.outcome.summary["data_window"]

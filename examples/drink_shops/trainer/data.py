@@ -3,13 +3,16 @@
 Each week is drawn from its own seeded generator (`trainer.sampling`) and written as its own
 Parquet file, so the full scale (500,000 members × 156 weeks) streams one week at a time, and
 large datasets are sampled by several worker processes (`default_workers`) that write the same
-files as one process would.
+files as one process would. `python -m trainer.data append --out DIR` adds the next week: a
+scheduled pipeline trains on a dataset that grows by one week at a time, drawn from the same
+world (`generation.json`'s `config`) after the weeks it was generated with.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import multiprocessing
 import os
 import sys
@@ -204,6 +207,41 @@ def generate(config: WorldConfig, out: str | Path, workers: int = 0) -> dict[str
     return summary
 
 
+def append_week(out: str | Path) -> dict[str, Any]:
+    """Append the next week to a dataset written by `generate` (or appended to before).
+
+    Args:
+        out: the dataset folder (local, `gs://` or `/gcs/`).
+
+    Returns:
+        The new week's entry of `generation.json`: week, path, rows and bytes.
+
+    Raises:
+        FileNotFoundError: `out` has no generation.json.
+        ValueError: generation.json is not this generator's.
+    """
+    root = resolve(out)
+    info_path = root / "generation.json"
+    if not info_path.is_file():
+        raise FileNotFoundError(
+            f"{out!s} has no generation.json; write the dataset first with "
+            "`python -m trainer.data generate ... --out DIR`"
+        )
+    info: dict[str, Any] = json.loads(info_path.read_text(encoding="utf-8"))
+    if info.get("format") != FORMAT:
+        raise ValueError(f"{info_path}: format {info.get('format')!r}, expected {FORMAT!r}")
+    world = build_world(WorldConfig(**info["config"]))
+    week = max(entry["week"] for entry in info["weeks"]) + 1
+    entry = _write_week(world, root, week)
+    info["weeks"].append(entry)
+    info["rows"] += entry["rows"]
+    info["bytes"] += entry["bytes"]
+    info["bytes_per_row"] = info["bytes"] / info["rows"] if info["rows"] else 0.0
+    # The week's file is in place before generation.json names it.
+    atomic_write_json(info_path, info)
+    return entry
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: `python -m trainer.data generate --members N --stores S --weeks W --out DIR`, and
     `python -m trainer.data append --out DIR` for the next week."""
@@ -219,12 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     gen.add_argument(
         "--workers", type=int, default=0, help="parallel processes (0: one per core when large)"
     )
-    add = sub.add_parser("append", help="append the next week to a dataset (trainer.data_append)")
+    add = sub.add_parser("append", help="append the next week to a dataset")
     add.add_argument("--out", required=True, help="the dataset folder (local, gs:// or /gcs/)")
     args = parser.parse_args(argv)
     if args.command == "append":
-        from trainer.data_append import append_week
-
         try:
             entry = append_week(args.out)
         except (FileNotFoundError, ValueError) as error:

@@ -10,8 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from trainer.data import generate, sample_week, week_file
-from trainer.data_append import append_week
+from trainer.data import append_week, generate, sample_week, week_file
 from trainer.split import part_weeks, plan_time_split
 from trainer.world import WorldConfig, build_world
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shutil
@@ -182,8 +183,11 @@ def test_build_python_package_bare_package_gets_synthesised_metadata(
     source = tmp_path / "tinypkg"
     shutil.copytree(JOBS / "tinypkg", source)
     result = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.2.3")
-    assert result.uri == "gs://bkt/pkgs/tinypkg-1.2.3-py3-none-any.whl"
-    assert result.path == root / "gcs" / "bkt" / "pkgs" / "tinypkg-1.2.3-py3-none-any.whl"
+    relative = f"{hashlib.sha256(result.path.read_bytes()).hexdigest()[:16]}/" + (
+        "tinypkg-1.2.3-py3-none-any.whl"
+    )
+    assert result.uri == f"gs://bkt/pkgs/{relative}"
+    assert result.path == root / "gcs" / "bkt" / "pkgs" / relative
     with zipfile.ZipFile(result.path) as wheel:
         names = wheel.namelist()
         metadata = wheel.read("tinypkg-1.2.3.dist-info/METADATA").decode()
@@ -195,6 +199,39 @@ def test_build_python_package_bare_package_gets_synthesised_metadata(
     (source / "task.py").write_text("print('changed')\n")
     changed = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.2.3")
     assert not changed.skipped and changed.digest != result.digest
+
+
+def test_build_python_package_keeps_each_builds_bytes_when_code_is_reverted(
+    root: Path, tmp_path: Path
+) -> None:
+    # A newcomer's report: good build, edit (a second build of the same version), revert;
+    # the cached first build must still hold the good code, not the edit's overwrite.
+    source = tmp_path / "tinypkg"
+    shutil.copytree(JOBS / "tinypkg", source)
+    task = source / "task.py"
+    good_text = task.read_text()
+    good = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.0.0")
+    good_bytes = good.path.read_bytes()
+    task.write_text("raise ValueError('broken')\n")
+    broken = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.0.0")
+    assert broken.uri != good.uri and broken.path.name == good.path.name
+    task.write_text(good_text)
+    reverted = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.0.0")
+    assert reverted.uri == good.uri
+    assert good.path.read_bytes() == good_bytes
+
+
+def test_build_python_package_rebuilds_a_published_wheel_whose_bytes_changed(
+    root: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "tinypkg"
+    shutil.copytree(JOBS / "tinypkg", source)
+    first = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.0.0")
+    original = first.path.read_bytes()
+    first.path.write_bytes(b"tampered")
+    again = build_python_package(source, destination_uri="gs://bkt/pkgs", version="1.0.0")
+    assert not again.skipped
+    assert again.path.read_bytes() == original
 
 
 def test_build_python_package_refuses_non_package_folder(root: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ uploads it once per content.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import shutil
@@ -176,6 +177,24 @@ def build_wheel(
         shutil.copyfile(built, partial)
         partial.replace(out_dir / built.name)
     return out_dir / built.name
+
+
+def content_addressed_name(package_file: Path) -> tuple[str, str]:
+    """Where a package file is published under its destination folder, and its sha256.
+
+    The name is ``<sha256[:16]>/<file name>``: pip reads the version from the file name, so
+    it is kept, and the digest in the path means a published file never changes, so a
+    cached build that names it always gets the bytes it was built with (a rebuild of edited
+    code under the same version cannot overwrite them). Both backends publish this way.
+
+    Args:
+        package_file: A built ``.whl`` (or sdist) file.
+
+    Returns:
+        The relative object name and the file's full sha256 (hex).
+    """
+    sha256 = hashlib.sha256(package_file.read_bytes()).hexdigest()
+    return f"{sha256[:16]}/{package_file.name}", sha256
 
 
 def pip_wheel(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from vertex_retrain.backends.local.storage import local_root, to_local_path
 from vertex_retrain.build.archive import extract_archive
 from vertex_retrain.build.context import BuildError, context_digest
 from vertex_retrain.build.dockerfile_lint import LintFinding, check_build_context
-from vertex_retrain.build.wheel import build_wheel, package_source
+from vertex_retrain.build.wheel import build_wheel, content_addressed_name, package_source
 
 _ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 
@@ -56,6 +57,12 @@ class BuildResult:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _intact(out_dir: Path, relative: str) -> bool:
+    """Whether the published wheel is still there with the bytes its name promises."""
+    path = out_dir / relative
+    return path.is_file() and content_addressed_name(path)[0] == relative
 
 
 def build_python_package(
@@ -93,16 +100,26 @@ def build_python_package(
     out_dir = to_local_path(destination, root)
     key = f"{destination}|{package.path}"
     previous = load_index(root)[PACKAGES].get(key)
-    if previous and previous["digest"] == digest and (out_dir / previous["wheel"]).is_file():
+    if previous and previous["digest"] == digest and _intact(out_dir, previous["wheel"]):
         wheel_path = out_dir / previous["wheel"]
         return BuildResult("python_package", previous["uri"], digest, True, wheel_path)
-    wheel = build_wheel(package, out_dir)
-    uri = f"{destination}/{wheel.name}"
+    # Published as Vertex publishes it (`content_addressed_name`): a rebuild of changed code
+    # under the same version gets a new path, so a cached build keeps its own bytes.
+    with tempfile.TemporaryDirectory(prefix="vertex-retrain-wheel-") as scratch:
+        built = build_wheel(package, Path(scratch))
+        relative, _ = content_addressed_name(built)
+        wheel = out_dir / relative
+        if not _intact(out_dir, relative):
+            wheel.parent.mkdir(parents=True, exist_ok=True)
+            partial = wheel.with_name(f".{wheel.name}.partial")
+            shutil.copyfile(built, partial)
+            partial.replace(wheel)
+    uri = f"{destination}/{relative}"
     record_build(
         root,
         PACKAGES,
         key,
-        {"digest": digest, "uri": uri, "wheel": wheel.name, "source": str(package.path),
+        {"digest": digest, "uri": uri, "wheel": relative, "source": str(package.path),
          "built_at": _now()},
     )  # fmt: skip
     return BuildResult("python_package", uri, digest, False, wheel)

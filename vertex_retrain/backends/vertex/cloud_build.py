@@ -9,7 +9,6 @@ Vertex backend agree on when a context changed.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import re
 import tarfile
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 from vertex_retrain.backends.vertex._protos import location_parent
 from vertex_retrain.build.context import context_digest
 from vertex_retrain.build.dockerfile_lint import check_build_context
+from vertex_retrain.build.wheel import content_addressed_name
 
 __all__ = [
     "BuiltImage",
@@ -258,9 +258,9 @@ def upload_python_package(
 ) -> UploadedPackage:
     """Uploads a wheel or sdist for a prebuilt training container, once per content.
 
-    The object is `<destination_uri>/<sha256[:16]>/<file name>`: the file name is kept
-    because pip reads the version from it, and the digest in the path means an object's
-    content never changes, so re-uploading the same file is skipped.
+    The object is `<destination_uri>/<sha256[:16]>/<file name>`
+    (`vertex_retrain.build.wheel.content_addressed_name`): an object's content never
+    changes, so re-uploading the same file is skipped.
 
     Args:
         package_path: A `.whl`, `.tar.gz` or `.zip` file.
@@ -280,8 +280,8 @@ def upload_python_package(
             f"package_path must be an existing {', '.join(_PACKAGE_SUFFIXES)} file, got {path}."
         )
     bucket, prefix = _split_gs(destination_uri, "destination_uri")
-    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    name = _object_path(prefix, f"{sha256[:16]}/{path.name}")
+    relative, sha256 = content_addressed_name(path)
+    name = _object_path(prefix, relative)
     storage = storage_client or _default_storage_client(project)
     uploaded = _upload_once(storage, bucket, name, path)
     return UploadedPackage(uri=f"gs://{bucket}/{name}", sha256=sha256, skipped=not uploaded)

@@ -61,7 +61,9 @@ class GateThresholds:
         max_row_ratio: The same ratio, at most.
         min_distinct_ratio: Distinct values of each distinct column / the period before's.
         max_vanished_groups: Groups with rows the period before and none in this one.
-        min_days_covered: Days of the period with at least one row (None: every day).
+        min_days_covered: Days of the period with at least one row (None: as many as the
+            period before had, so tables with one row date a period pass and a half-loaded
+            daily table does not).
         max_data_age_days: Days from the newest row to ``as_of`` (None: one period's length);
             more means the latest period is missing.
         max_null_share: Nulls / rows in any declared column.
@@ -93,9 +95,6 @@ class GateThresholds:
         """The thresholds with the period-dependent defaults filled in."""
         return replace(
             self,
-            min_days_covered=period_days
-            if self.min_days_covered is None
-            else self.min_days_covered,
             max_data_age_days=(
                 float(period_days) if self.max_data_age_days is None else self.max_data_age_days
             ),
@@ -251,12 +250,24 @@ class GateReport:
         if not stopping:
             tail = f" ({len(accepted)} accepted: {', '.join(accepted)})" if accepted else ""
             return f"data gate passed for {where} before {self.as_of.isoformat()}{tail}"
-        checks = ",".join(dict.fromkeys(b.check for b in stopping))
+        kinds = list(dict.fromkeys(b.check for b in stopping))
+        accept = ",".join(kinds)
+        advice = [
+            f"If this change is known and fine, re-run with --param data_gate_accept={accept}"
+        ]
+        if any(kind != "schema" for kind in kinds):
+            advice.append(
+                "if your data always looks like this, set the threshold named above in the "
+                "data_gate_thresholds parameter (configure() or the schedule), not per run"
+            )
+        if "schema" in kinds:
+            advice.append("if the files hold the right types, correct the declaration's columns")
         return (
             f"data gate stopped the run before training: {len(stopping)} breach(es) in {where} "
             f"before {self.as_of.isoformat()}: "
             + "; ".join(b.line() for b in stopping)
-            + f". If this change is known and fine, re-run with --param data_gate_accept={checks}"
+            + ". "
+            + "; ".join(advice)
         )
 
     def markdown(self) -> str:

@@ -48,15 +48,12 @@ def evaluate_gate(
     """
     limits = (thresholds or GateThresholds()).for_period(declaration.table.period_days)
     found: list[Breach] = []
-    found += [
-        Breach("schema", f"{p.path}: column {p.column!r} is {p.found}", p.found, p.expected)
-        for p in schema_problems
-    ]
+    found += _schema_breaches(schema_problems)
     found += [
         Breach("empty_file", f"{path} holds no rows", "0 rows", "> 0 rows") for path in empty_files
     ]
     if current is not None:
-        found += _period_breaches(declaration, as_of, current, limits)
+        found += _period_breaches(declaration, as_of, current, previous, limits)
         if previous is not None:
             found += _comparison_breaches(declaration, current, previous, limits)
     allowed = set(accept)
@@ -71,6 +68,27 @@ def evaluate_gate(
     )
 
 
+def _schema_breaches(problems: Iterable[SchemaProblem]) -> list[Breach]:
+    """One breach per column and type found, however many files share it."""
+    by_kind: dict[tuple[str, str, str], list[str]] = {}
+    for problem in problems:
+        by_kind.setdefault((problem.column, problem.found, problem.expected), []).append(
+            problem.path
+        )
+    found = []
+    for (column, kind, expected), paths in by_kind.items():
+        where = paths[0] if len(paths) == 1 else f"{len(paths)} files, first {paths[0]}"
+        found.append(
+            Breach(
+                "schema",
+                f"column {column!r} is {kind} in {where}; the declaration says {expected}",
+                kind,
+                f"{expected} (the declaration)",
+            )
+        )
+    return found
+
+
 def _age_days(as_of: dt.date, last: dt.datetime) -> float:
     return (dt.datetime.combine(as_of, dt.time()) - last).total_seconds() / 86400
 
@@ -83,6 +101,7 @@ def _period_breaches(
     declaration: DatasetDeclaration,
     as_of: dt.date,
     period: PeriodStatistics,
+    previous: PeriodStatistics | None,
     limits: GateThresholds,
 ) -> list[Breach]:
     found = []
@@ -99,7 +118,14 @@ def _period_breaches(
                 f"<= {max_age:g} days (max_data_age_days)",
             )
         )
-    min_days = int(limits.min_days_covered or 0)
+    # Unset, a period must cover the days the one before covered: a table with one row date a
+    # period (weekly snapshots) is whole on one day, a daily table on seven.
+    if limits.min_days_covered is None:
+        min_days = previous.days_covered if previous is not None else 1
+        threshold = f">= {min_days} (the period before's days; min_days_covered sets it)"
+    else:
+        min_days = limits.min_days_covered
+        threshold = f">= {min_days} (min_days_covered)"
     if period.days_covered < min_days:
         found.append(
             Breach(
@@ -108,7 +134,7 @@ def _period_breaches(
                 f"({period.first.date().isoformat()} .. {period.last.date().isoformat()}): "
                 "a half-loaded period?",
                 f"{period.days_covered} days",
-                f">= {min_days} (min_days_covered)",
+                threshold,
             )
         )
     length = declaration.table.period_days

@@ -96,3 +96,36 @@ def test_with_local_as_of_replays_the_newest_week_and_says_so(local_data: Path) 
     assert with_local_as_of(given, io.StringIO(), now=NOW) == given
     nowhere = {"data_uri": "gs://nowhere/t", "dataset_declaration": declaration, "as_of": ""}
     assert with_local_as_of(nowhere, out) == nowhere
+
+
+def test_with_local_as_of_ends_a_weekly_snapshot_table_at_the_next_period_start(
+    tmp_path: Path,
+) -> None:
+    # Every row dated the week's Monday (2026-08-31): a schedule on Mondays runs with
+    # as_of 2026-09-07; newest row + 1 day (a Tuesday) would name the week differently.
+    import copy
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.declarations import DATASET
+
+    declaration = copy.deepcopy(DATASET)
+    declaration["table"]["period"] = "week"
+    (tmp_path / "sales").mkdir()
+    pq.write_table(pa.table({"item": ["a"], "family": ["tea"]}), tmp_path / "items.parquet")
+    for monday in (dt.date(2026, 8, 24), dt.date(2026, 8, 31)):
+        table = pa.table(
+            {
+                "day": pa.array([monday], pa.date32()),
+                "store": ["s1"],
+                "item": ["a"],
+                "units": [1.0],
+            }
+        )
+        pq.write_table(table, tmp_path / "sales" / f"{monday.isoformat()}.parquet")
+    arguments = {"as_of": "", "data_uri": str(tmp_path), "dataset_declaration": declaration}
+    chosen = with_local_as_of(arguments, io.StringIO(), now=NOW)
+    assert chosen["as_of"] == "2026-09-07"
+    daily = {**arguments, "dataset_declaration": DATASET}
+    assert with_local_as_of(daily, io.StringIO(), now=NOW)["as_of"] == "2026-09-01"

@@ -80,6 +80,16 @@ def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datet
     return min(firsts), max(lasts)
 
 
+def _end_of_period(arguments: Mapping[str, Any], newest: dt.datetime) -> dt.date:
+    """The first day after the declared period that holds ``newest``: the ``as_of`` a schedule
+    at the start of the next period would use (a weekly table dated on Mondays gives the next
+    Monday, not the Tuesday after its newest row)."""
+    from vertex_retrain.contracts.dataset import parse_dataset_declaration
+
+    table = parse_dataset_declaration(arguments.get("dataset_declaration")).table
+    return table.period_start(newest) + dt.timedelta(days=table.period_days)
+
+
 def with_local_as_of(
     arguments: Mapping[str, Any], out: TextIO, *, now: dt.datetime | None = None
 ) -> dict[str, Any]:
@@ -101,7 +111,7 @@ def with_local_as_of(
         today = (now or dt.datetime.now(dt.UTC)).astimezone(zone(time_zone)).date()
     except DataWindowError:
         return chosen  # data_window reports the zone
-    date = min(span[1].date() + dt.timedelta(days=1), today)
+    date = min(_end_of_period(chosen, span[1]), today)
     chosen["as_of"] = date.isoformat()
     print(
         f"as_of not given: this local run replays the newest period of its data, "

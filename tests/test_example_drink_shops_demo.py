@@ -1,0 +1,76 @@
+"""``make demo``'s plan (examples/drink_shops/demo.py): the first demo runs the newest week and
+the one appended after it; another demo runs only the next week, never one already on record.
+
+The pipeline runs are faked here (a demo week takes about half a minute): these tests hold the
+plan, and `make demo` itself runs the weeks.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.examples import DRINK_SHOPS, example_module
+from vertex_retrain.backends.local.run_history import RunHistory
+from vertex_retrain.run_record import RunRecord
+
+DEMO = example_module(DRINK_SHOPS, "demo")
+NEWEST = "2023-07-03"
+
+
+@pytest.fixture
+def ran(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    """The weeks the demo ran, as (number, as_of); data generation and appends succeed."""
+    runs: list[tuple[int, str]] = []
+
+    def run_week(pipeline: Any, arguments: dict[str, Any], number: int, out: Any) -> Any:
+        runs.append((number, str(arguments["as_of"])))
+        outcome = SimpleNamespace(
+            succeeded=True, summary=None, wall_seconds=1.0, log_path="log", run_dir=root
+        )
+        return DEMO.DemoWeek(number, dict(arguments), outcome)
+
+    monkeypatch.setattr(DEMO, "run_week", run_week)
+    monkeypatch.setattr(DEMO, "ensure_data", lambda uri, out: True)
+    monkeypatch.setattr(DEMO, "append_week", lambda uri, out: True)
+    monkeypatch.setattr(
+        "vertex_retrain.cli.run_window.with_local_as_of",
+        lambda arguments, out: {**arguments, "as_of": NEWEST},
+    )
+    return runs
+
+
+def _record(as_of: str, state: str) -> None:
+    chain = DEMO.load_pipelines()
+    RunHistory().record(
+        RunRecord(run=f"run-{as_of}-{state}", model=chain.MODEL, backend="local", state=state,
+                  as_of=as_of)
+    )  # fmt: skip
+
+
+def test_demo_first_time_runs_the_newest_week_then_the_appended_one(
+    ran: list[tuple[int, str]],
+) -> None:
+    assert DEMO.main([], out=io.StringIO()) == 0
+    assert ran == [(1, NEWEST), (2, "2023-07-10")]
+
+
+def test_demo_again_runs_only_the_next_week(ran: list[tuple[int, str]]) -> None:
+    _record(NEWEST, "SUCCEEDED")
+    _record("2023-06-26", "SUCCEEDED")
+    out = io.StringIO()
+    assert DEMO.main([], out=out) == 0
+    assert ran == [(3, "2023-07-10")]
+    assert f"the week before {NEWEST} ran already" in out.getvalue()
+
+
+def test_demo_runs_the_newest_week_again_when_its_run_failed(
+    ran: list[tuple[int, str]],
+) -> None:
+    _record(NEWEST, "FAILED")
+    assert DEMO.main([], out=io.StringIO()) == 0
+    assert ran == [(1, NEWEST), (2, "2023-07-10")]

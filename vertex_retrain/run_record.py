@@ -43,7 +43,8 @@ class RunRecord:
         references: Each reference's metrics on the same rows, by name.
         decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``, and of
             the rule: ``primary_metric``, ``reference`` and the declared ``metrics``.
-        cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``.
+        cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``,
+            the job's ``scheduling_strategy`` and whether the run ``trained`` at all.
         goodput: Useful training steps / executed steps.
         restarts: Restarts of the training job after preemptions.
         spot_fallback: When training fell back from Spot to on-demand: the hours of each and
@@ -223,6 +224,8 @@ def record_from_summary(
             "spot_plan": cost.get("spot"),
             "on_demand_plan": cost.get("on_demand"),
             "assumed_training_hours": cost.get("assumed_training_hours"),
+            "scheduling_strategy": cost.get("scheduling_strategy", ""),
+            "trained": "training" in facts,
         }
         if "spot" in cost
         else {},

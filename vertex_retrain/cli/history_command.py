@@ -51,16 +51,20 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     column is the declared reference's value of it.
 
     The outcome is the decision (``champion``, ``challenger``), ``gate`` when the data gate
-    stopped the run, else the run's state. The cost is the Spot plan's, or after a fallback
-    the Spot attempts and on-demand training together, marked ``*``.
+    stopped the run, else the run's state. The cost is the plan of the job's scheduling
+    strategy (Spot's for ``SPOT``, on-demand's otherwise), after a fallback the Spot attempts
+    and on-demand training together, marked ``*``, and none for a run that trained nothing.
     """
     statistics = record.data.get("statistics") or {}
     fallback = record.spot_fallback
     cost: str | None
     if fallback.get("total_cost") is not None:
         cost = f"{_money(fallback['total_cost'], fallback.get('currency', ''))}*"
+    elif record.cost.get("trained") is False:
+        cost = None
     else:
-        cost = _money(record.cost.get("spot_plan"), record.cost.get("currency", ""))
+        plan = "on_demand_plan" if _pays_on_demand(record.cost) else "spot_plan"
+        cost = _money(record.cost.get(plan), record.cost.get("currency", ""))
     name = shown_metric(record, metric)
     reference = str(record.decision.get("reference") or "")
     return {
@@ -74,6 +78,13 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
         "goodput": record.goodput,
         "cost": cost,
     }
+
+
+def _pays_on_demand(cost: dict[str, Any]) -> bool:
+    # Records written before the strategy was kept have none: they show the Spot plan, as
+    # they always did.
+    strategy = cost.get("scheduling_strategy") or "SPOT"
+    return strategy != "SPOT"
 
 
 def _outcome(record: RunRecord) -> str:

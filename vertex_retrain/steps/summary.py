@@ -93,11 +93,15 @@ def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
 def _cost(job_shape: Mapping[str, Any], hours: float) -> dict[str, Any]:
     # An impossible shape is often why the run failed; the summary says so instead of failing.
     try:
-        estimate = estimate_training_cost(request_for_shape(job_shape), hours)
+        request = request_for_shape(job_shape)
+        estimate = estimate_training_cost(request, hours)
     except JobSpecError as error:
         return {"unavailable": str(error), "job_shape": dict(job_shape)}
     return {
         "assumed_training_hours": hours,
+        # Which of the two prices the job pays: Spot's, or on-demand's for STANDARD and
+        # FLEX_START (whose own discount is not in the price book).
+        "scheduling_strategy": request.scheduling_strategy,
         "gpu_hours": estimate.gpu_hours,
         "on_demand": estimate.on_demand_cost,
         "spot": estimate.spot_cost,

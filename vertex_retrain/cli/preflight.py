@@ -78,13 +78,20 @@ def load_targets(
     return targets
 
 
-def refusal(command: str, problems: Sequence[Problem], err: TextIO | None = None) -> int | None:
+def refusal(
+    command: str,
+    problems: Sequence[Problem],
+    err: TextIO | None = None,
+    *,
+    spared: str = "nothing was sent",
+) -> int | None:
     """Prints the problems one line each; returns 2 when one is an error (the caller refuses).
 
     Args:
         command: The command's name for the lines (``run``, ``upload``...).
         problems: The preflight's problems.
         err: Where the lines go.
+        spared: What the refusal line says did not happen.
 
     Returns:
         2 to refuse, or None to go on (warnings printed).
@@ -95,8 +102,8 @@ def refusal(command: str, problems: Sequence[Problem], err: TextIO | None = None
         print(f"{command}: {problem.describe()}", file=err)
     if refused:
         print(
-            f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); nothing "
-            f"was sent. `{invoked('preflight PIPELINE')}` shows the same checks",
+            f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); {spared}. "
+            f"`{invoked('preflight PIPELINE')}` shows the same checks",
             file=err,
         )
         return 2

@@ -346,6 +346,14 @@ def _notification_problems(arguments: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def job_errors(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Problem]:
+    """The errors of the jobs the pipeline would submit, as :func:`pipeline_problems` finds
+    them without a location: what a local run checks before it starts any task, so an
+    impossible job is refused before the steps ahead of it have run (and before Vertex would
+    have been paid for them)."""
+    return [p for p in _job_problems(spec, arguments, Settings()) if p.severity == "error"]
+
+
 def pipeline_problems(
     spec: Mapping[str, Any], arguments: Mapping[str, Any], settings: Settings
 ) -> list[Problem]:

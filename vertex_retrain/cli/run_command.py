@@ -52,6 +52,9 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if missing_values:
             print(f"error: {missing_problem(source.name, missing_values)}", file=sys.stderr)
             return 2
+        refused = _local_preflight(spec, {**default_arguments(spec), **overrides})
+        if refused is not None:
+            return refused
         takes_backend = any(
             "backend" in component.get("inputDefinitions", {}).get("parameters", {})
             for component in spec.get("components", {}).values()
@@ -96,6 +99,14 @@ def _preflight(args: argparse.Namespace, spec: dict, arguments: dict) -> int | N
         submission=True,
     )
     return refusal("run", pipeline_problems(spec, arguments, settings))
+
+
+def _local_preflight(spec: dict, arguments: dict) -> int | None:
+    """2 (with one line per problem) when a job the run would submit is impossible."""
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import job_errors
+
+    return refusal("run", job_errors(spec, arguments), spared="no step ran")
 
 
 def _run_local(

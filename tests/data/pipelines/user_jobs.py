@@ -102,9 +102,17 @@ def nested_jobs(tune: bool = False, trial_accelerators: int = 3) -> None:
         ).set_display_name("train")
 
 
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def accelerator_named(name: str) -> str:
+    """The accelerator type, as another task's output: known only when the run has started."""
+    return name
+
+
 @dsl.pipeline(name="impossible-locally")
 def impossible_locally(backend: str = "local") -> None:
-    """An A100 on an N1 machine, run here: the local run must say why it failed."""
+    """An A100 on an N1 machine, known only at run time (so no preflight sees it), run here:
+    the local run must say why it failed."""
+    accelerator = accelerator_named(name="NVIDIA_TESLA_A100").set_caching_options(False)
     train_custom_job(
         backend=backend,
         display_name="linear",
@@ -113,7 +121,7 @@ def impossible_locally(backend: str = "local") -> None:
         package_uri=PACKAGE,
         executor_image_uri=EXECUTOR,
         machine_type="n1-standard-8",
-        accelerator_type="NVIDIA_TESLA_A100",
+        accelerator_type=accelerator.output,
         accelerator_count=1,
     ).set_caching_options(False)
 

@@ -239,3 +239,17 @@ def test_build_python_package_refuses_non_package_folder(root: Path, tmp_path: P
     (tmp_path / "loose" / "x.py").write_text("")
     with pytest.raises(BuildError, match="neither a Python project"):
         build_python_package(tmp_path / "loose", destination_uri="gs://bkt/pkgs")
+
+
+def test_build_step_names_source_uri_when_it_is_not_a_folder(root: Path, tmp_path: Path) -> None:
+    from vertex_retrain.steps.build import build
+
+    missing = tmp_path / "nowhere"
+    with pytest.raises(BuildError) as raised:
+        build(backend="local", source_uri=str(missing), destination="gs://bkt/pkgs")
+    message = str(raised.value)
+    assert message.startswith(f"source_uri {str(missing)!r} is not a folder here")
+    assert "--param source_uri=" in message and "configure(" in message
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(BuildError, match="is not a folder here"):
+        build(backend="local", source_uri=str(tmp_path / "afile"), destination="gs://bkt/pkgs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vertex_retrain.backends.base import Backend, BuildOutcome
+from vertex_retrain.build.context import BuildError
 from vertex_retrain.steps.backend import resolve_backend
 
 __all__ = ["KINDS", "BuildOutcome", "build"]
@@ -45,12 +46,20 @@ def build(
     Raises:
         ValueError: Unknown ``kind`` or ``backend``, or a Vertex container build without
             ``staging_uri``.
+        BuildError: ``source_uri`` is not a folder (or, for a container, an archive).
         BuildError / CloudBuildError: The build failed; nothing was published.
     """
     chosen = resolve_backend(backend, project=project, location=location)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
     source = chosen.readable_path(source_uri)
+    if not source.is_dir() and not (kind == "container" and source.is_file()):
+        raise BuildError(
+            f"source_uri {source_uri!r} is not a folder here ({source}): set the pipeline "
+            "parameter source_uri to the folder of your training code (for a local run a "
+            "path on this machine, e.g. --param source_uri=$PWD/mypackage, or "
+            "configure(..., source_uri=...)); on Vertex a gs:// folder"
+        )
     if kind == "container":
         return chosen.build_container_image(
             source, image=destination, dockerfile=dockerfile, gpu=gpu, staging_uri=staging_uri

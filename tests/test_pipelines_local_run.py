@@ -109,3 +109,61 @@ def test_endpoint_of_a_run_falls_back_to_the_model_as_deploy_model_does() -> Non
     assert endpoint_of({"endpoint_display_name": "ep", "model_display_name": "m"}) == "ep"
     assert endpoint_of({"endpoint_display_name": "", "model_display_name": "m"}) == "m"
     assert endpoint_of({}) == ""
+
+
+def test_task_errors_show_a_message_re_raised_under_another_type_once() -> None:
+    lines = [
+        "    vertex_retrain.backends.base.JobFailedError: job j ended in JOB_STATE_FAILED",
+        "    advice: the Python code raised NameError",
+        "    ",
+        "    vertex_retrain.steps.train.TrainingJobFailedError: job j ended in JOB_STATE_FAILED",
+        "    advice: the Python code raised NameError",
+        "    ",
+        "    vertex_retrain.steps.train.TrainingJobFailedError: job k ended in JOB_STATE_FAILED",
+    ]
+    assert task_errors(lines) == [
+        "vertex_retrain.backends.base.JobFailedError: job j ended in JOB_STATE_FAILED\n"
+        "advice: the Python code raised NameError",
+        "vertex_retrain.steps.train.TrainingJobFailedError: job k ended in JOB_STATE_FAILED",
+    ]
+
+
+def test_failure_message_shows_the_traceback_once_and_the_output_before_it() -> None:
+    from types import SimpleNamespace
+
+    from vertex_retrain.backends.local.backend import failure_message
+    from vertex_retrain.backends.local.exit_advice import advice_for
+
+    tail = (
+        "epoch 1 done\n"
+        "Traceback (most recent call last):\n"
+        '  File "task.py", line 76, in <module>\n'
+        "NameError: name 'main' is not defined"
+    )
+    failure = SimpleNamespace(
+        replica="workerpool0-0", exit_code=1, advice=advice_for(1, tail), log_tail=tail
+    )
+    result = SimpleNamespace(job_id="j", state="JOB_STATE_FAILED", error="exit 1", failure=failure)
+    message = failure_message(result)
+    assert message.count("Traceback (most recent call last):") == 1
+    assert message.endswith("last log lines:\nepoch 1 done")
+    plain = SimpleNamespace(**{**vars(failure), "advice": "out of memory", "log_tail": tail})
+    again = failure_message(SimpleNamespace(**{**vars(result), "failure": plain}))
+    assert again.endswith("last log lines:\n" + tail)
+
+
+def test_failed_step_line_leaves_out_the_compilers_group_names() -> None:
+    from vertex_retrain.cli.local_run import failed_step_line
+
+    kfp_line = (
+        "Pipeline \x1b[95m'churn-weekly'\x1b[0m finished with status \x1b[91mFAILURE\x1b[0m. "
+        "Inner task failed: 'stop-run' inside 'condition-10' inside 'condition-branches-2' "
+        "inside 'exit-handler-1' inside 'weekly-retraining-week' inside 'exit-handler-1'."
+    )
+    assert failed_step_line(kfp_line) == (
+        "Pipeline 'churn-weekly' finished with status FAILURE at step 'stop-run' "
+        "(in 'weekly-retraining-week')"
+    )
+    flat = "Pipeline 'p' finished with status FAILURE. Inner task failed: 'train'."
+    assert failed_step_line(flat) == "Pipeline 'p' finished with status FAILURE at step 'train'"
+    assert failed_step_line("something else broke") == "something else broke"

@@ -317,7 +317,29 @@ def explain_kfp_error(error: BaseException) -> str:
         frames = traceback.extract_tb(error.__traceback__)
         if any(frame.filename.endswith("placeholder_utils.py") for frame in frames):
             return placeholder_hint()
-    return str(error)
+    return failed_step_line(str(error))
+
+
+_INNER_FAILURE = re.compile(
+    r"^(Pipeline '[^']+' finished with status \w+)\. Inner task failed: (.+)\.$"
+)
+# The groups the KFP compiler names (conditions, exit handlers, loops): not the user's words.
+_COMPILER_GROUP = re.compile(r"(condition|condition-branches|exit-handler|for-loop)-\d+")
+
+
+def failed_step_line(message: str) -> str:
+    """kfp.local's failure line with the compiler's group names left out: ``Pipeline 'p'
+    finished with status FAILURE at step 'train-custom-job' (in 'inner-pipeline')``."""
+    plain = strip_ansi(message).strip()
+    match = _INNER_FAILURE.match(plain)
+    if not match:
+        return message
+    chain = re.findall(r"'([^']+)'", match[2])
+    if not chain:
+        return message
+    nested = [name for name in chain[1:] if not _COMPILER_GROUP.fullmatch(name)]
+    where = f" (in {', '.join(repr(name) for name in nested)})" if nested else ""
+    return f"{match[1]} at step {chain[0]!r}{where}"
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")
@@ -329,7 +351,7 @@ _MESSAGE_END = re.compile(
 
 
 def task_errors(log_lines: list[str]) -> list[str]:
-    """The exceptions the failed tasks raised, each once, in order, with their whole message.
+    """The exceptions the failed tasks raised, each message once, in order, in whole.
 
     An exception's message may run over several lines (a :class:`JobSpecError` lists each
     problem, with the field, the value and the alternatives, on a line of its own); the lines
@@ -339,6 +361,7 @@ def task_errors(log_lines: list[str]) -> list[str]:
         ``Type: message`` entries; a message of several lines keeps its line breaks.
     """
     found: list[str] = []
+    said: set[str] = set()  # first lines of messages found, without their exception's type
     lines = [strip_ansi(line) for line in log_lines]
     for index, line in enumerate(lines):
         match = _EXCEPTION_LINE.match(line)
@@ -350,9 +373,11 @@ def task_errors(log_lines: list[str]) -> list[str]:
             if _MESSAGE_END.match(following) or _EXCEPTION_LINE.match(following):
                 break
             message.append(following.removeprefix(indent).rstrip())
-        entry = "\n".join(message)
-        if entry not in found:
-            found.append(entry)
+        # A step re-raises a backend's error under its own type with the same message: the
+        # message is shown once, under the type that raised it first.
+        if match[2] not in said:
+            said.add(match[2])
+            found.append("\n".join(message))
     return found
 
 

@@ -26,6 +26,7 @@ from vertex_retrain.backends.base import (
     VersionSpec,
 )
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.exit_advice import TRACEBACK
 from vertex_retrain.backends.local.gcp_resources import write_local_gcp_resources
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.registry_db import DB_FILENAME, RegistryNotFoundError
@@ -55,9 +56,19 @@ def failure_message(result: Any) -> str:
         lines.append(f"failing replica: {failure.replica}, exit code {failure.exit_code}")
         if failure.advice:
             lines.append(f"advice: {failure.advice}")
-        if failure.log_tail:
-            lines.append("last log lines:\n" + failure.log_tail)
+        tail = _tail_not_in_advice(failure.log_tail or "", failure.advice or "")
+        if tail:
+            lines.append("last log lines:\n" + tail)
     return "\n".join(lines)
+
+
+def _tail_not_in_advice(tail: str, advice: str) -> str:
+    """The log tail without the traceback the advice already shows (printed once, not twice):
+    what the program wrote before it, if anything."""
+    start = tail.rfind(TRACEBACK)
+    if start < 0 or tail[start:].strip().splitlines()[-1] not in advice:
+        return tail
+    return tail[:start].rstrip()
 
 
 class LocalBackend:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import signal
 
-_TRACEBACK = "Traceback (most recent call last):"
+TRACEBACK = "Traceback (most recent call last):"
+"""The line a Python traceback starts with."""
 
 _ADVICE = {
     2: "exit code 2 usually means bad command-line arguments (argparse exits with 2): check "
@@ -50,7 +51,7 @@ def normalise_exit_code(returncode: int) -> tuple[int, str | None]:
 
 def python_error(log_text: str) -> str | None:
     """Return the last Python traceback in `log_text` (from its header to the error line)."""
-    start = log_text.rfind(_TRACEBACK)
+    start = log_text.rfind(TRACEBACK)
     if start < 0:
         return None
     lines = log_text[start:].rstrip().splitlines()

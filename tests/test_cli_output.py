@@ -36,6 +36,15 @@ def test_render_table_cuts_wide_cells_unless_wide() -> None:
     assert "metric_39" not in cut.getvalue()
     assert not ANSI.search(cut.getvalue() + whole.getvalue())
     assert "{" not in whole.getvalue()  # cells never show a dict repr
+    hint = "(cells cut with … to fit the width; --wide shows them whole)"
+    assert cut.getvalue().splitlines()[-1] == hint
+    assert hint not in whole.getvalue()
+
+
+def test_render_table_gives_no_hint_when_every_cell_fits() -> None:
+    out = io.StringIO()
+    render_table(out, (Column("name", "NAME"), Column("m", "M", 20)), [{"name": "a", "m": "b"}])
+    assert out.getvalue().splitlines() == ["NAME  M", "a     b"]
 
 
 def test_render_table_says_none_under_the_headings_when_empty() -> None:

@@ -135,6 +135,11 @@ def render_table(
     print_renderable(out, table, wide=wide)
     if not records:
         out.write(empty + "\n")
+    elif any(
+        limit is not None and natural > limit
+        for natural, limit in zip(naturals, limits, strict=True)
+    ):
+        out.write("(cells cut with … to fit the width; --wide shows them whole)\n")
 
 
 def _fit(columns: Sequence[Column], naturals: list[int], width: int) -> list[int | None]:

@@ -46,7 +46,8 @@ MODEL_COLUMNS = (
 )
 VERSION_COLUMNS = (
     Column("version", "VERSION"),
-    Column("aliases", "ALIASES", 24),
+    # Whole: which version is the champion is what the table is read for.
+    Column("aliases", "ALIASES"),
     Column("artifact_uri", "ARTIFACT", 40),
     Column("metrics", "METRICS", 40),
     Column("pipeline_run", "RUN", 30),

@@ -187,6 +187,13 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     }
     assert as_json["endpoint"]["traffic"] == {"7": 100}
     assert json.loads(json.dumps(as_json))["tuning_report"].endswith("tuning-report.html")
+    # On an 80-column terminal too, a path stays on one line (the terminal's soft wrap copies
+    # as one line; a cell wrapped by us would not).
+    terminal = FakeTerminal()
+    report.render(terminal)
+    plain = ANSI.sub("", terminal.getvalue())
+    assert len(str(run_dir)) + 16 > 80
+    assert any(line.endswith(str(run_dir)) for line in plain.splitlines()), plain
 
 
 def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None:

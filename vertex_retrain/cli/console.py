@@ -163,14 +163,17 @@ def _fit(columns: Sequence[Column], naturals: list[int], width: int) -> list[int
 
 
 def print_renderable(out: TextIO, renderable: Any, *, wide: bool = False) -> None:
-    """Prints a rich renderable; off a terminal, as plain lines without trailing blanks."""
+    """Prints a rich renderable as lines without trailing blanks (plain off a terminal)."""
     console = make_console(out, wide=wide)
-    if is_terminal(out):
-        console.print(renderable)
-        return
     with console.capture() as captured:
         console.print(renderable)
-    out.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    out.write(
+        "".join(_TRAILING_BLANKS.sub(r"\1", line) + "\n" for line in captured.get().splitlines())
+    )
+
+
+_TRAILING_BLANKS = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
+"""Blanks at a line's end, before any closing style codes (kept)."""
 
 
 def print_json(out: TextIO, value: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from rich.table import Table
 
-from vertex_retrain.cli.console import cell_text, is_terminal, print_renderable
+from vertex_retrain.cli.console import cell_text, print_renderable
 from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
 from vertex_retrain.invocation import command
@@ -101,8 +101,9 @@ class LocalRunReport:
         for error in self.errors:
             table.add_row("error", error)
         out.write(f"run {self.pipeline} {state} in {format_duration(self.wall_seconds)}\n")
-        # Off a terminal, lines are not wrapped: paths stay whole for copy and paste.
-        print_renderable(out, table, wide=not is_terminal(out))
+        # Never wrapped by us, on a terminal too: paths stay whole for copy and paste (a
+        # terminal's own soft wrap copies as one line; a wrapped cell would not).
+        print_renderable(out, table, wide=True)
 
     def _evaluation_line(self) -> str:
         """The decision, and for a better candidate the pipeline did not promote, why not."""

@@ -50,7 +50,7 @@ def _direct(script: Path, work: float) -> tuple[float, float, float]:
 
 
 def _executor(image: str, work: float) -> tuple[float, float, float]:
-    from vertex_retrain.backends.local.executor import run_custom_job
+    from vertex_retrain.backends.local.jobs.executor import run_custom_job
 
     payload = {
         "displayName": "bench",
@@ -86,7 +86,7 @@ def run(quick: bool) -> dict[str, Any]:
     repeats, work = (3, 0.5) if quick else (10, 2.0)
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
         os.environ["VERTEX_LOCAL_ROOT"] = str(Path(tmp) / "root")
-        from vertex_retrain.backends.local.builder import build_container_image
+        from vertex_retrain.backends.local.environments.builder import build_container_image
 
         context = Path(tmp) / "ctx"
         context.mkdir()

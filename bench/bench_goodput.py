@@ -51,7 +51,7 @@ SCHEDULE = {"quick": (12.0, 15.0), "full": (30.0, 60.0)}
 
 def _image(scratch: Path) -> str:
     """A local image of the trainer plus the periodic-only wrapper (Python entrypoint)."""
-    from vertex_retrain.backends.local.builder import build_container_image
+    from vertex_retrain.backends.local.environments.builder import build_container_image
 
     context = scratch / "context"
     shutil.copytree(
@@ -95,7 +95,7 @@ def _job(image: str, program: list[str], args: list[str], arm: str, spot: bool) 
 
 
 def _run_arm(payload: dict, interval: float | None) -> dict[str, Any]:
-    from vertex_retrain.backends.local.executor import PreemptionSchedule, run_custom_job
+    from vertex_retrain.backends.local.jobs.executor import PreemptionSchedule, run_custom_job
 
     tail: collections.deque[str] = collections.deque(maxlen=30)
     schedule = PreemptionSchedule(after_seconds=interval) if interval else None

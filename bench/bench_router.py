@@ -37,10 +37,13 @@ from bench.serving_load import (
     start_byte_proxy,
     train_reference_model,
 )
-from vertex_retrain.backends.local.builder import build_container_image, build_python_package
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import DeployedModel, LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.environments.builder import (
+    build_container_image,
+    build_python_package,
+)
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import DeployedModel, LocalEndpoints
 
 ECHO_SERVER = REPO / "tests" / "data" / "serving" / "echo_server.py"
 ECHO_IMAGE = "us-docker.pkg.dev/local/echo:bench"

@@ -33,7 +33,7 @@ from bench.serving_load import (
     train_reference_model,
     wait_healthy,
 )
-from vertex_retrain.backends.local.model_server import free_port
+from vertex_retrain.backends.local.serving.model_server import free_port
 
 CLIENTS = 8
 TARGET_RATIO = 1.3

@@ -1,6 +1,7 @@
 """Tuning efficiency: trials each algorithm needs to come within 1% of the best found.
 
-The samplers are the local tuner's own: `vertex_retrain.backends.local.study_spec.make_sampler` and
+The samplers are the local tuner's own:
+`vertex_retrain.backends.local.studies.study_spec.make_sampler` and
 `suggest`, driven through optuna's ask/tell exactly as `run_tuning_job` drives them, but with
 a cheap surrogate metric instead of a trial process. Why a surrogate: one reference-trainer
 trial is a process of several seconds, and a median over seeds needs hundreds of trials per
@@ -97,7 +98,7 @@ def run_study(
     """
     import optuna
 
-    from vertex_retrain.backends.local import study_spec as ss
+    from vertex_retrain.backends.local.studies import study_spec as ss
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     specs = [ss.parse_param(p) for p in parameter_specs(algorithm)]
@@ -148,7 +149,7 @@ def best_so_far(values: list[float]) -> list[float]:
 
 def bayesian_sampler_name() -> str:
     """Class name of the sampler the local tuner uses for ALGORITHM_UNSPECIFIED here."""
-    from vertex_retrain.backends.local import study_spec as ss
+    from vertex_retrain.backends.local.studies import study_spec as ss
 
     specs = [ss.parse_param(p) for p in parameter_specs("ALGORITHM_UNSPECIFIED")]
     return type(ss.make_sampler("ALGORITHM_UNSPECIFIED", specs, 0)).__name__
@@ -208,7 +209,7 @@ def run(quick: bool) -> dict[str, Any]:
             f"{seeds} seeds, {budget} trials per study, one trial at a time and "
             f"{PARALLEL} at a time (parallelTrialCount {PARALLEL}). The samplers are "
             "the local tuner's (`make_sampler` + `suggest` from "
-            "`vertex_retrain/backends/local/study_spec.py`) driven through optuna on a "
+            "`vertex_retrain/backends/local/studies/study_spec.py`) driven through optuna on a "
             "surrogate of the reference trainer's metric (see `bench/bench_tuning.py` for its "
             "formula and why a surrogate)."
         ),

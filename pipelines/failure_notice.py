@@ -13,7 +13,8 @@ The wrapper has the run's name, description and parameters (same names, types an
 defaults), so callers, schedules and ``--param`` overrides see no difference. Vertex sends the
 e-mail when the run ends, failed or not, to the addresses in the recipients parameter (at most
 three). kfp.local cannot run this Vertex service step: the local runner skips it
-(:mod:`vertex_retrain.backends.local.kfp_tasks`) and the run summary says how the run ended,
+(:mod:`vertex_retrain.backends.local.kfp_adapter.kfp_tasks`) and the run summary says how the
+run ended,
 with a non-zero exit code on failure.
 """
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.leftover_processes import kill, leftovers, live_processes
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import local_root
 
 # Hypothesis's default 200 ms deadline per example and its too_slow health check are timed

@@ -24,8 +24,8 @@ from tests.fakes.vertex_serving import FakeEndpointServiceClient, FakeModelServi
 from vertex_retrain.backends import backend_for
 from vertex_retrain.backends.base import Backend
 from vertex_retrain.backends.local.backend import LocalBackend
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.tuning import TrialResult, TuningResult, trial_payload
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.studies.tuning import TrialResult, TuningResult, trial_payload
 from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.steps.champion import find_alias_holder
 from vertex_retrain.steps.deploy import DeploymentRequest, deploy

@@ -68,9 +68,12 @@ def test_interrupt_is_exit_130_and_one_line(
 def test_hints_name_commands_not_python_functions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vertex_retrain.backends.local.endpoints import LocalEndpoints
-    from vertex_retrain.backends.local.python_env import PackageEnvError, prepare_package_env
-    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.environments.python_env import (
+        PackageEnvError,
+        prepare_package_env,
+    )
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
     with pytest.raises(RegistryNotFoundError) as missing_endpoint:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo
 
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.cli.console import ANSI, Column, cell_text, render_table
 from vertex_retrain.cli.registry_commands import cli_models
 from vertex_retrain.cli.run_progress import RunProgress, format_duration

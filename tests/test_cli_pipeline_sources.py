@@ -233,7 +233,7 @@ def test_run_local_api_runs_a_pipeline_that_passes_no_project_or_location(
     (tests/test_cli_project_location.py); the documented route resolves them."""
     from tests.data.pipelines.user_jobs import register_only
     from vertex_retrain import run_local
-    from vertex_retrain.backends.local.registry import ModelRegistry
+    from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 
     (root / "gcs" / "b" / "model").mkdir(parents=True)
     (root / "gcs" / "b" / "model" / "model.json").write_text("{}")

@@ -17,8 +17,8 @@ import pytest
 from data.serving.support import register_echo
 
 from tests.examples import DRINK_SHOPS
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.cli import processes
 from vertex_retrain.cli.registry_commands import cli_endpoints
 

@@ -53,7 +53,7 @@ def test_kfp_local_without_project_and_location_fails_with_its_index_error(
 
 @pytest.mark.slow
 def test_kfp_local_with_explicit_project_and_location_registers(kfp_local: Path) -> None:
-    from vertex_retrain.backends.local.registry import ModelRegistry
+    from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 
     _pipeline(project="local-project", location="local")()
     assert [v.version_id for v in ModelRegistry().list_versions("m")] == ["1"]

@@ -32,8 +32,8 @@ from tests.examples import (
 from trainer.data import generate
 from trainer.split import week_of
 from trainer.world import WorldConfig
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
 from vertex_retrain.components.build_container import build_container

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.examples import DAILY_DEMAND, example_module
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.cli.local_run import cached_tasks
 
 DEMAND = example_module(DAILY_DEMAND, "pipelines")

@@ -20,9 +20,9 @@ import pytest
 from tests.examples import DRINK_SHOPS, example_module
 from trainer.data import generate
 from trainer.world import WorldConfig
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.local_run import RunConflictError, exclusive_model_run
 

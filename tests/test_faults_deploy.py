@@ -25,13 +25,13 @@ import pytest
 from data.faults.support import TAG_VARIABLE, tagged_processes, wait_until_gone
 from data.serving.support import ECHO_SERVER, build_echo_image, stop_all_servers
 
-from vertex_retrain.backends.local import endpoints as endpoints_module
-from vertex_retrain.backends.local import model_server
-from vertex_retrain.backends.local import registry as registry_module
-from vertex_retrain.backends.local.endpoint_servers import _healthy
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.router import start_router
+from vertex_retrain.backends.local.model_registry import registry as registry_module
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving import endpoints as endpoints_module
+from vertex_retrain.backends.local.serving import model_server
+from vertex_retrain.backends.local.serving.endpoint_servers import _healthy
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.router import start_router
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.steps.deploy import DeploymentRequest, deploy
 from vertex_retrain.steps.register import RegisteredVersion, RegistrationRequest, register
@@ -193,7 +193,8 @@ def _killed_deploy_step(version: RegisteredVersion, marker: Path, stall_in: str)
     script = textwrap.dedent(
         f"""
         import pathlib, time
-        from vertex_retrain.backends.local import lifeline, model_server
+        from vertex_retrain.backends.local import lifeline
+        from vertex_retrain.backends.local.serving import model_server
         from vertex_retrain.steps.deploy import DeploymentRequest, deploy
         target = model_server if {stall_in!r} == "start_checked_server" else lifeline
         original = getattr(target, {stall_in!r})

@@ -72,7 +72,7 @@ def test_replica_dies_with_the_process_that_started_it(
     middle, (replica,) = _middle(
         """
         from pathlib import Path
-        from vertex_retrain.backends.local.gcs_namespace import in_gcs_namespace
+        from vertex_retrain.backends.local.jobs.gcs_namespace import in_gcs_namespace
         argv = ["sleep", "300"]
         if sys.argv[1]:
             argv = in_gcs_namespace(argv, Path(sys.argv[1]))

@@ -30,9 +30,9 @@ from trainer.data import generate
 from trainer.faults import FAULTS_ENV, faults_env, pause_marker
 from trainer.split import make_time_split
 from trainer.world import WorldConfig
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.spot import PreemptionSchedule
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.jobs.spot import PreemptionSchedule
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from data.faults.support import TAG_VARIABLE, wait_until_gone
 
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED
-from vertex_retrain.backends.local.tuning import (
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED
+from vertex_retrain.backends.local.studies.tuning import (
     METRIC_FILE,
     TRIAL_INFEASIBLE,
     TRIAL_SUCCEEDED,

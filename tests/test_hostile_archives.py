@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.build_index import index_path
-from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.environments.build_index import index_path
+from vertex_retrain.backends.local.environments.builder import build_container_image
 from vertex_retrain.build.context import BuildError
 
 IMAGE = "us-docker.pkg.dev/p/r/trainer:v1"

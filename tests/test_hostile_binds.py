@@ -17,11 +17,11 @@ import pytest
 from data.hostile.support import GOOD_INSTANCE, REPO, listening_addresses, write_tiny_artifact
 
 from trainer.serve import start_server
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.model_server import free_port
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.model_server import free_port
 from vertex_retrain.backends.local.storage import to_local_path
 
 pytestmark = pytest.mark.slow

@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 from data.hostile.support import REPO
 
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.registry_db import RegistryCorruptError, RegistryLockedError
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryCorruptError,
+    RegistryLockedError,
+)
 
 pytestmark = pytest.mark.slow
 DIGEST = "sha256:" + "a" * 64

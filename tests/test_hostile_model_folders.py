@@ -32,9 +32,9 @@ from trainer.artifact_index import ArtifactError
 from trainer.export import load_artifact
 from trainer.paths import sha256_file
 from trainer.serve import main as serve_main
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.model_server import ServerStartError
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.model_server import ServerStartError
 from vertex_retrain.backends.local.storage import to_local_path
 
 ZEROS = "0" * 64

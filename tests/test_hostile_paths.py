@@ -25,10 +25,13 @@ from trainer.checkpoint import CheckpointManager
 from trainer.export import load_artifact
 from trainer.paths import resolve, sha256_file
 from trainer.serve import main as serve_main
-from vertex_retrain.backends.local.build_index import index_path
-from vertex_retrain.backends.local.builder import build_container_image, build_python_package
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.environments.build_index import index_path
+from vertex_retrain.backends.local.environments.builder import (
+    build_container_image,
+    build_python_package,
+)
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import StorageError, to_local_path
 from vertex_retrain.build.context import BuildError
 
@@ -98,7 +101,7 @@ def test_build_python_package_refuses_destination_outside_root(root: Path, tmp_p
 def test_deploy_refuses_artifact_uri_outside_root_and_starts_nothing(
     root: Path, tmp_path: Path
 ) -> None:
-    from vertex_retrain.backends.local.builder import build_container_image
+    from vertex_retrain.backends.local.environments.builder import build_container_image
 
     context = tmp_path / "image"  # an image the local backend can serve
     context.mkdir()

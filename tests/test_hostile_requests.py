@@ -29,8 +29,8 @@ from data.hostile.support import (
 )
 
 from trainer.serve import RunningServer, start_server
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.router import RouterHandle
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.router import RouterHandle
 
 pytestmark = pytest.mark.slow
 

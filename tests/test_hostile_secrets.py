@@ -19,7 +19,7 @@ import pytest
 import yaml
 from data.hostile.support import REPO
 
-from vertex_retrain.backends.local.builder import build_container_image
+from vertex_retrain.backends.local.environments.builder import build_container_image
 from vertex_retrain.backends.local.storage import local_root
 from vertex_retrain.specs import check_payload_parses
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload

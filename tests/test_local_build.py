@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.build_index import ImageNotBuiltError, index_path, lookup_image
-from vertex_retrain.backends.local.builder import build_container_image, build_python_package
+from vertex_retrain.backends.local.environments.build_index import (
+    ImageNotBuiltError,
+    index_path,
+    lookup_image,
+)
+from vertex_retrain.backends.local.environments.builder import (
+    build_container_image,
+    build_python_package,
+)
 from vertex_retrain.build.context import (
     BuildError,
     context_files,

@@ -13,13 +13,19 @@ from pathlib import Path
 import pytest
 from data.serving.support import ECHO_SERVER, echo_spec, register_echo, stop_all_servers
 
-from vertex_retrain.backends.local import model_server
-from vertex_retrain.backends.local.endpoint_servers import ensure_servers, stop_servers
-from vertex_retrain.backends.local.endpoints import Endpoint, LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.registry_db import RegistryInputError, RegistryNotFoundError
-from vertex_retrain.backends.local.registry_tables import endpoints_table
-from vertex_retrain.backends.local.serving_spec import resolve_serving_launch, serving_environment
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryInputError,
+    RegistryNotFoundError,
+)
+from vertex_retrain.backends.local.model_registry.registry_tables import endpoints_table
+from vertex_retrain.backends.local.serving import model_server
+from vertex_retrain.backends.local.serving.endpoint_servers import ensure_servers, stop_servers
+from vertex_retrain.backends.local.serving.endpoints import Endpoint, LocalEndpoints
+from vertex_retrain.backends.local.serving.serving_spec import (
+    resolve_serving_launch,
+    serving_environment,
+)
 from vertex_retrain.rules.traffic import TrafficSplitError
 
 pytestmark = pytest.mark.slow
@@ -268,7 +274,7 @@ def test_serving_launch_refuses_a_version_with_neither_package_nor_local_image(
 def test_endpoint_deploys_an_image_built_by_the_local_builder(
     registry: ModelRegistry, endpoints: LocalEndpoints, tmp_path: Path
 ) -> None:
-    from vertex_retrain.backends.local.builder import build_container_image
+    from vertex_retrain.backends.local.environments.builder import build_container_image
 
     context = tmp_path / "context"
     context.mkdir()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from vertex_retrain.backends.local.build_index import ImageNotBuiltError
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.job_payload import JobSpecError
-from vertex_retrain.backends.local.pool_launch import PoolLaunchError
+from vertex_retrain.backends.local.environments.build_index import ImageNotBuiltError
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.jobs.job_payload import JobSpecError
+from vertex_retrain.backends.local.jobs.pool_launch import PoolLaunchError
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 REPO = Path(__file__).resolve().parent.parent
@@ -166,7 +166,7 @@ def test_run_custom_job_caller_signal_cancels_leaving_no_orphans(
         textwrap.dedent(
             f"""
             import json
-            from vertex_retrain.backends.local.executor import run_custom_job
+            from vertex_retrain.backends.local.jobs.executor import run_custom_job
             result = run_custom_job({payload!r}, grace_seconds=0.5, on_log=lambda _: None)
             print(json.dumps({{"state": result.state, "error": result.error}}))
             """

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.builder import build_python_package
-from vertex_retrain.backends.local.executor import SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.python_env import (
+from vertex_retrain.backends.local.environments.builder import build_python_package
+from vertex_retrain.backends.local.environments.python_env import (
     PackageEnvError,
     framework_warnings,
     parse_executor_image,
 )
+from vertex_retrain.backends.local.jobs.executor import SUCCEEDED, run_custom_job
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.field_table_cache import (
+from vertex_retrain.backends.local.jobs.field_table_cache import (
     cache_file,
     cached_field_table,
     warm_in_background,
@@ -26,7 +26,7 @@ from vertex_retrain.specs.validate import validate_custom_job
 # A fresh interpreter: reads the table from `root` and says whether aiplatform_v1 was imported.
 _READ = (
     "import sys; from pathlib import Path; "
-    "from vertex_retrain.backends.local.field_table_cache import cached_field_table; "
+    "from vertex_retrain.backends.local.jobs.field_table_cache import cached_field_table; "
     "table = cached_field_table(Path(sys.argv[1])); "
     "print(len(table), 'google.cloud.aiplatform_v1' in sys.modules)"
 )
@@ -117,7 +117,7 @@ def test_validate_job_with_the_cached_table_agrees_with_the_protos(tmp_path: Pat
 def test_cached_field_table_does_not_read_an_oversized_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vertex_retrain.backends.local import field_table_cache
+    from vertex_retrain.backends.local.jobs import field_table_cache
 
     cached_field_table(tmp_path)  # a valid file, then a cap below its size
     monkeypatch.setattr(field_table_cache, "MAX_CACHE_BYTES", 100)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.package_files import write_wheel
-from vertex_retrain.backends.local import gcs_namespace
-from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.jobs import gcs_namespace
+from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED, run_custom_job
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 # Follows Vertex's documentation: gs://B/P is /gcs/B/P (or, with --host, another folder that

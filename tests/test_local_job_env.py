@@ -14,9 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.package_files import write_installed, write_wheel
-from vertex_retrain.backends.local.executor import SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.python_env import PackageEnvError, prepare_package_env
-from vertex_retrain.backends.local.wheel_install import site_packages
+from vertex_retrain.backends.local.environments.python_env import (
+    PackageEnvError,
+    prepare_package_env,
+)
+from vertex_retrain.backends.local.environments.wheel_install import site_packages
+from vertex_retrain.backends.local.jobs.executor import SUCCEEDED, run_custom_job
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 REPORT = """
@@ -100,7 +103,7 @@ def test_job_env_runs_the_given_wheel_although_the_caller_has_the_same_name_and_
     script = (
         "import importlib.metadata, importlib.util, json, sys\n"
         "from pathlib import Path\n"
-        "from vertex_retrain.backends.local.executor import run_custom_job\n"
+        "from vertex_retrain.backends.local.jobs.executor import run_custom_job\n"
         "seen = (importlib.metadata.version('mytrainer'),"
         " importlib.util.find_spec('mytrainer.evaluate') is not None)\n"
         "result = run_custom_job(json.loads(sys.argv[1]), root=Path(sys.argv[2]),"

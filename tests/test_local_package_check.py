@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.builder import build_python_package
-from vertex_retrain.backends.local.executor import run_custom_job
-from vertex_retrain.backends.local.python_env import PackageEnvError
+from vertex_retrain.backends.local.environments.builder import build_python_package
+from vertex_retrain.backends.local.environments.python_env import PackageEnvError
+from vertex_retrain.backends.local.jobs.executor import run_custom_job
 from vertex_retrain.build.package_metadata import read_package_metadata
 from vertex_retrain.specs.package_compat import package_problems
 from vertex_retrain.specs.problems import errors_of

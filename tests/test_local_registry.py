@@ -10,16 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from vertex_retrain.backends.local.registry import Lineage, ModelRegistry
-from vertex_retrain.backends.local.registry_db import (
+from vertex_retrain.backends.local.model_registry.registry import Lineage, ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryCorruptError,
     RegistryError,
     RegistryInputError,
     RegistryLockedError,
     RegistryNotFoundError,
 )
-from vertex_retrain.backends.local.registry_schema import SCHEMA_VERSION, migrate
-from vertex_retrain.backends.local.registry_tables import models_table, versions_table
+from vertex_retrain.backends.local.model_registry.registry_schema import SCHEMA_VERSION, migrate
+from vertex_retrain.backends.local.model_registry.registry_tables import (
+    models_table,
+    versions_table,
+)
 
 SPEC = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "command": ["python", "-m", "serve"]}
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo
 
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.cli.registry_commands import cli_endpoints, cli_models
 
 REPO = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 
 SPEC = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "command": ["python", "-m", "serve"]}
 WORKERS = 4

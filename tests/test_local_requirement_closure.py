@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.package_files import write_installed
-from vertex_retrain.backends.local.dist_view import build_view
-from vertex_retrain.backends.local.requirement_closure import (
+from vertex_retrain.backends.local.environments.dist_view import build_view
+from vertex_retrain.backends.local.environments.requirement_closure import (
     InstalledDistributions,
     resolve_closure,
 )

@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 from data.serving.support import register_echo, stop_all_servers
 
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.router import DEPLOYED_MODEL_HEADER, RouterHandle, start_router
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.router import (
+    DEPLOYED_MODEL_HEADER,
+    RouterHandle,
+    start_router,
+)
 
 pytestmark = pytest.mark.slow
 

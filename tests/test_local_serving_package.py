@@ -14,11 +14,11 @@ from data.serving.support import stop_all_servers
 
 from tests.package_files import write_installed, write_wheel
 from vertex_retrain.backends.local.backend import LocalBackend
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.model_server import ServerStartError
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.registry_db import RegistryInputError
-from vertex_retrain.backends.local.registry_schema import migrate
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_db import RegistryInputError
+from vertex_retrain.backends.local.model_registry.registry_schema import migrate
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.model_server import ServerStartError
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.steps.register import RegistrationRequest, register
 

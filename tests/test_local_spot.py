@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.job_payload import JobSpecError
-from vertex_retrain.backends.local.spot import GoodputStats, PreemptionSchedule, Progress
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.jobs.job_payload import JobSpecError
+from vertex_retrain.backends.local.jobs.spot import GoodputStats, PreemptionSchedule, Progress
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 STEPS = 30

@@ -10,8 +10,11 @@ from typing import Any
 from kfp import dsl
 
 from tests.data.pipelines.cached_steps import cached_steps
-from vertex_retrain.backends.local.kfp_tasks import resolve_run_placeholders, vertex_only
-from vertex_retrain.backends.local.task_cache import (
+from vertex_retrain.backends.local.kfp_adapter.kfp_tasks import (
+    resolve_run_placeholders,
+    vertex_only,
+)
+from vertex_retrain.backends.local.kfp_adapter.task_cache import (
     CACHED_FROM_FILE,
     TaskCache,
     cache_key,

@@ -10,15 +10,15 @@ from typing import Any
 import hypertune
 import pytest
 
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.executor import FAILED, SUCCEEDED
-from vertex_retrain.backends.local.study_spec import (
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED
+from vertex_retrain.backends.local.studies.study_spec import (
     StudySpecError,
     grid_size,
     make_sampler,
     parse_param,
 )
-from vertex_retrain.backends.local.tuning import (
+from vertex_retrain.backends.local.studies.tuning import (
     TRIAL_INFEASIBLE,
     TRIAL_SUCCEEDED,
     read_metric,

@@ -132,7 +132,7 @@ def test_failure_message_shows_the_traceback_once_and_the_output_before_it() -> 
     from types import SimpleNamespace
 
     from vertex_retrain.backends.local.backend import failure_message
-    from vertex_retrain.backends.local.exit_advice import advice_for
+    from vertex_retrain.backends.local.jobs.exit_advice import advice_for
 
     tail = (
         "epoch 1 done\n"

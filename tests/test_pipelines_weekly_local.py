@@ -23,10 +23,10 @@ import pytest
 
 from tests.examples import DRINK_SHOPS, evaluation_declaration, example_module
 from trainer.split import week_of
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
-from vertex_retrain.backends.local.router import start_router
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry, ModelVersion
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.backends.local.serving.router import start_router
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.local_run import cached_tasks, local_arguments, run_pipeline_locally
 

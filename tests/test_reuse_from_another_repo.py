@@ -211,7 +211,7 @@ def test_reuse_other_repo_runs_our_compiled_yamls_locally_from_a_wheel_install(
     assert "↺ step register-model: cached from run their-pipeline-" in cli.stdout
     registry = _python(
         other_repo, installed, root, "-c",
-        "from vertex_retrain.backends.local.registry import ModelRegistry; "
+        "from vertex_retrain.backends.local.model_registry.registry import ModelRegistry; "
         "print([v.version_id for v in ModelRegistry().list_versions('their-model')])",
     )  # fmt: skip
     assert registry.stdout.strip() == "['1']", registry.stderr

@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from vertex_retrain.backends.local import router_forward
-from vertex_retrain.backends.local.asgi_guard import HttpError
-from vertex_retrain.backends.local.endpoints import DeployedModel
-from vertex_retrain.backends.local.router_forward import Forwarder
+from vertex_retrain.backends.local.serving import router_forward
+from vertex_retrain.backends.local.serving.asgi_guard import HttpError
+from vertex_retrain.backends.local.serving.endpoints import DeployedModel
+from vertex_retrain.backends.local.serving.router_forward import Forwarder
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 Reply = Callable[[int, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from vertex_retrain.backends.local.backend import LocalBackend
-from vertex_retrain.backends.local.registry_db import RegistryDatabase, RegistryNotFoundError
-from vertex_retrain.backends.local.registry_schema import SCHEMA_VERSION, migrate
-from vertex_retrain.backends.local.run_history import RunHistory
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryDatabase,
+    RegistryNotFoundError,
+)
+from vertex_retrain.backends.local.model_registry.registry_schema import SCHEMA_VERSION, migrate
+from vertex_retrain.backends.local.model_registry.run_history import RunHistory
 from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.backends.vertex.experiments import experiment_name, log_week
 from vertex_retrain.cli.main import main

@@ -39,7 +39,7 @@ from data.hostile.support import (
 
 from trainer.asgi_guard import STATUS_NAMES, Limits
 from trainer.serve import ServeConfig, start_server
-from vertex_retrain.backends.local.model_server import free_port
+from vertex_retrain.backends.local.serving.model_server import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -283,7 +283,7 @@ def test_router_cli_finishes_a_request_in_flight_on_sigterm(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    "module", ["trainer.asgi_runner", "vertex_retrain.backends.local.asgi_runner"]
+    "module", ["trainer.asgi_runner", "vertex_retrain.backends.local.serving.asgi_runner"]
 )
 def test_server_config_runs_on_uvloop(module: str) -> None:
     import importlib

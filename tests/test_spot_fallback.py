@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from vertex_retrain.backends.base import CustomJobRun, JobFailedError
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.spot import GoodputStats, Progress, stockout_message
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.spot import GoodputStats, Progress, stockout_message
 from vertex_retrain.rules.spot_fallback import (
     FallbackPolicy,
     decide_fallback,

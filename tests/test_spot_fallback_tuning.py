@@ -18,8 +18,8 @@ from vertex_retrain.backends.base import (
     TaskOutputs,
     TuningJobRun,
 )
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.spot import stockout_message
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.jobs.spot import stockout_message
 from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.rules.spot_fallback import FallbackPolicy
 from vertex_retrain.steps.summary import build_summary

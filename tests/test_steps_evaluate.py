@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from vertex_retrain.backends.local.builder import build_python_package
-from vertex_retrain.backends.local.registry import ModelRegistry
+from vertex_retrain.backends.local.environments.builder import build_python_package
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.contracts.evaluation import CHAMPION_FLAG

@@ -72,7 +72,7 @@ def forecast(endpoint: str, instances: list[Any]) -> tuple[dict[str, int], list[
     Returns:
         The endpoint's traffic split and the predictions.
     """
-    from vertex_retrain.backends.local.router import start_router
+    from vertex_retrain.backends.local.serving.router import start_router
 
     with start_router(endpoint) as router:
         request = urllib.request.Request(

@@ -125,8 +125,8 @@ def run_week(pipeline: Any, arguments: Mapping[str, Any], number: int, out: Text
 
 def weeks_on_record(model: str) -> set[str]:
     """The ``as_of`` of each run of ``model`` that succeeded under this local root."""
-    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
-    from vertex_retrain.backends.local.run_history import RunHistory
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.model_registry.run_history import RunHistory
 
     try:
         records = RunHistory().weeks(model)
@@ -143,7 +143,7 @@ def next_week(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 def sample_prediction(endpoint: str, instances: list[Any]) -> tuple[str, dict[str, int], Any]:
     """Serves the endpoint on 127.0.0.1 briefly and sends it the sample instances."""
-    from vertex_retrain.backends.local.router import start_router
+    from vertex_retrain.backends.local.serving.router import start_router
 
     with start_router(endpoint) as router:
         url = f"{router.url}/v1/endpoints/{endpoint}:predict"
@@ -158,8 +158,8 @@ def sample_prediction(endpoint: str, instances: list[Any]) -> tuple[str, dict[st
 
 def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> None:
     """The closing summary: metrics, decision, registry, a prediction, cost."""
-    from vertex_retrain.backends.local.registry import ModelRegistry
-    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
     from vertex_retrain.cli.run_report import metrics_line
     from vertex_retrain.specs.cost import format_money
 

@@ -1,7 +1,8 @@
 """``vertex-retrain history [MODEL]``: the weeks on record, as a table, JSON and a PNG plot.
 
 Each local run's exit handler records its week in the registry database
-(:mod:`vertex_retrain.backends.local.run_history`): window, data gate, candidate, champion and
+(:mod:`vertex_retrain.backends.local.model_registry.run_history`): window, data gate,
+candidate, champion and
 baseline metrics, decision, cost, goodput and any Spot fallback. This prints them oldest week
 first and plots the metrics over the weeks (``<local root>/history/<model>.png`` unless
 ``--plot PATH``). Bad input (an unknown model, an unreadable database, a plot path that is not
@@ -123,12 +124,12 @@ def _file_name(model: str) -> str:
 
 
 def _load(model: str | None, db: str | None) -> list[RunRecord]:
-    from vertex_retrain.backends.local.registry_db import (
+    from vertex_retrain.backends.local.model_registry.registry_db import (
         RegistryError,
         RegistryInputError,
         RegistryNotFoundError,
     )
-    from vertex_retrain.backends.local.run_history import RunHistory
+    from vertex_retrain.backends.local.model_registry.run_history import RunHistory
 
     if db is not None and not Path(db).expanduser().is_file():
         raise HistoryInputError(f"--db {db!r} is not a file; pass the registry database path")

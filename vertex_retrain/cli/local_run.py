@@ -203,14 +203,15 @@ def run_pipeline_locally(
         console: Where progress goes (default: standard output).
         verbose: Show every line of every task.
         cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
-            does (:mod:`vertex_retrain.backends.local.kfp_tasks`); False runs every task.
+            does (:mod:`vertex_retrain.backends.local.kfp_adapter.kfp_tasks`); False runs
+            every task.
 
     Returns:
         The outcome; ``summary`` is the exit handler's summary when the pipeline has one;
         ``refused`` says why nothing ran when another local run holds the same model
         (``model_display_name``, else the pipeline's name) under the same local root.
     """
-    from vertex_retrain.backends.local.field_table_cache import warm_in_background
+    from vertex_retrain.backends.local.jobs.field_table_cache import warm_in_background
     from vertex_retrain.backends.local.lifeline import run_scope
     from vertex_retrain.backends.local.storage import local_root
     from vertex_retrain.cli.run_window import with_local_as_of
@@ -253,9 +254,9 @@ def _run_locked(
 ) -> LocalRunOutcome:
     from kfp import local
 
-    from vertex_retrain.backends.local.kfp_run_times import run_time_placeholders
-    from vertex_retrain.backends.local.kfp_tasks import local_task_policy
-    from vertex_retrain.backends.local.task_cache import TaskCache
+    from vertex_retrain.backends.local.kfp_adapter.kfp_run_times import run_time_placeholders
+    from vertex_retrain.backends.local.kfp_adapter.kfp_tasks import local_task_policy
+    from vertex_retrain.backends.local.kfp_adapter.task_cache import TaskCache
 
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
@@ -405,7 +406,7 @@ def cached_tasks(run_dir: Path | None) -> dict[str, str]:
     """Task -> the run it was served from, for the tasks of ``run_dir`` the cache answered."""
     import json
 
-    from vertex_retrain.backends.local.task_cache import CACHED_FROM_FILE
+    from vertex_retrain.backends.local.kfp_adapter.task_cache import CACHED_FROM_FILE
 
     if run_dir is None:
         return {}
@@ -424,8 +425,8 @@ def stop_endpoint_servers(endpoint: str) -> int:
     The ``serve`` command (or any router) starts them again. Returns how many were stopped; 0
     when the endpoint does not exist (a run that failed before deploying).
     """
-    from vertex_retrain.backends.local.endpoint_servers import stop_servers
-    from vertex_retrain.backends.local.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
 
     try:
         return stop_servers(endpoint)

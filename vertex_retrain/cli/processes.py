@@ -4,7 +4,7 @@ kfp.local runs each task as a child process, and the local executor runs replica
 child's children. When ``run --local`` ends (finished, failed, Ctrl-C or SIGTERM) whatever is
 left of that tree is stopped here: SIGTERM to every descendant, then SIGKILL to those still
 alive after a grace period. Model servers are not in the tree (a deploy step starts them and
-exits); :func:`vertex_retrain.backends.local.endpoint_servers.stop_servers` stops those.
+exits); :func:`vertex_retrain.backends.local.serving.endpoint_servers.stop_servers` stops those.
 """
 
 from __future__ import annotations

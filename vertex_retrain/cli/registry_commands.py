@@ -17,13 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from vertex_retrain.backends.local.model_server import ServerStartError
-from vertex_retrain.backends.local.registry_db import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
     DB_FILENAME,
     RegistryError,
     RegistryInputError,
     RegistryNotFoundError,
 )
+from vertex_retrain.backends.local.serving.model_server import ServerStartError
 from vertex_retrain.cli.console import Column, print_json, render_table
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import TrafficSplitError
@@ -116,8 +116,8 @@ def _database(args: argparse.Namespace) -> str | None:
 
 def _check_bind(host: str, port: int) -> None:
     """Refuses, before any model server starts, an address `serve` could not listen on."""
-    from vertex_retrain.backends.local.asgi_guard import Limits
-    from vertex_retrain.backends.local.asgi_runner import bind
+    from vertex_retrain.backends.local.serving.asgi_guard import Limits
+    from vertex_retrain.backends.local.serving.asgi_runner import bind
 
     try:
         bind(host, port, Limits()).close()
@@ -176,7 +176,10 @@ def cli_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
         args: `model` (optional display name), `db` (optional database path), `json`, `wide`.
         out: Where the table or JSON goes (default: stdout).
     """
-    from vertex_retrain.backends.local.registry_tables import model_records, version_records
+    from vertex_retrain.backends.local.model_registry.registry_tables import (
+        model_records,
+        version_records,
+    )
 
     out = out or sys.stdout
     model = getattr(args, "model", None)
@@ -206,14 +209,14 @@ def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _guarded(lambda: _undeploy(args.endpoint, args.model, _database(args), out))
     if action == "history":
         return _guarded(lambda: _history(args, _database(args), out))
-    from vertex_retrain.backends.local.registry_tables import endpoint_records
+    from vertex_retrain.backends.local.model_registry.registry_tables import endpoint_records
 
     return _guarded(lambda: _show(args, ENDPOINT_COLUMNS, endpoint_records(_database(args)), out))
 
 
 def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
-    from vertex_retrain.backends.local.endpoint_servers import stop_servers
-    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+    from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 
     if bool(args.endpoint) == bool(args.all):
         raise _InputError("endpoints stop: name one endpoint, or pass --all (not both)")
@@ -234,7 +237,7 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
 
 
 def _undeploy(endpoint: str, model: str, db: str | None, out: TextIO) -> None:
-    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 
     endpoints = LocalEndpoints(db)
     deployed = endpoints.get(endpoint).deployed_models
@@ -263,7 +266,7 @@ def _undeploy(endpoint: str, model: str, db: str | None, out: TextIO) -> None:
 
 
 def _history(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
-    from vertex_retrain.backends.local.endpoints import LocalEndpoints
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 
     records = [
         {
@@ -287,8 +290,8 @@ def cli_serve(args: argparse.Namespace) -> int:
     Args:
         args: `endpoint`, and optional `host`, `port`, `seed`, `db`.
     """
-    from vertex_retrain.backends.local.endpoint_servers import stop_servers
-    from vertex_retrain.backends.local.router import serve_endpoint
+    from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.serving.router import serve_endpoint
 
     host = getattr(args, "host", None) or "127.0.0.1"
     port = getattr(args, "port", None) or 0

@@ -34,7 +34,8 @@ _TRAINING = re.compile(
 _WARNING = re.compile(r"\[executor\] warning: (?:warning: )?(.+)$")
 _NOTICE = re.compile(r"\[executor\] (?!warning)(.+)$")
 _ERROR = re.compile(r"\bERROR\b")
-# Lines of vertex_retrain.backends.local.kfp_tasks: a task served from the cache, or skipped.
+# Lines of vertex_retrain.backends.local.kfp_adapter.kfp_tasks: a task served from the cache,
+# or skipped.
 _CACHED = re.compile(r"Task '([^']+)' cached from run (\S+)")
 _SKIPPED = re.compile(r"Skipping task '([^']+)': (.+)$")
 

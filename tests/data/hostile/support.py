@@ -119,13 +119,13 @@ def router_over_trainer_server(
         limits: The router's `asgi_guard.Limits` (default: the router's defaults).
 
     Yields:
-        The running router (`vertex_retrain.backends.local.router.RouterHandle`); on exit
+        The running router (`vertex_retrain.backends.local.serving.router.RouterHandle`); on exit
         the router and the server process stop.
     """
-    from vertex_retrain.backends.local.endpoint_servers import stop_servers
-    from vertex_retrain.backends.local.endpoints import LocalEndpoints
-    from vertex_retrain.backends.local.registry import ModelRegistry
-    from vertex_retrain.backends.local.router import start_router
+    from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+    from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+    from vertex_retrain.backends.local.serving.router import start_router
     from vertex_retrain.backends.local.storage import to_local_path
 
     previous = os.environ.get("VERTEX_LOCAL_ROOT")

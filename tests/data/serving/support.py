@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vertex_retrain.backends.local.builder import build_container_image
-from vertex_retrain.backends.local.endpoint_servers import stop_servers
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import ModelRegistry, ModelVersion
+from vertex_retrain.backends.local.environments.builder import build_container_image
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry, ModelVersion
+from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import to_local_path
 
 ECHO_SERVER = Path(__file__).with_name("echo_server.py")

@@ -25,16 +25,19 @@ from vertex_retrain.backends.base import (
     TuningJobRun,
     VersionSpec,
 )
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.exit_advice import TRACEBACK
-from vertex_retrain.backends.local.gcp_resources import write_local_gcp_resources
-from vertex_retrain.backends.local.registry import ModelRegistry
-from vertex_retrain.backends.local.registry_db import DB_FILENAME, RegistryNotFoundError
-from vertex_retrain.backends.local.registry_records import (
+from vertex_retrain.backends.local.jobs.exit_advice import TRACEBACK
+from vertex_retrain.backends.local.jobs.gcp_resources import write_local_gcp_resources
+from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    DB_FILENAME,
+    RegistryNotFoundError,
+)
+from vertex_retrain.backends.local.model_registry.registry_records import (
     Lineage,
     ModelVersion,
     parse_resource_name,
 )
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import local_root, to_local_path
 from vertex_retrain.run_record import RunRecord
 
@@ -137,8 +140,8 @@ class LocalBackend:
 
         A local job dies with its task, so a re-run has no live job to adopt.
         """
-        from vertex_retrain.backends.local.executor import run_custom_job
-        from vertex_retrain.backends.local.spot import PreemptionSchedule
+        from vertex_retrain.backends.local.jobs.executor import run_custom_job
+        from vertex_retrain.backends.local.jobs.spot import PreemptionSchedule
 
         preemption = None
         if preemption_after_s > 0:
@@ -175,8 +178,8 @@ class LocalBackend:
         With ``preemption_after_s``, each attempt of each SPOT trial is preempted that many
         seconds in, so a trial that runs longer ends in ``STOCKOUT`` on its seventh.
         """
-        from vertex_retrain.backends.local.spot import PreemptionSchedule
-        from vertex_retrain.backends.local.tuning import run_tuning_job
+        from vertex_retrain.backends.local.jobs.spot import PreemptionSchedule
+        from vertex_retrain.backends.local.studies.tuning import run_tuning_job
 
         preemption = None
         if preemption_after_s > 0:
@@ -244,13 +247,13 @@ class LocalBackend:
 
     def deploy(self, spec: DeploySpec) -> DeploymentOutcome:
         """Starts and checks the version's server before any traffic moves (see deployment)."""
-        from vertex_retrain.backends.local.deployment import deploy_locally
+        from vertex_retrain.backends.local.serving.deployment import deploy_locally
 
         return deploy_locally(self.endpoints, spec)
 
     def rollback(self, endpoint_display_name: str) -> DeploymentOutcome:
         """Restores the split from before the latest deployment (see deployment)."""
-        from vertex_retrain.backends.local.deployment import rollback_locally
+        from vertex_retrain.backends.local.serving.deployment import rollback_locally
 
         return rollback_locally(self.endpoints, endpoint_display_name)
 
@@ -264,7 +267,7 @@ class LocalBackend:
         staging_uri: str = "",
     ) -> BuildOutcome:
         """Records the image in the local build index; no staging is needed locally."""
-        from vertex_retrain.backends.local.builder import build_container_image
+        from vertex_retrain.backends.local.environments.builder import build_container_image
 
         result = build_container_image(
             context, image_uri=image, dockerfile=dockerfile, gpu=gpu, root=self._root
@@ -275,7 +278,7 @@ class LocalBackend:
         self, source: Path, *, destination: str, name: str = "", version: str = ""
     ) -> BuildOutcome:
         """Builds the wheel into the storage root under ``destination``."""
-        from vertex_retrain.backends.local.builder import build_python_package
+        from vertex_retrain.backends.local.environments.builder import build_python_package
 
         result = build_python_package(
             source,
@@ -288,13 +291,13 @@ class LocalBackend:
 
     def read_task_outputs(self, *, pipeline_root: str, run_name: str) -> dict[str, TaskOutputs]:
         """Reads kfp.local's executor output files under ``<pipeline_root>/<run_name>``."""
-        from vertex_retrain.backends.local.pipeline_runs import read_local_task_outputs
+        from vertex_retrain.backends.local.kfp_adapter.pipeline_runs import read_local_task_outputs
 
         return read_local_task_outputs(Path(pipeline_root) / run_name)
 
     def record_run(self, record: RunRecord) -> str:
         """Writes the run's record to the registry database (``vertex-retrain history``)."""
-        from vertex_retrain.backends.local.run_history import RunHistory
+        from vertex_retrain.backends.local.model_registry.run_history import RunHistory
 
         RunHistory(self.registry.db).record(record)
         return f"local run history ({self.registry.db.path})"

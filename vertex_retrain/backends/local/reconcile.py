@@ -33,8 +33,8 @@ from typing import Any
 
 from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local import lifeline
-from vertex_retrain.backends.local.pending_deploys import StoppedServer, reconcile_pending
-from vertex_retrain.backends.local.registry_db import DB_FILENAME
+from vertex_retrain.backends.local.model_registry.registry_db import DB_FILENAME
+from vertex_retrain.backends.local.serving.pending_deploys import StoppedServer, reconcile_pending
 
 _PROC = Path("/proc")
 _POLL_S = 0.05

@@ -12,15 +12,15 @@ import json
 import os
 from pathlib import Path
 
-from vertex_retrain.backends.local import model_server
-from vertex_retrain.backends.local.endpoints import (
+from vertex_retrain.backends.local.model_registry.registry_records import load_version, model_id_for
+from vertex_retrain.backends.local.serving import model_server
+from vertex_retrain.backends.local.serving.endpoints import (
     DeployedModel,
     Endpoint,
     LocalEndpoints,
     read_endpoint,
 )
-from vertex_retrain.backends.local.registry_records import load_version, model_id_for
-from vertex_retrain.backends.local.serving_spec import version_launch
+from vertex_retrain.backends.local.serving.serving_spec import version_launch
 
 
 def _healthy(deployed: DeployedModel) -> bool:

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local.build_index import lookup_image
-from vertex_retrain.backends.local.job_sandbox import CALLER_PYTHON_VARIABLES
-from vertex_retrain.backends.local.python_env import framework_warnings, prepare_package_env
+from vertex_retrain.backends.local.environments.build_index import lookup_image
+from vertex_retrain.backends.local.environments.python_env import (
+    framework_warnings,
+    prepare_package_env,
+)
+from vertex_retrain.backends.local.jobs.job_sandbox import CALLER_PYTHON_VARIABLES
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertex_retrain.backends.local.registry_db import RegistryInputError
+from vertex_retrain.backends.local.model_registry.registry_db import RegistryInputError
 from vertex_retrain.backends.local.storage import local_root
 
 if TYPE_CHECKING:
-    from vertex_retrain.backends.local.registry_records import ModelVersion
+    from vertex_retrain.backends.local.model_registry.registry_records import ModelVersion
 
 # Every field of aiplatform_v1.ModelContainerSpec in its JSON (camelCase) form.
 KNOWN_FIELDS = frozenset(
@@ -232,7 +232,10 @@ def _package_launch(
     container_spec: Mapping[str, Any], root: Path, package_uri: str, extras: Sequence[str]
 ) -> ServingLaunch:
     # Lazy: building environments is only needed when a server actually starts.
-    from vertex_retrain.backends.local.python_env import PackageEnvError, prepare_package_env
+    from vertex_retrain.backends.local.environments.python_env import (
+        PackageEnvError,
+        prepare_package_env,
+    )
 
     command = list(container_spec.get("command") or [])
     if not command or posixpath.basename(command[0]) not in _PYTHON_NAMES:
@@ -283,8 +286,8 @@ def resolve_serving_launch(
             pass.
     """
     # Lazy: the build modules are only needed when a spec is actually started.
-    from vertex_retrain.backends.local.build_index import ImageNotBuiltError
-    from vertex_retrain.backends.local.pool_launch import PoolLaunchError, resolve_pool
+    from vertex_retrain.backends.local.environments.build_index import ImageNotBuiltError
+    from vertex_retrain.backends.local.jobs.pool_launch import PoolLaunchError, resolve_pool
 
     root = root or local_root()
     if package_uri:

@@ -22,8 +22,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vertex_retrain.backends.local.registry_db import RegistryDatabase, RegistryInputError, utc_now
-from vertex_retrain.backends.local.registry_records import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryDatabase,
+    RegistryInputError,
+    utc_now,
+)
+from vertex_retrain.backends.local.model_registry.registry_records import (
     DEFAULT_ALIAS,
     Lineage,
     Model,
@@ -38,7 +42,7 @@ from vertex_retrain.backends.local.registry_records import (
     require_version,
     resolve_version,
 )
-from vertex_retrain.backends.local.serving_spec import (
+from vertex_retrain.backends.local.serving.serving_spec import (
     check_serving_package,
     validate_container_spec,
 )

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local.task_cache import (
+from vertex_retrain.backends.local.kfp_adapter.task_cache import (
     EXECUTOR_OUTPUT_FILE,
     TaskCache,
     cache_key,

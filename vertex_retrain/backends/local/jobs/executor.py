@@ -20,26 +20,26 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.atomic_files import atomic_write_json
-from vertex_retrain.backends.local import job_payload as jp
-from vertex_retrain.backends.local.cluster_env import cluster_layout, output_dirs, replica_env
-from vertex_retrain.backends.local.exit_advice import advice_for, normalise_exit_code
-from vertex_retrain.backends.local.job_sandbox import JobSandbox
-from vertex_retrain.backends.local.lifeline import JOB_ENV, RUN_ENV, bind_to_run, identity
-from vertex_retrain.backends.local.pool_launch import PoolLaunch, resolve_pool
-from vertex_retrain.backends.local.spot import (
+from vertex_retrain.backends.local.jobs import job_payload as jp
+from vertex_retrain.backends.local.jobs.cluster_env import cluster_layout, output_dirs, replica_env
+from vertex_retrain.backends.local.jobs.exit_advice import advice_for, normalise_exit_code
+from vertex_retrain.backends.local.jobs.job_sandbox import JobSandbox
+from vertex_retrain.backends.local.jobs.pool_launch import PoolLaunch, resolve_pool
+from vertex_retrain.backends.local.jobs.spot import (
     MAX_SPOT_RESTARTS,
     GoodputStats,
     PreemptionSchedule,
     read_progress,
     stockout_message,
 )
-from vertex_retrain.backends.local.storage import local_root, to_local_path
-from vertex_retrain.backends.local.supervisor import (
+from vertex_retrain.backends.local.jobs.supervisor import (
     LaunchSpec,
     Outcome,
     cancel_on_signals,
     run_attempt,
 )
+from vertex_retrain.backends.local.lifeline import JOB_ENV, RUN_ENV, bind_to_run, identity
+from vertex_retrain.backends.local.storage import local_root, to_local_path
 
 RUNNING = "JOB_STATE_RUNNING"
 SUCCEEDED = "JOB_STATE_SUCCEEDED"

@@ -36,19 +36,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vertex_retrain.atomic_files import atomic_write_json
-from vertex_retrain.backends.local.dist_view import build_view
-from vertex_retrain.backends.local.requirement_closure import (
+from vertex_retrain.backends.local.environments.dist_view import build_view
+from vertex_retrain.backends.local.environments.requirement_closure import (
     Closure,
     InstalledDistributions,
     resolve_closure,
 )
-from vertex_retrain.backends.local.storage import file_lock, read_json, to_local_path
-from vertex_retrain.backends.local.wheel_install import (
+from vertex_retrain.backends.local.environments.wheel_install import (
     PackageInstallError,
     install_wheel,
     site_packages,
     wheel_of,
 )
+from vertex_retrain.backends.local.storage import file_lock, read_json, to_local_path
 from vertex_retrain.build.context import BuildError
 from vertex_retrain.build.package_metadata import read_package_metadata
 from vertex_retrain.specs.containers import ImageName, load_containers, parse_image_name

@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from vertex_retrain.backends.local.endpoints import LocalEndpoints
-from vertex_retrain.backends.local.registry import DEFAULT_ALIAS, ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry import DEFAULT_ALIAS, ModelRegistry
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -18,7 +18,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from vertex_retrain.backends.local.requirement_closure import Installed, InstalledDistributions
+from vertex_retrain.backends.local.environments.requirement_closure import (
+    Installed,
+    InstalledDistributions,
+)
 
 Parts = tuple[str, ...]
 

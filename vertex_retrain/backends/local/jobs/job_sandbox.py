@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vertex_retrain.backends.local import gcs_namespace
+from vertex_retrain.backends.local.jobs import gcs_namespace
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 CALLER_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")

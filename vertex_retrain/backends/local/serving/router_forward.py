@@ -16,8 +16,8 @@ import time
 
 import httptools
 
-from vertex_retrain.backends.local.asgi_guard import HttpError
-from vertex_retrain.backends.local.endpoints import DeployedModel
+from vertex_retrain.backends.local.serving.asgi_guard import HttpError
+from vertex_retrain.backends.local.serving.endpoints import DeployedModel
 
 POOL_KEEPALIVE_S = 4.0
 CONNECT_TIMEOUT_S = 5.0

@@ -9,8 +9,8 @@ before the endpoint's latest deployment, read from the endpoint's traffic histor
 from __future__ import annotations
 
 from vertex_retrain.backends.base import DeploymentOutcome, DeploySpec
-from vertex_retrain.backends.local.endpoints import DEPLOY_ACTION, Endpoint, LocalEndpoints
-from vertex_retrain.backends.local.registry_records import parse_resource_name
+from vertex_retrain.backends.local.model_registry.registry_records import parse_resource_name
+from vertex_retrain.backends.local.serving.endpoints import DEPLOY_ACTION, Endpoint, LocalEndpoints
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
 from vertex_retrain.rules.traffic import (
     TrafficSplitError,

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.local import lifeline
-from vertex_retrain.backends.local.job_sandbox import CALLER_PYTHON_VARIABLES, TEMP_VARIABLES
-from vertex_retrain.backends.local.server_process import (
+from vertex_retrain.backends.local.jobs.job_sandbox import CALLER_PYTHON_VARIABLES, TEMP_VARIABLES
+from vertex_retrain.backends.local.serving.server_process import (
     LOOPBACK,
     exit_code,
     free_port,
@@ -36,7 +36,7 @@ from vertex_retrain.backends.local.server_process import (
     stop_server,
     track,
 )
-from vertex_retrain.backends.local.serving_spec import (
+from vertex_retrain.backends.local.serving.serving_spec import (
     ServingLaunch,
     expand_references,
     serving_environment,

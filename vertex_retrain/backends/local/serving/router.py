@@ -26,7 +26,11 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from vertex_retrain.backends.local.asgi_guard import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryDatabase,
+    RegistryNotFoundError,
+)
+from vertex_retrain.backends.local.serving.asgi_guard import (
     PARSE_INLINE_BYTES,
     VERTEX_MAX_REQUEST_BYTES,
     Answer,
@@ -37,12 +41,15 @@ from vertex_retrain.backends.local.asgi_guard import (
     json_response,
     read_body,
 )
-from vertex_retrain.backends.local.asgi_runner import BackgroundServer, bind, serve_in_foreground
-from vertex_retrain.backends.local.endpoint_servers import ensure_servers
-from vertex_retrain.backends.local.endpoints import DeployedModel
-from vertex_retrain.backends.local.registry_db import RegistryDatabase, RegistryNotFoundError
-from vertex_retrain.backends.local.router_forward import Forwarder
-from vertex_retrain.backends.local.traffic_table import NoTrafficError, TrafficTable
+from vertex_retrain.backends.local.serving.asgi_runner import (
+    BackgroundServer,
+    bind,
+    serve_in_foreground,
+)
+from vertex_retrain.backends.local.serving.endpoint_servers import ensure_servers
+from vertex_retrain.backends.local.serving.endpoints import DeployedModel
+from vertex_retrain.backends.local.serving.router_forward import Forwarder
+from vertex_retrain.backends.local.serving.traffic_table import NoTrafficError, TrafficTable
 
 DEFAULT_MAX_REQUEST_BYTES = VERTEX_MAX_REQUEST_BYTES
 DEPLOYED_MODEL_HEADER = "X-Vertex-AI-Deployed-Model-Id"

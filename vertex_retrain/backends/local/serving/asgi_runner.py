@@ -1,8 +1,9 @@
 """Running a guarded ASGI application on uvicorn: timeouts, connection cap, graceful stop.
 
 This module exists twice, byte for byte: `trainer/asgi_runner.py` (the serving image holds only
-the trainer) and `vertex_retrain/backends/local/asgi_runner.py` (the library never imports the
-trainer). `tests/test_serving_limits.py` fails when the two copies differ.
+the trainer) and
+`vertex_retrain/backends/local/serving/asgi_runner.py` (the library never
+imports the trainer). `tests/test_serving_limits.py` fails when the two copies differ.
 
 uvicorn speaks HTTP/1.1 through httptools (llhttp, in C), which refuses a Content-Length that
 is not a number below 2**64, but bounds neither the request head nor the time it may take: a

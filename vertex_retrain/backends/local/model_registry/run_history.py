@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from vertex_retrain.backends.local.registry_db import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryDatabase,
     RegistryInputError,
     RegistryNotFoundError,

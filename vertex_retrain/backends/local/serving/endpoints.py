@@ -16,22 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local import model_server
 from vertex_retrain.backends.local.lifeline import bind_to_run
-from vertex_retrain.backends.local.pending_deploys import committing, reconcile_pending
-from vertex_retrain.backends.local.registry_db import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryDatabase,
     RegistryInputError,
     RegistryNotFoundError,
     utc_now,
 )
-from vertex_retrain.backends.local.registry_records import (
+from vertex_retrain.backends.local.model_registry.registry_records import (
     DEFAULT_ALIAS,
     load_version,
     model_id_for,
     resolve_version,
 )
-from vertex_retrain.backends.local.serving_spec import version_launch
+from vertex_retrain.backends.local.serving import model_server
+from vertex_retrain.backends.local.serving.pending_deploys import committing, reconcile_pending
+from vertex_retrain.backends.local.serving.serving_spec import version_launch
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import (
     TrafficSplitError,

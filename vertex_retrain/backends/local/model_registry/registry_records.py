@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vertex_retrain.backends.local.registry_db import (
+from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryInputError,
     RegistryNotFoundError,
     utc_now,

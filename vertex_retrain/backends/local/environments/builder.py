@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vertex_retrain.backends.local.build_index import (
+from vertex_retrain.backends.local.environments.build_index import (
     IMAGES,
     PACKAGES,
     load_index,

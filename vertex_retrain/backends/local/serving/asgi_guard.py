@@ -1,8 +1,9 @@
 """Limits, one error shape and a guarded ASGI application for the HTTP servers.
 
 This module exists twice, byte for byte: `trainer/asgi_guard.py` (the serving image holds only
-the trainer) and `vertex_retrain/backends/local/asgi_guard.py` (the library never imports the
-trainer). `tests/test_serving_limits.py` fails when the two copies differ.
+the trainer) and
+`vertex_retrain/backends/local/serving/asgi_guard.py` (the library never
+imports the trainer). `tests/test_serving_limits.py` fails when the two copies differ.
 
 Every error a server sends has one shape, Google's:
 `{"error": {"code": 413, "status": "PAYLOAD_TOO_LARGE", "message": "..."}}`.

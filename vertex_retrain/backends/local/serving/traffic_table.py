@@ -14,8 +14,8 @@ import sqlite3
 import threading
 from contextlib import ExitStack
 
-from vertex_retrain.backends.local.endpoints import DeployedModel, Endpoint, read_endpoint
-from vertex_retrain.backends.local.registry_db import RegistryDatabase
+from vertex_retrain.backends.local.model_registry.registry_db import RegistryDatabase
+from vertex_retrain.backends.local.serving.endpoints import DeployedModel, Endpoint, read_endpoint
 
 
 class NoTrafficError(RuntimeError):

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.atomic_files import atomic_write_json
-from vertex_retrain.backends.local import lifeline, model_server
+from vertex_retrain.backends.local import lifeline
+from vertex_retrain.backends.local.serving import model_server
 
 PENDING_FOLDER = Path("serving") / "pending"
 

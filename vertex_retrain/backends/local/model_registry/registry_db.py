@@ -15,7 +15,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vertex_retrain.backends.local.registry_schema import SCHEMA_VERSION, migrate, schema_version
+from vertex_retrain.backends.local.model_registry.registry_schema import (
+    SCHEMA_VERSION,
+    migrate,
+    schema_version,
+)
 from vertex_retrain.backends.local.storage import local_root
 
 DEFAULT_BUSY_TIMEOUT_S = 10.0

@@ -100,13 +100,13 @@ def core_validation_errors(payload: dict[str, Any], root: Path | None = None) ->
     """Run the job-specs core's Vertex rules; return the errors (warnings are dropped).
 
     With `root`, the ``aiplatform_v1`` field table comes from its cache
-    (:mod:`vertex_retrain.backends.local.field_table_cache`) instead of the protos.
+    (:mod:`vertex_retrain.backends.local.jobs.field_table_cache`) instead of the protos.
     """
     from vertex_retrain.specs.validate import validate_custom_job
 
     table = None
     if root is not None:
-        from vertex_retrain.backends.local.field_table_cache import cached_field_table
+        from vertex_retrain.backends.local.jobs.field_table_cache import cached_field_table
 
         table = cached_field_table(root)
     problems = validate_custom_job(payload, field_table=table)

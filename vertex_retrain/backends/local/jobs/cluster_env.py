@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.backends.local.job_payload import Replica, base_output_uri
+from vertex_retrain.backends.local.jobs.job_payload import Replica, base_output_uri
 from vertex_retrain.backends.local.storage import gcs_root
 
 # Vertex's TF_CONFIG task types by pool position; evaluators are not part of the TF cluster.

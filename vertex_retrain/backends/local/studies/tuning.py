@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from vertex_retrain.atomic_files import atomic_write_json
-from vertex_retrain.backends.local import study_spec as ss
-from vertex_retrain.backends.local.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
-from vertex_retrain.backends.local.job_payload import JobSpecError, base_output_uri, new_job_id
+from vertex_retrain.backends.local.jobs.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
+from vertex_retrain.backends.local.jobs.job_payload import JobSpecError, base_output_uri, new_job_id
 from vertex_retrain.backends.local.storage import local_root
+from vertex_retrain.backends.local.studies import study_spec as ss
 from vertex_retrain.rules.flags import parameter_flags
 from vertex_retrain.rules.trials import best_trial_or_none
 
 if TYPE_CHECKING:
     import optuna
 
-    from vertex_retrain.backends.local.spot import PreemptionSchedule
+    from vertex_retrain.backends.local.jobs.spot import PreemptionSchedule
 
 TRIAL_SUCCEEDED = "SUCCEEDED"
 TRIAL_INFEASIBLE = "INFEASIBLE"
@@ -284,7 +284,7 @@ def run_tuning_job(
     """
     import optuna
 
-    from vertex_retrain.backends.local.supervisor import cancel_on_signals
+    from vertex_retrain.backends.local.jobs.supervisor import cancel_on_signals
 
     _check_payload(payload)
     root = (root or local_root()).resolve()

@@ -1,0 +1,1 @@
+"""Local hyperparameter tuning: a Vertex ``StudySpec`` read for Optuna, trials run as local jobs."""

@@ -75,6 +75,11 @@ BACKEND_IMPLEMENTATIONS = ("vertex_retrain.backends.local", "vertex_retrain.back
 BACKEND_FACTORY = "vertex_retrain.backends"
 """``backend_for`` lives here: the one place that picks an implementation by name."""
 
+KFP_ADAPTER = "vertex_retrain.backends.local.kfp_adapter"
+"""The one room that may reach into kfp.local's modules (its internals change between kfp
+versions); it checks the installed kfp first. ``from kfp import local`` (its public ``init``
+and runners) is allowed anywhere."""
+
 TRAINER_NEVER_IMPORTS = ("vertex_retrain", "components", "pipelines", "tests", "bench", "compile")
 """An example's package is its own distribution, installed alone on the training image."""
 
@@ -223,6 +228,11 @@ def rule_broken(edge: Import) -> str | None:
                 f"{''.join(f', {name}' for name in sorted(extras))} and vertex_retrain; import "
                 f"`{top}` inside the function that needs it"
             )
+    if within(imported, "kfp.local") and not within(importer, KFP_ADAPTER):
+        return (
+            f"kfp.local's modules are kfp internals that change between versions; every use "
+            f"sits in {KFP_ADAPTER}, behind its check of the installed kfp"
+        )
     if top != "vertex_retrain" or imported == "vertex_retrain":
         return None
     if importer == PUBLIC_FACADE and not edge.module_level:

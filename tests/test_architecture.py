@@ -195,3 +195,17 @@ def test_architecture_cycles_lazy_imports_count_only_when_asked() -> None:
         [*circle, "vertex_retrain.cli.a"],
         ["vertex_retrain.cli.d", "vertex_retrain.cli.lazy", "vertex_retrain.cli.d"],
     ]
+
+
+def test_architecture_checker_keeps_kfp_local_internals_inside_the_adapter() -> None:
+    found = _check(
+        {
+            "vertex_retrain.cli.bad": "from kfp.local import placeholder_utils\n",
+            "vertex_retrain.cli.fine": "from kfp import local\n",
+            "vertex_retrain.backends.local.kfp_adapter.fine": (
+                "from kfp.local.orchestrator import task_executor\n"
+            ),
+        }
+    )
+    assert [(v.importer, v.imported) for v in found] == [("vertex_retrain.cli.bad", "kfp.local")]
+    assert "kfp_adapter" in found[0].rule

@@ -24,12 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_retrain.cli.console import strip_ansi
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.invocation import command
-
-LOCAL_PROJECT = "local-project"
-LOCAL_LOCATION = "local"
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,8 @@ class LocalRunOutcome:
     wall_seconds: float
     summary: dict[str, Any] | None
     refused: str | None = None
-    """Why the run did not start (another run holds the model's lock); None if it ran."""
+    """Why the run did not start (another run holds the model's lock, or the installed kfp is
+    not one the local runner supports); None if it ran."""
 
 
 class RunConflictError(RuntimeError):
@@ -151,39 +150,6 @@ def local_arguments(
     return arguments
 
 
-CLOUD_PLACEHOLDERS = {
-    "{{$.pipeline_google_cloud_project_id}}": LOCAL_PROJECT,
-    "{{$.pipeline_google_cloud_location}}": LOCAL_LOCATION,
-}
-"""Vertex's project and region placeholders, and what they are in a local run."""
-
-
-@contextlib.contextmanager
-def cloud_placeholders() -> Iterator[None]:
-    """Resolves Vertex's project and region placeholders in kfp.local for one run.
-
-    A component input left at its default (``project``, ``location`` of the job components)
-    holds them; kfp 2.17's kfp.local stops with an IndexError on both. The local backend
-    ignores their values, so they become :data:`LOCAL_PROJECT` and :data:`LOCAL_LOCATION`,
-    and a pipeline that does not pass them runs as one that does.
-    """
-    from kfp.local import placeholder_utils
-
-    original = placeholder_utils.resolve_individual_placeholder
-
-    def resolve(element: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(element, str):
-            for placeholder, value in CLOUD_PLACEHOLDERS.items():
-                element = element.replace(placeholder, value)
-        return original(element, *args, **kwargs)
-
-    placeholder_utils.resolve_individual_placeholder = resolve
-    try:
-        yield
-    finally:
-        placeholder_utils.resolve_individual_placeholder = original
-
-
 def run_pipeline_locally(
     pipeline: Any,
     arguments: Mapping[str, Any],
@@ -212,6 +178,10 @@ def run_pipeline_locally(
         (``model_display_name``, else the pipeline's name) under the same local root.
     """
     from vertex_retrain.backends.local.jobs.field_table_cache import warm_in_background
+    from vertex_retrain.backends.local.kfp_adapter.support import (
+        UnsupportedKfpError,
+        check_kfp_version,
+    )
     from vertex_retrain.backends.local.lifeline import run_scope
     from vertex_retrain.backends.local.storage import local_root
     from vertex_retrain.cli.run_window import with_local_as_of
@@ -222,12 +192,13 @@ def run_pipeline_locally(
     model = str(arguments.get("model_display_name") or getattr(pipeline, "name", "pipeline"))
     log_path = root / "logs" / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     try:
+        check_kfp_version()
         with exclusive_model_run(root, model):
             _reconcile(root, console)
             warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
                 return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
-    except RunConflictError as conflict:
+    except (RunConflictError, UnsupportedKfpError) as conflict:
         console.write(f"ERROR: {conflict}\n")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(f"refused: {conflict}\n", encoding="utf-8")
@@ -254,8 +225,7 @@ def _run_locked(
 ) -> LocalRunOutcome:
     from kfp import local
 
-    from vertex_retrain.backends.local.kfp_adapter.kfp_run_times import run_time_placeholders
-    from vertex_retrain.backends.local.kfp_adapter.kfp_tasks import local_task_policy
+    from vertex_retrain.backends.local.kfp_adapter.session import kfp_local_session
     from vertex_retrain.backends.local.kfp_adapter.task_cache import TaskCache
 
     pipeline_root = root / "pipeline-root"
@@ -274,10 +244,8 @@ def _run_locked(
         # ignored; both are expected here, and would bury the progress lines.
         warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
         try:
-            with (
-                local_task_policy(TaskCache(root), reuse=cache),
-                run_time_placeholders(datetime.datetime.now(datetime.UTC)),
-                cloud_placeholders(),
+            with kfp_local_session(
+                TaskCache(root), reuse=cache, created=datetime.datetime.now(datetime.UTC)
             ):
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure

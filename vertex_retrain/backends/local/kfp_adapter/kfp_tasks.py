@@ -11,9 +11,9 @@ that function for the length of one run (the installed kfp is not edited):
   a hit reuses the earlier outputs and prints ``Task T cached from run R``; a miss runs the
   task and stores its outputs.
 
-kfp is pinned to 2.17 (pyproject.toml), whose orchestrators call
-``task_executor.execute_single_task`` by keyword; tests/test_local_task_cache.py fails if a
-kfp upgrade changes that.
+kfp is pinned to 2.17 (pyproject.toml; ``support.check_kfp_version`` refuses another before a
+run), whose orchestrators call ``task_executor.execute_single_task`` by keyword;
+tests/test_local_task_cache.py fails if a kfp upgrade changes that.
 """
 
 from __future__ import annotations

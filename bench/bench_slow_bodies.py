@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.figures import figure, print_figure
+from bench.measure import python_env
 from bench.serving_load import REPO, ReferenceModel, train_reference_model, wait_healthy
 from vertex_retrain.backends.local.model_server import free_port
 
@@ -153,7 +154,7 @@ def _prediction_server(model: ReferenceModel, bodies: list[bytes], scratch: Path
         server = subprocess.Popen(
             [*argv, "--port", str(port)],
             cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env=python_env(),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -172,7 +173,7 @@ def _router(model: ReferenceModel, bodies: list[bytes], scratch: Path) -> Any:
     from vertex_retrain.backends.local.registry import ModelRegistry
 
     local = scratch / "local"
-    env = {**os.environ, "VERTEX_LOCAL_ROOT": str(local), "PYTHONPATH": str(REPO)}
+    env = {**python_env(), "VERTEX_LOCAL_ROOT": str(local)}
     db = local / "registry.db"
     package = build_python_package(
         REPO / "examples" / "drink_shops" / "trainer",

@@ -118,12 +118,12 @@ def _load(model: str | None, db: str | None) -> list[RunRecord]:
         RegistryNotFoundError,
     )
     from vertex_retrain.backends.local.run_history import RunHistory
+    from vertex_retrain.cli.db_option import DbOptionError, checked_db
 
-    if db is not None and not Path(db).expanduser().is_file():
-        raise HistoryInputError(f"--db {db!r} is not a file; pass the registry database path")
     try:
+        checked_db(db, can_create=False)  # never makes a registry of the file it is given
         return RunHistory(db).weeks(model)
-    except (RegistryNotFoundError, RegistryInputError, RegistryError) as error:
+    except (DbOptionError, RegistryNotFoundError, RegistryInputError, RegistryError) as error:
         raise HistoryInputError(str(error)) from error
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.cli.console import Column, print_json, printable, render_table
 from vertex_retrain.run_record import RunRecord
 
 COLUMNS = (
@@ -160,7 +160,8 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if name:
             shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
             what = ", ".join(shown_metrics) or "no metric"
-            out.write(f"{name}: {what} of each model, * = Spot fell back to on-demand\n")
+            heading = f"{name}: {what} of each model, * = Spot fell back to on-demand"
+            out.write(printable(heading) + "\n")
         render_table(
             out,
             COLUMNS,

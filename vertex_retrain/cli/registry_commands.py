@@ -21,7 +21,7 @@ from vertex_retrain.backends.local.registry_db import (
     RegistryInputError,
     RegistryNotFoundError,
 )
-from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.cli.console import Column, print_json, printable, render_table
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import TrafficSplitError
 
@@ -196,7 +196,8 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
     for name in names:
         stopped = stop_servers(name, db_path=db)
         print(
-            f"endpoint {name}: {stopped} model server(s) stopped; deployments and traffic stay "
+            f"endpoint {printable(name)}: {stopped} model server(s) stopped; deployments and "
+            "traffic stay "
             f"(`{command('serve ' + name)}` serves it again)",
             file=out,
         )

@@ -256,6 +256,7 @@ def _run_locked(
     from vertex_retrain.backends.local.kfp_run_times import run_time_placeholders
     from vertex_retrain.backends.local.kfp_tasks import local_task_policy
     from vertex_retrain.backends.local.task_cache import TaskCache
+    from vertex_retrain.backends.local.task_temp import tasks_temp_dir
 
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
@@ -277,6 +278,7 @@ def _run_locked(
                 local_task_policy(TaskCache(root), reuse=cache),
                 run_time_placeholders(datetime.datetime.now(datetime.UTC)),
                 cloud_placeholders(),
+                tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure

@@ -134,3 +134,13 @@ def test_history_refuses_a_db_that_is_no_registry_and_leaves_it_alone(
     assert err.count("\n") == 1 and "--create" not in err
     assert db.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no journal, no WAL
+
+
+def test_history_plots_the_readable_weeks_beside_a_bad_row(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _three_weeks_with_a_bad_middle("null")
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    plot = root / "history" / "m.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot of m (rmse): {plot}" in out

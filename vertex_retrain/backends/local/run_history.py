@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import MISSING, Field, fields
 from typing import Any
 
 from vertex_retrain.backends.local.registry_db import (
@@ -127,12 +127,21 @@ def _finite_or_none(text: str) -> float | None:
     return number if math.isfinite(number) else None
 
 
-_OBJECTS = ("window", "data", "candidate", "champion", "references", "decision", "cost")
-_TYPES: dict[str, tuple[type, ...]] = {
-    **{f.name: (str,) for f in fields(RunRecord)},
-    **{name: (dict,) for name in (*_OBJECTS, "spot_fallback")},
-    "goodput": (int, float, type(None)),
-    "restarts": (int, type(None)),
+def _expected_types(spec: Field[Any]) -> tuple[type, ...] | None:
+    """The JSON types a stored field may take, read from the record's declaration (so a field
+    added to :class:`RunRecord` is checked without a change here); None: not checked."""
+    if spec.default_factory is not MISSING:
+        return (type(spec.default_factory()),)
+    declared = str(spec.type)
+    if declared == "str":
+        return (str,)
+    if "float" in declared or "int" in declared:  # a number, or None when it is optional
+        return (int, float, type(None)) if "None" in declared else (int, float)
+    return None
+
+
+_TYPES = {
+    spec.name: types for spec in fields(RunRecord) if (types := _expected_types(spec)) is not None
 }
 """Each stored field's JSON types (a bool is refused where a number is expected)."""
 _REQUIRED = ("run", "model", "backend", "state")

@@ -283,3 +283,23 @@ def test_registry_api_on_a_link_to_a_foreign_file_suggests_moving_nothing(tmp_pa
     assert "mv " not in str(raised.value) and "It is no registry this library made" in str(
         raised.value
     )
+
+
+def test_a_new_registry_in_use_is_a_registry_before_its_first_checkpoint(tmp_path: Path) -> None:
+    # While another process holds a connection, the schema stamp is only in the WAL: the
+    # file's own header still says version 0, and `--db` must not refuse it.
+    from vertex_retrain.backends.local.registry_file import FileKind, file_kind
+
+    db = tmp_path / "registry.db"
+    connection = ModelRegistry(db).db._connect()  # made, migrated and held open
+    try:
+        assert db.read_bytes()[60:64] == b"\0\0\0\0"
+        assert file_kind(db) is FileKind.REGISTRY
+        result = _compile_py(["models", "--db", str(db)], tmp_path)
+        assert result.returncode == 0, result.stderr
+    finally:
+        connection.close()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as plain:
+        plain.execute("CREATE TABLE notes (body TEXT)")
+    assert file_kind(other) is FileKind.FOREIGN

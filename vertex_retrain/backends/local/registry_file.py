@@ -1,7 +1,8 @@
 """Whether a file is a registry database this library made, read from its header alone.
 
 A registry is a SQLite file whose schema version (``PRAGMA user_version``, bytes 60-63 of
-the header) this library stamped when it created it. Knowing that without opening it lets the
+the header) this library stamped when it created it (or, before the first checkpoint, one
+with its write-ahead log beside it). Knowing that without opening it lets the
 CLI refuse a ``--db`` that names another file (a symlink, ``/etc/passwd``, an empty file, some
 other program's database) before SQLite writes a journal beside it or a schema into it, and
 lets the corrupt-database advice suggest moving a file aside only when we made that file.
@@ -55,9 +56,10 @@ def file_kind(path: str | os.PathLike[str]) -> FileKind:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as handle:
         header = handle.read(_HEADER_BYTES)
-    made_by_us = (
-        len(header) == _HEADER_BYTES
-        and header.startswith(SQLITE_MAGIC)
-        and int.from_bytes(header[_USER_VERSION], "big") > 0
-    )
-    return FileKind.REGISTRY if made_by_us else FileKind.FOREIGN
+    if len(header) < _HEADER_BYTES or not header.startswith(SQLITE_MAGIC):
+        return FileKind.FOREIGN
+    stamped = int.from_bytes(header[_USER_VERSION], "big") > 0
+    # A registry made a moment ago may hold its schema only in its write-ahead log until the
+    # first checkpoint: the stamp in the file's own header is still 0 then.
+    logged = path.with_name(path.name + "-wal").is_file()
+    return FileKind.REGISTRY if stamped or logged else FileKind.FOREIGN

@@ -106,8 +106,11 @@ def run_measured(
 
 
 def python_env() -> dict[str, str]:
-    """This environment with the repository importable (for `python -m trainer...`)."""
-    return {**os.environ, "PYTHONPATH": str(REPO)}
+    """This environment with this checkout's library and trainer importable first (for
+    `python -m trainer...`), ahead of the caller's PYTHONPATH: a benchmark measures the code
+    beside it, not a trainer installed from another checkout."""
+    paths = [str(REPO), str(REPO / "examples" / "drink_shops"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
 
 
 def cache_root() -> Path:

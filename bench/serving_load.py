@@ -29,6 +29,8 @@ from typing import Any
 import httptools
 import numpy as np
 
+from bench.measure import python_env
+
 REPO = Path(__file__).resolve().parent.parent
 MEMBERS, STORES, WEEKS, TRAIN_STEPS = 2000, 200, 8, 40
 TIMESTAMP = "2023-02-24T08:30:00"
@@ -80,7 +82,7 @@ def train_reference_model(root: Path) -> ReferenceModel:
     data, model_dir = root / "data", root / "model"
     sizes = ["--members", str(MEMBERS), "--stores", str(STORES), "--weeks", str(WEEKS)]
     _run(["-m", "trainer.data", "generate", *sizes, "--seed", "0", "--out", str(data)])
-    env = {**os.environ, "AIP_MODEL_DIR": str(model_dir), "PYTHONPATH": str(REPO)}
+    env = {**python_env(), "AIP_MODEL_DIR": str(model_dir)}
     folders = ["--output_dir", str(root / "out"), "--cache_dir", str(root / "cache")]
     steps = ["--epochs", "1", "--max_steps", str(TRAIN_STEPS)]
     _run(["-m", "trainer.task", "--data", str(data), *folders, *steps], env)

@@ -72,3 +72,37 @@ def importable(folder: Path) -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(folder))
+
+
+def prepared_demand_dataset(root: Path) -> Path:
+    """The daily demand example's data (3 stores, 8 items, three weeks from 2025-01-06)
+    prepared by the library's own split under `root`: two weeks train, one validates."""
+    from demand_forecast import data
+    from demand_forecast.synthetic import WorldConfig
+    from vertex_retrain.steps.prepare import prepare
+
+    data.generate(str(root / "data"), WorldConfig(stores=3, items=8, seed=5), days=21)
+    prepare(
+        backend="local",
+        data_uri=str(root / "data"),
+        dataset_declaration=dataset_declaration(DAILY_DEMAND),
+        output_dir=str(root / "prepared"),
+        validation_periods=7,
+        as_of="2025-01-27",
+    )
+    return root / "prepared"
+
+
+def trained_demand_model(prepared: Path, fuse: Path) -> Path:
+    """A daily demand model trained by its entry point on `prepared`, written through
+    AIP_MODEL_DIR under GCS_FUSE_ROOT=`fuse`; its folder."""
+    import pytest
+
+    from demand_forecast import task
+
+    with pytest.MonkeyPatch.context() as monkey:
+        monkey.setenv("GCS_FUSE_ROOT", str(fuse))
+        monkey.setenv("AIP_MODEL_DIR", "gs://bucket/run/model/")
+        monkey.setenv("CLOUD_ML_HP_METRIC_FILE", str(fuse / "hypertune.json"))
+        assert task.main([f"--data={prepared}", "--max_iter=25", "--max_leaf_nodes=7.0"]) == 0
+    return fuse / "bucket" / "run" / "model"

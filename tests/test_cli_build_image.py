@@ -13,6 +13,7 @@ from vertex_retrain.build.context import context_files
 from vertex_retrain.cli.build_image import (
     COMPONENT_DOCKERFILE,
     REPO_ROOT,
+    LeftOut,
     cli_build_image,
     stage_context,
 )
@@ -102,3 +103,67 @@ def test_build_image_bad_input_is_exit_2(repo: Path, capsys: pytest.CaptureFixtu
     )
     assert code == 2
     assert "staging_uri must be a gs://BUCKET" in capsys.readouterr().err
+
+
+def _tarball_names(storage: FakeStorageClient) -> list[str]:
+    import io
+    import tarfile
+
+    (data,) = storage.objects.values()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return tar.getnames()
+
+
+def test_build_image_packs_what_dockerignore_allows_and_no_link_out_of_the_context(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The attack: a token in components/.git/config, a large file and a link to a secret
+    # outside the repository, all listed in .dockerignore.
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:secret\n")
+    (repo / "components" / ".git").mkdir()
+    (repo / "components" / ".git" / "config").write_text("token = ghp_secret\n")
+    (repo / "components" / "big.bin").write_bytes(b"\0" * 1024)
+    (repo / "components" / "passwd").symlink_to(secret)
+    (repo / "components" / "inside.py").symlink_to("image.py")  # within the context: a link
+    (repo / "pipelines" / "notes.md").write_text("kept: not ignored\n")
+    (repo / ".dockerignore").write_text(
+        "components/.git\ncomponents/big.bin\n**/*.md\n!README.md\n"
+    )
+    build, storage = FakeCloudBuildClient(), FakeStorageClient()
+    assert cli_build_image(_args(), build_client=build, storage_client=storage, repo=repo) == 0
+    names = _tarball_names(storage)
+    assert "components/image.py" in names and "components/inside.py" in names
+    assert "README.md" in names and "pipelines/notes.md" not in names
+    assert not [n for n in names if n.startswith(("components/.git", "components/big.bin"))]
+    assert "components/passwd" not in names
+    data = next(iter(storage.objects.values()))
+    assert b"ghp_secret" not in data and b"root:x:0:0:secret" not in data
+    out = capsys.readouterr().out.splitlines()
+    left = out[: out.index(next(line for line in out if line.startswith("built and pushed")))]
+    assert left == [
+        "left out of the build context (4):",
+        "  components/.git (a .git folder)",
+        "  components/big.bin (.dockerignore)",
+        "  components/passwd (a link out of the context)",
+        "  pipelines/notes.md (.dockerignore)",
+    ]
+
+
+def test_stage_context_leaves_out_a_git_folder_and_a_fifo_without_a_dockerignore(
+    repo: Path, tmp_path: Path
+) -> None:
+    import os
+
+    (repo / "vertex_retrain" / ".git").mkdir()
+    (repo / "vertex_retrain" / ".git" / "HEAD").write_text("ref: x\n")
+    os.mkfifo(repo / "vertex_retrain" / "pipe")
+    left_out: list[LeftOut] = []
+    context = stage_context(repo, tmp_path / "ctx", left_out=left_out)
+    assert {(item.path, item.reason) for item in left_out} == {
+        ("vertex_retrain/.git", "a .git folder"),
+        ("vertex_retrain/pipe", "not a regular file"),
+    }
+    files = context_files(context)
+    assert not any(".git/" in f or f.endswith("/pipe") for f in files)
+    assert "vertex_retrain/__init__.py" in files

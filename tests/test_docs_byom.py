@@ -4,21 +4,30 @@ Every block the guide marks ``<!-- file: PATH -->`` is written to PATH in a new 
 bash block marked ``<!-- byom: run -->`` runs there for real, in order, with the library's
 command line on the PATH (a local run of the guide's weekly pipeline included); the guide's
 other commands (those that need Google Cloud) must parse with the real command line, and the
-offline ones among them (``compile``, ``preflight`` without a project) run for real too.
+offline ones among them (``compile``, ``preflight`` without a project) run for real too. The
+guide's server is also run alone against a slow, a refused and a malformed request.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from vertex_retrain.backends.local.serving.model_server import free_port
 from vertex_retrain.cli.main import build_parser
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -123,3 +132,52 @@ def test_byom_guide_vertex_commands_parse_and_the_offline_ones_run(
         if arguments.command in _OFFLINE and not getattr(arguments, "project", None):
             _run(line, trial.repo, tmp_path / "root")
     assert (trial.repo / "dist" / "pipelines" / "energy-weekly.yaml").is_file()
+
+
+def _guide_file(path: str) -> str:
+    return next(m["code"] for m in _FILE.finditer(guide()) if m["path"] == path)
+
+
+def _energy_post(port: int, body: bytes) -> tuple[int, dict[str, object]]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        connection.request("POST", "/predict", body)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def test_byom_guide_server_holds_against_slow_large_and_huge_requests(tmp_path: Path) -> None:
+    (tmp_path / "serve.py").write_text(_guide_file("energy/energy/serve.py"), encoding="utf-8")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.json").write_text(json.dumps({"coef": [100.0, -3.0]}))
+    port = free_port()
+    env = {"AIP_STORAGE_URI": str(tmp_path / "model"), "AIP_HTTP_PORT": str(port)}
+    server = subprocess.Popen(
+        [sys.executable, str(tmp_path / "serve.py")],
+        env={**os.environ, **env, "LOCAL_BIND_HOST": "127.0.0.1"},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # until it listens
+            assert server.poll() is None
+            with contextlib.suppress(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", port)).close()
+                break
+            time.sleep(0.05)
+        good = json.dumps({"instances": [{"temperature": 10.0}]}).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:
+            slow.sendall(b"POST /predict HTTP/1.0\r\nContent-Length: 100\r\n\r\n{")
+            # A client that stalls mid-body holds its own thread, not the server.
+            assert _energy_post(port, good) == (200, {"predictions": [70.0]})
+        # A number too large for a float, and a body sent whole before reading the 413.
+        huge = b'{"instances": [{"temperature": 1%s}]}' % (b"0" * 400)
+        assert _energy_post(port, huge)[0] == 400
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/", data=b" " * 20_000_000)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 413
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -1,38 +1,38 @@
 """The daily demand example's own code (examples/daily_demand/demand_forecast), in-process:
 the generator, the storage mapping, the features and the seasonal naive reference, the
-training and evaluation entry points against the library's contracts, and the server's
-answers to good and bad requests."""
+training and evaluation entry points against the library's contracts (the server's answers
+are in test_example_daily_demand_serve.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import http.client
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from demand_forecast import data, evaluate, serve, task
+from demand_forecast import data, evaluate, task
 from demand_forecast.dataset import Item, Sales
 from demand_forecast.features import Profile, build_profile, history_of, lag_7
 from demand_forecast.model import METADATA_FILE, load_model
 from demand_forecast.paths import mounted, sample_path
 from demand_forecast.reference import error_metrics, seasonal_naive
 from demand_forecast.synthetic import WorldConfig
-from tests.examples import DAILY_DEMAND, dataset_declaration, example_module
+from tests.examples import (
+    DAILY_DEMAND,
+    example_module,
+    prepared_demand_dataset,
+    trained_demand_model,
+)
 from vertex_retrain.contracts.evaluation import parse_metrics
 from vertex_retrain.schedules import load_declarations
-from vertex_retrain.steps.prepare import prepare
 
 SMALL = WorldConfig(stores=3, items=8, seed=5)
 
@@ -156,29 +156,13 @@ def test_demand_features_lag_7_reads_training_days_then_the_last_training_week()
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A prepared dataset (the library's own split) of three weeks: two train, one validates."""
-    root = tmp_path_factory.mktemp("demand-code")
-    data.generate(str(root / "data"), SMALL, days=21)
-    prepare(
-        backend="local",
-        data_uri=str(root / "data"),
-        dataset_declaration=dataset_declaration(DAILY_DEMAND),
-        output_dir=str(root / "prepared"),
-        validation_periods=7,
-        as_of="2025-01-27",
-    )
-    return root / "prepared"
+    return prepared_demand_dataset(tmp_path_factory.mktemp("demand-code"))
 
 
 @pytest.fixture(scope="module")
 def model_dir(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model trained by the entry point, written through AIP_MODEL_DIR under GCS_FUSE_ROOT."""
-    fuse = tmp_path_factory.mktemp("fuse")
-    with pytest.MonkeyPatch.context() as monkey:
-        monkey.setenv("GCS_FUSE_ROOT", str(fuse))
-        monkey.setenv("AIP_MODEL_DIR", "gs://bucket/run/model/")
-        monkey.setenv("CLOUD_ML_HP_METRIC_FILE", str(fuse / "hypertune.json"))
-        assert task.main([f"--data={prepared}", "--max_iter=25", "--max_leaf_nodes=7.0"]) == 0
-    return fuse / "bucket" / "run" / "model"
+    return trained_demand_model(prepared, tmp_path_factory.mktemp("fuse"))
 
 
 def test_demand_task_trains_on_the_flags_and_writes_the_model_dir(model_dir: Path) -> None:
@@ -229,146 +213,6 @@ def test_demand_model_refuses_a_model_of_another_scikit_learn_minor(
     (copy / METADATA_FILE).write_text(json.dumps({**metadata, "sklearn_version": "1.5.2"}))
     with pytest.raises(ValueError, match=r"written by scikit-learn 1\.5\.2"):
         load_model(copy)
-
-
-@pytest.fixture(scope="module")
-def server(model_dir: Path) -> Iterator[serve.PredictionServer]:
-    running = serve.start_server(
-        str(model_dir), config=serve.ServeConfig("/ping", "/forecast", max_request_bytes=4096)
-    )
-    try:
-        yield running
-    finally:
-        running.shutdown()
-        running.server_close()
-
-
-def _request(
-    server: serve.PredictionServer,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    **headers: str,
-) -> tuple[int, Any]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
-    try:
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, json.loads(response.read())
-    finally:
-        connection.close()
-
-
-def _post(server: serve.PredictionServer, payload: Any) -> tuple[int, Any]:
-    return _request(server, "POST", "/forecast", json.dumps(payload).encode())
-
-
-def test_demand_serve_answers_instances_on_its_configured_routes(
-    server: serve.PredictionServer,
-) -> None:
-    assert _request(server, "GET", "/ping") == (200, {"status": "ok"})
-    base = server.model.profile.items["I01"].base_price
-    day = {"store": "S01", "item": "I01", "day": "2025-01-27"}
-    status, answer = _post(
-        server, {"instances": [day, {**day, "price": base}, {**day, "on_promo": True}]}
-    )
-    assert status == 200 and len(answer["predictions"]) == 3
-    listed, priced, _ = (p["units"] for p in answer["predictions"])
-    assert listed == priced and listed > 0  # price defaults to the item's list price
-    rows = serve.parse_instances(json.dumps({"instances": [{**day, "on_promo": True}]}).encode(),
-                                 server.model)  # fmt: skip
-    assert rows == [("S01", "I01", dt.date(2025, 1, 27), base, True)]
-
-
-@pytest.mark.parametrize(
-    ("payload", "status", "words"),
-    [
-        (b"{not json", 400, "body is not valid JSON"),
-        ({"rows": []}, 400, 'expected {"instances": [...]}'),
-        ({"instances": []}, 400, "1 to 1000 per request"),
-        ({"instances": [7]}, 400, "instances[0] is 7; expected an object"),
-        ({"instances": [{"store": "S9", "item": "I01", "day": "2025-01-27"}]}, 400,
-         'instances[0].store is "S9"; expected a store the model knows: S01, S02, S03'),
-        ({"instances": [{"store": "S01", "item": "I99", "day": "2025-01-27"}]}, 400,
-         "instances[0].item is \"I99\""),
-        ({"instances": [{"store": "S01", "item": "I01", "day": "27/01/2025"}]}, 400,
-         "instances[0].day is \"27/01/2025\"; expected a date as YYYY-MM-DD"),
-        ({"instances": [{"store": "S01", "item": "I01", "day": "2025-01-27", "price": -1}]},
-         400, "instances[0].price is -1; expected a price > 0"),
-        ({"instances": [{"store": "S01", "item": "I01", "day": "2025-01-27", "on_promo": 1}]},
-         400, "instances[0].on_promo is 1; expected true or false"),
-        ({"instances": [{"store": "S01", "item": "I01", "day": "2025-01-27", "promo": True}]},
-         400, "instances[0].promo is true; expected only the fields store, item, day"),
-        ({"instances": [{"store": "S01"}] * 300}, 413, "at most 4096 bytes"),
-    ],
-)  # fmt: skip
-def test_demand_serve_refuses_bad_requests_naming_what_is_wrong(
-    server: serve.PredictionServer, payload: Any, status: int, words: str
-) -> None:
-    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    answered, answer = _request(server, "POST", "/forecast", body)
-    assert answered == status and words in answer["error"], answer
-
-
-def test_demand_serve_refuses_wrong_routes_methods_and_unsized_bodies(
-    server: serve.PredictionServer,
-) -> None:
-    assert _request(server, "GET", "/predict")[0] == 404  # the configured route is /forecast
-    assert _request(server, "GET", "/forecast") == (405, {"error": "use POST for '/forecast'"})
-    assert _request(server, "POST", "/ping", b"{}")[0] == 405
-    status, answer = _request(server, "POST", "/forecast", None, **{"Transfer-Encoding": "chunked"})
-    assert status == 411 and "Content-Length" in answer["error"]
-
-
-def test_demand_serve_flags_default_to_the_vertex_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name, value in {
-        "AIP_STORAGE_URI": "gs://b/m",
-        "AIP_HTTP_PORT": "9123",
-        "AIP_HEALTH_ROUTE": "/h",
-        "AIP_PREDICT_ROUTE": "/p",
-        "DEMAND_SERVE_HOST": "0.0.0.0",
-        "DEMAND_MAX_REQUEST_BYTES": "99",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("LOCAL_BIND_HOST", raising=False)
-    args = serve.build_parser().parse_args([])
-    assert (args.model_dir, args.port, args.health_route, args.predict_route) == (
-        "gs://b/m",
-        9123,
-        "/h",
-        "/p",
-    )
-    assert (args.host, args.max_request_bytes) == ("0.0.0.0", 99)
-    monkeypatch.setenv("LOCAL_BIND_HOST", "127.0.0.1")  # the local backend's wins
-    assert serve.build_parser().parse_args([]).host == "127.0.0.1"
-
-
-def test_demand_serve_process_serves_until_sigterm_then_exits_0(
-    model_dir: Path, tmp_path: Path
-) -> None:
-    env = {"AIP_STORAGE_URI": str(model_dir), "AIP_HTTP_PORT": "0", "LOCAL_BIND_HOST": "127.0.0.1"}
-    log = tmp_path / "serve.log"
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "demand_forecast.serve"],
-            env={**os.environ, **env},
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while "serving" not in log.read_text() and process.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
-        assert "on 127.0.0.1:" in log.read_text()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
-    finally:
-        process.kill()
-    missing = _cli("demand_forecast.serve", env={"AIP_STORAGE_URI": str(tmp_path / "none")})
-    assert missing.returncode == 2 and "cannot load the model" in missing.stderr
 
 
 def test_demand_schedules_run_the_configured_weekly_pipeline_on_monday_mornings() -> None:

@@ -163,11 +163,16 @@ def test_compile_py_on_a_corrupt_registry_says_so_and_touches_nothing(
         _damage_pages(db)
     before = db.read_bytes()
     result = _compile_py([command, "--db", str(db)], tmp_path)
-    assert result.returncode == 1
-    assert result.stderr.startswith("error: registry database at ")
-    assert (
-        "is not a SQLite database (corrupt?)" in result.stderr and "Move it aside" in result.stderr
-    )
+    if damage == "garbage":  # no registry's header: refused before SQLite opens it
+        assert result.returncode == 2
+        assert result.stderr == f"error: --db {db}: is not a registry database; pass the " + (
+            "registry database file\n"
+        )
+    else:  # a registry we made, damaged: moving it aside is the advice
+        assert result.returncode == 1
+        assert result.stderr.startswith("error: registry database at ")
+        assert "is not a SQLite database (corrupt?)" in result.stderr
+        assert f"mv {db} {db}.bad" in result.stderr
     assert "Traceback" not in result.stderr
     assert db.read_bytes() == before
     # SQLite may open its side files for a WAL-mode header; nothing is logged into them.
@@ -250,3 +255,54 @@ def test_registry_after_a_lock_holder_exits_keeps_only_committed_data(
     assert holder.stdout.strip() == "locked"
     models = ModelRegistry(db).list_models()
     assert [m.display_name for m in models] == ["recs"]  # the uncommitted rename is gone
+
+
+@pytest.mark.parametrize("command", ["models", "endpoints"])
+def test_registry_commands_refuse_a_db_link_and_suggest_moving_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    # --db linked to a system file: refused without following it, and nothing says `mv`.
+    target = tmp_path / "passwd"
+    target.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    db = tmp_path / "registry.db"
+    db.symlink_to(target)
+    for extra in ([], ["--create"]) if command == "endpoints" else ([],):
+        result = _compile_py([command, "--db", str(db), *extra], tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            f"error: --db {db}: is a symbolic link, not followed; pass the database file itself\n"
+        )
+    assert target.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["passwd", "registry.db"]
+
+
+def test_registry_api_on_a_link_to_a_foreign_file_suggests_moving_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "passwd"
+    target.write_text("root:x:0:0:root:/root:/bin/bash\n" * 20)
+    link = tmp_path / "registry.db"
+    link.symlink_to(target)
+    with pytest.raises(RegistryCorruptError) as raised:
+        ModelRegistry(link).list_models()
+    assert "mv " not in str(raised.value) and "It is no registry this library made" in str(
+        raised.value
+    )
+
+
+def test_a_new_registry_in_use_is_a_registry_before_its_first_checkpoint(tmp_path: Path) -> None:
+    # While another process holds a connection, the schema stamp is only in the WAL: the
+    # file's own header still says version 0, and `--db` must not refuse it.
+    from vertex_retrain.backends.local.model_registry.registry_file import FileKind, file_kind
+
+    db = tmp_path / "registry.db"
+    connection = ModelRegistry(db).db._connect()  # made, migrated and held open
+    try:
+        assert db.read_bytes()[60:64] == b"\0\0\0\0"
+        assert file_kind(db) is FileKind.REGISTRY
+        result = _compile_py(["models", "--db", str(db)], tmp_path)
+        assert result.returncode == 0, result.stderr
+    finally:
+        connection.close()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as plain:
+        plain.execute("CREATE TABLE notes (body TEXT)")
+    assert file_kind(other) is FileKind.FOREIGN

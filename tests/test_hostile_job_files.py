@@ -82,10 +82,13 @@ def test_alias_bomb_is_refused_before_it_grows(
         ("x: .nan\n", "x is nan"),
         ("x: [-.inf]\n", "x[0] is -inf"),
         ("a: 1\n---\nb: 2\n", "not valid YAML"),
+        ("a: 1\x00\n", "unacceptable character #x0000"),
+        ("a: \x07\n", "unacceptable character #x0007"),
     ],
     ids=[
         "self-alias", "self-alias-in-pools", "flow-1000", "nested-1000", "depth-70",
         "binary", "python-tag", "set", "bool-key", "int-key", "nan", "inf", "two-documents",
+        "nul", "control-character",
     ],
 )  # fmt: skip
 def test_validate_refuses_hostile_yaml_with_one_problem(
@@ -268,3 +271,33 @@ def test_param_json_is_bounded_by_the_same_loader() -> None:
     assert "nested more than 64" in raised.value.problems[0]
     assert "-Infinity is not allowed" in raised.value.problems[1]
     assert parse_json('{"a": [1, {"b": null}]}', source="t") == {"a": [1, {"b": None}]}
+
+
+def test_validate_reports_a_file_with_a_nul_and_goes_on_to_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The YAML reader refuses NUL and control characters as it is built (a ReaderError).
+    nul = tmp_path / "nul.yaml"
+    nul.write_text("displayName: x\x00\n")
+    good = tmp_path / "good.yaml"
+    good.write_text("displayName: t\njobSpec:\n" + POOL)
+    code, out = _validate(capsys, str(nul), str(good))
+    assert code == 1
+    assert out.splitlines()[0].startswith(f"{nul}: error: (file) is not valid YAML:")
+    assert f"{nul}: INVALID (1 error(s)" in out and f"{good}: OK" in out
+
+
+def test_upload_refuses_a_template_with_a_control_character_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = tmp_path / "pipeline.yaml"
+    template.write_text("pipelineInfo: {name: x}\nroot: {}\x1b\n")
+    code = main(["upload", str(template), "--registry-dir", str(tmp_path / "registry")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.splitlines() == [
+        f"upload: {template}: cannot read a compiled pipeline: {template} is not valid YAML: "
+        'unacceptable character #x001b: special characters are not allowed in "<byte string>", '
+        "position 32"
+    ]
+    assert not (tmp_path / "registry").exists()

@@ -74,6 +74,21 @@ def _config_of_wrong_shape(folder: Path) -> None:
     _list(folder, "config.json", sha256_file(folder / "config.json"))
 
 
+def _rewrite(name: str, change: Callable[[Any], Any]) -> Callable[[Path], None]:
+    """A case that rewrites the JSON file `name` and lists its new hash: every hash holds."""
+
+    def apply(folder: Path) -> None:
+        path = folder / name
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+        _list(folder, name, sha256_file(path))
+
+    return apply
+
+
+def _model_sizes(**sizes: Any) -> Callable[[Path], None]:
+    return _rewrite("config.json", lambda config: {**config, "model": {**config["model"], **sizes}})
+
+
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "missing sha256": (
         lambda folder: _write_index(folder, {"format": _index(folder)["format"]}),
@@ -106,6 +121,31 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         "'sha256' does not list ['weights.pt'",
     ),
     "config of the wrong shape": (_config_of_wrong_shape, "the files do not form a model"),
+    # The config is checked against the weights before the model's tables exist.
+    "config model a list": (
+        _rewrite("config.json", lambda config: {**config, "model": [1]}),
+        "'model' is list; expected an object of ['n_members'",
+    ),
+    "config size not an integer": (
+        _model_sizes(n_drinks=12.5),
+        "'model.n_drinks' is 12.5; expected an integer from 1 to 2147483647",
+    ),
+    "config claims 6 million members": (
+        _model_sizes(n_members=6_000_000),
+        "weights.pt: 'member.weight' is shape (4, 4); config.json describes shape (6000001, 4)",
+    ),
+    "vocab shorter than the config": (
+        _rewrite("vocab.json", lambda vocab: {"member_ids": vocab["member_ids"][:-1]}),
+        "vocab.json: 'member_ids' has shape (2,); config.json says (3,)",
+    ),
+    "popularity of another shape": (
+        _rewrite("popularity.json", lambda table: {"store_drink_counts": [[1.0]]}),
+        "popularity.json: 'store_drink_counts' has shape (1, 1); config.json says (2, 12)",
+    ),
+    "a category past the config": (
+        _rewrite("catalogue.json", lambda c: {**c, "drink_category": [99] * 12}),
+        "drink_category must lie in 0..2",
+    ),
 }
 
 
@@ -183,3 +223,27 @@ def test_local_deploy_of_a_hostile_folder_is_refused_naming_the_key(
     first_line = str(caught.value).splitlines()[0]
     assert "exited with code 2" in first_line and "missing key 'sha256'" in first_line
     assert endpoints.get("ep").deployed_models == ()
+
+
+def test_load_artifact_allocates_no_model_for_a_config_the_weights_contradict(
+    good_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A config claiming a member table of 6 million rows is refused from the shapes alone:
+    # every model built meanwhile is on the meta device, without memory.
+    import trainer.export
+    from trainer.model import DrinkRecommender
+
+    devices: list[str] = []
+
+    class Spy(DrinkRecommender):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            devices.append(next(self.parameters()).device.type)
+
+    monkeypatch.setattr(trainer.export, "DrinkRecommender", Spy)
+    folder = tmp_path / "model"
+    shutil.copytree(good_model, folder)
+    _model_sizes(n_members=6_000_000)(folder)
+    with pytest.raises(ArtifactError, match=r"config\.json describes shape \(6000001, 4\)"):
+        load_artifact(folder)
+    assert devices == ["meta"]

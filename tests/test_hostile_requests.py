@@ -28,13 +28,15 @@ from data.hostile.support import (
     write_tiny_artifact,
 )
 
-from trainer.serve import RunningServer, start_server
+from trainer.asgi_guard import Limits
+from trainer.serve import RunningServer, ServeConfig, start_server
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.serving.router import RouterHandle
 
 pytestmark = pytest.mark.slow
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
+HUGE_INTEGER = b'{"instances": [{"member_id": 1%s, "store_id": 1}]}' % (b"0" * 4300)
 
 
 def _body(**changes: Any) -> bytes:
@@ -70,13 +72,19 @@ SERVER_CASES: list[tuple[bytes, int, str]] = [
     (_body(k=10**9), 400, "'k' must be between 1 and 12"),
     (_body(k="3"), 400, "'k' must be an integer"),
     (b'{"instances": [{"member_id": NaN, "store_id": 1, "timestamp": "2026-07-01"}]}', 400, "nan"),
+    # Python refuses to parse an integer of more than 4,300 digits: a 400, never a 500.
+    (HUGE_INTEGER, 400, "not valid JSON: Exceeds the limit (4300 digits)"),
 ]
+
+
+# Stalled clients finish their bodies whenever the test gets to it: their deadline is long.
+PATIENT = Limits(body_grace_s=120.0, body_timeout_s=120.0)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     model_dir = write_tiny_artifact(tmp_path_factory.mktemp("hostile-model"))
-    with start_server(model_dir) as running:
+    with start_server(model_dir, config=ServeConfig(limits=PATIENT)) as running:
         yield running
 
 
@@ -139,7 +147,9 @@ def router_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def router(router_root: Path) -> Iterator[RouterHandle]:
-    with router_over_trainer_server(router_root, max_request_bytes=300_000) as handle:
+    with router_over_trainer_server(
+        router_root, max_request_bytes=300_000, limits=PATIENT
+    ) as handle:
         yield handle
 
 
@@ -150,6 +160,7 @@ ROUTER_CASES: list[tuple[bytes, int, str]] = [
     (b"[1, 2]", 400, '{"instances": [...]}'),
     (b'{"instances": "all"}', 400, '{"instances": [...]}'),
     (b"x" * 400_000, 413, "request body is 400000 bytes; the limit is 300000 bytes"),
+    (HUGE_INTEGER, 400, "not valid JSON: Exceeds the limit (4300 digits)"),
     # Past the router, the trainer server refuses wrong types; the router passes it on.
     (_body(member_id="11"), 400, "'member_id' must be an integer"),
     (_body(timestamp=None), 400, "'timestamp' must be an ISO 8601 string"),

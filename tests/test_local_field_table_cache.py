@@ -1,12 +1,18 @@
 """The aiplatform_v1 field table cached under the local root: the same table, read without
-importing aiplatform_v1, and rebuilt when the file is damaged."""
+importing aiplatform_v1, and rebuilt when the file is damaged, planted (a FIFO, a link, deep
+nesting, another user's) or forged (the right shape, checking nothing)."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +135,127 @@ def test_cached_field_table_does_not_read_an_oversized_file(
     )
     assert dict(cached_field_table(tmp_path)) == dict(job_field_table())
     assert calls == [1]  # read from the protos instead of the file
+
+
+def test_known_tables_pin_the_table_of_the_installed_aiplatform() -> None:
+    # Bumping google-cloud-aiplatform (or changing how its protos are read) fails here:
+    # add its table's digest to KNOWN_TABLES, or the cache is never trusted for it.
+    import importlib.metadata
+
+    from vertex_retrain.backends.local.jobs.field_table_cache import KNOWN_TABLES, table_digest
+
+    version = importlib.metadata.version("google-cloud-aiplatform")
+    assert KNOWN_TABLES.get(version) == table_digest(job_field_table())
+
+
+def _forged() -> dict[str, Any]:
+    """A table of the right shape that checks nothing: every scalar takes any JSON value and
+    every message is free-form."""
+    forged = table_to_json(job_field_table())
+    for message in forged.values():
+        for field in message["fields"]:
+            if field[2] == "scalar":
+                field[5] = "any"
+            elif field[2] == "message":
+                field[2:] = ["opaque", "", field[4], "any"]
+    return forged
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _nested(path: Path) -> None:
+    path.write_text("[" * 100_000 + "]" * 100_000)
+
+
+def _forged_file(path: Path) -> None:
+    path.write_text(json.dumps(_forged()))
+    path.chmod(0o600)
+
+
+def _writable_by_others(path: Path) -> None:
+    path.write_text(json.dumps(table_to_json(job_field_table())))
+    path.chmod(0o666)
+
+
+def _link(path: Path) -> None:
+    good = path.with_name("elsewhere.json")
+    good.write_text(json.dumps(table_to_json(job_field_table())))
+    good.chmod(0o600)
+    path.symlink_to(good)
+
+
+@pytest.mark.parametrize(
+    "plant", [_fifo, _nested, _forged_file, _writable_by_others, _link], ids=lambda f: f.__name__
+)
+def test_cached_field_table_rebuilds_a_file_it_cannot_trust(
+    tmp_path: Path, plant: Callable[[Path], None]
+) -> None:
+    path = cache_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    plant(path)
+    result: list[Any] = []
+    reader = threading.Thread(target=lambda: result.append(cached_field_table(tmp_path)))
+    reader.daemon = True
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive(), "reading the cache blocked"
+    assert dict(result[0]) == dict(job_field_table())
+    info = path.lstat()
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600  # replaced
+
+
+def test_validation_with_a_forged_cache_still_refuses_what_the_protos_refuse(
+    tmp_path: Path,
+) -> None:
+    # The forged table would let an unknown field through and hand a rule `imageUri: 42`.
+    path = cache_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    _forged_file(path)
+    payload = {
+        "displayName": "t",
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {"machineType": "n1-standard-4", "acceleratorTyp": "X"},
+                    "replicaCount": 1,
+                    "containerSpec": {"imageUri": 42},
+                }
+            ]
+        },
+    }
+    problems = validate_custom_job(payload, field_table=cached_field_table(tmp_path))
+    assert {p.code for p in problems} >= {"unknown-field", "wrong-type"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda table: table[CUSTOM_JOB]["fields"][0].__setitem__(0, 7),
+        lambda table: table[CUSTOM_JOB]["fields"][0].__setitem__(4, "yes"),
+        lambda table: table[CUSTOM_JOB]["fields"][0].__setitem__(5, "anything"),
+        lambda table: table.pop("google.cloud.aiplatform.v1.MachineSpec"),
+    ],
+    ids=["a number for a name", "a text for a flag", "an unknown type", "a missing message"],
+)
+def test_table_from_json_refuses_parts_of_another_type(change: Callable[[Any], Any]) -> None:
+    table = table_to_json(job_field_table())
+    change(table)
+    with pytest.raises(ValueError, match="not a field table"):
+        table_from_json(table)
+
+
+def test_cached_field_table_neither_reads_nor_writes_a_cache_for_an_unknown_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release missing from KNOWN_TABLES: no digest to check a file against, so no file.
+    from vertex_retrain.backends.local.jobs import field_table_cache
+
+    monkeypatch.setattr(field_table_cache, "KNOWN_TABLES", {})
+    path = cache_file(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_forged()))
+    path.chmod(0o600)
+    assert dict(cached_field_table(tmp_path)) == dict(job_field_table())
+    assert json.loads(path.read_text()) == _forged()  # neither trusted nor replaced

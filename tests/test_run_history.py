@@ -297,7 +297,7 @@ def test_history_json_lists_every_record_whole(
     [
         (["nope"], "no recorded runs of model 'nope'; models with runs: guess-your-order"),
         (["guess-your-order", "--plot", "weeks.pdf"], "--plot must name a .png file"),
-        (["--db", "/nonexistent/registry.db"], "is not a file"),
+        (["--db", "/nonexistent/registry.db"], "no registry database there"),
     ],
 )
 def test_history_bad_input_is_one_line_and_exit_2(

@@ -8,6 +8,7 @@ request in flight finish. Socket timeouts here are liveness bounds, never speed 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
@@ -17,10 +18,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from data.hostile.support import (
@@ -32,19 +37,29 @@ from data.hostile.support import (
     expect_continue,
     finish_continued,
     post,
+    raw_answer,
     raw_exchange,
     router_over_trainer_server,
     write_tiny_artifact,
 )
 
 from trainer.asgi_guard import STATUS_NAMES, Limits
-from trainer.serve import ServeConfig, start_server
+from trainer.predictor import Predictor
+from trainer.serve import PredictionService, RunningServer, ServeConfig, start_server
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.serving.model_server import free_port
+from vertex_retrain.backends.local.serving.router import start_router
 
 pytestmark = pytest.mark.slow
 
 CAP = 2
-LIMITS = Limits(head_timeout_s=0.5, max_concurrent_requests=CAP)
+LIMITS = Limits(
+    head_timeout_s=0.5,
+    max_concurrent_requests=CAP,
+    max_arriving_bodies=2,
+    body_grace_s=60.0,
+    body_timeout_s=60.0,
+)
 LARGE_BODY = json.dumps({"instances": [GOOD_INSTANCE] * 1000}).encode()
 
 
@@ -54,18 +69,18 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def ports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
+def ports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("limits-router")
     with (
         start_server(model_dir, config=ServeConfig(limits=LIMITS)) as server,
         router_over_trainer_server(root, limits=LIMITS) as router,
     ):
-        yield {"server": server.port, "router": router.port}
+        yield {"server": server.port, "router": router.port, "router_root": root}
 
 
 @pytest.fixture(params=["server", "router"])
-def port(request: pytest.FixtureRequest, ports: dict[str, int]) -> int:
-    return ports[request.param]
+def port(request: pytest.FixtureRequest, ports: dict[str, Any]) -> int:
+    return int(ports[request.param])
 
 
 def test_asgi_modules_are_one_copy_in_the_trainer_and_the_library() -> None:
@@ -73,7 +88,9 @@ def test_asgi_modules_are_one_copy_in_the_trainer_and_the_library() -> None:
     # share these modules as byte-identical copies.
     for name in ("asgi_guard.py", "asgi_runner.py"):
         trainer_copy = (REPO / "examples" / "drink_shops" / "trainer" / name).read_bytes()
-        library_copy = (REPO / "vertex_retrain" / "backends" / "local" / name).read_bytes()
+        library_copy = (
+            REPO / "vertex_retrain" / "backends" / "local" / "serving" / name
+        ).read_bytes()
         assert trainer_copy == library_copy, f"trainer/{name} and its library copy differ"
 
 
@@ -116,20 +133,110 @@ def test_servers_answer_a_client_that_half_closes_after_its_request(port: int) -
         response.close()
 
 
-def test_servers_answer_a_burst_past_the_cap_with_503_and_stay_healthy(port: int) -> None:
-    held = [expect_continue(port, "/predict", len(GOOD_BODY)) for _ in range(CAP)]
-    try:
+def _accept_queue(port: int) -> int:
+    """Connections waiting in the accept queue of the socket listening on `port` (Linux)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:  # 0A: LISTEN
+            return int(fields[4].split(":")[1], 16)  # rx_queue: the accept backlog
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+@contextlib.contextmanager
+def _one_request_held(kind: str, model_dir: Path, router_root: Path) -> Iterator[int]:
+    """A server of `kind` whose one request slot (cap 1) is taken by a whole request that
+    cannot finish until the block ends: the model is gated (the prediction server) or the
+    model server behind is stopped (the router). Yields the server's port."""
+    limits = Limits(max_concurrent_requests=1)
+    release = threading.Event()
+    with contextlib.ExitStack() as stack:
+        if kind == "server":
+            predictor = Predictor(model_dir)
+            entered, predict = threading.Event(), predictor.predict
+
+            def gated(instances: list[Any]) -> list[dict[str, Any]]:
+                entered.set()
+                release.wait(60)
+                return predict(instances)
+
+            predictor.predict = gated  # type: ignore[method-assign]
+            service = PredictionService(predictor, ServeConfig(limits=limits))
+            port = stack.enter_context(RunningServer(service, "127.0.0.1", 0)).port
+            is_held = entered.is_set
+        else:
+            db = router_root / "registry.db"
+            (deployed,) = LocalEndpoints(db).get(ENDPOINT).deployed_models
+            assert deployed.pid is not None and deployed.port is not None
+            router = stack.enter_context(start_router(ENDPOINT, db_path=db, limits=limits))
+            port, model_port, group = router.port, deployed.port, deployed.pid
+            os.killpg(group, signal.SIGSTOP)  # the keeper's group: keeper and server
+            stack.callback(os.killpg, group, signal.SIGCONT)
+            stack.callback(release.set)  # the stopped server must go on first
+
+            def is_held() -> bool:  # the router's forward waits for the stopped server
+                return _accept_queue(model_port) > 0
+
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        held = pool.submit(post, port, "/predict", LARGE_BODY, timeout_s=60)
+        for _ in range(600):
+            if is_held() or held.done():
+                break
+            time.sleep(0.05)
+        assert is_held(), held.result()
+        yield port
+        release.set()
+        if kind == "router":
+            os.killpg(group, signal.SIGCONT)
+        status, answer = held.result()
+        assert status == 200 and len(answer["predictions"]) == 1000
+
+
+@pytest.mark.parametrize("kind", ["server", "router"])
+def test_servers_answer_a_burst_past_the_cap_with_503_and_stay_healthy(
+    kind: str, model_dir: Path, ports: dict[str, Any]
+) -> None:
+    with _one_request_held(kind, model_dir, ports["router_root"]) as port:
         with ThreadPoolExecutor(max_workers=6) as pool:
             answers = list(pool.map(lambda _: post(port, "/predict", LARGE_BODY), range(6)))
         assert {status for status, _ in answers} == {503}
         assert all("in flight" in error_message(answer) for _, answer in answers)
         health = raw_exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", method="GET")
         assert health is not None and health[0] == 200
+
+
+def test_servers_keep_slow_bodies_from_taking_the_request_slots(port: int) -> None:
+    # More slow senders than the cap and the bodies the server waits for together: the
+    # extra ones are refused at once, the others hold no request slot, and a request that
+    # arrives whole is answered (on the prediction server and the router alike).
+    head = b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"
+    senders = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(5)]
+    try:
+        for sock in senders:
+            sock.sendall(head)
+        refused = []
+        while len(refused) < 5 - LIMITS.max_arriving_bodies:
+            readable, _, _ = select.select(senders, [], [], 30)
+            assert readable, "no slow sender was refused"
+            for sock in readable:
+                senders.remove(sock)
+                refused.append(raw_answer(sock))
+                sock.close()
+        assert {status for status, _ in refused} == {503}
+        assert "bodies are still arriving" in error_message(refused[0][1])
+        for _ in range(LIMITS.max_concurrent_requests + 1):
+            assert post(port, "/predict", GOOD_BODY)[0] == 200
     finally:
-        finished = [finish_continued(sock, GOOD_BODY) for sock in held]
-    assert [status for status, _ in finished] == [200] * CAP
-    status, answer = post(port, "/predict", LARGE_BODY, timeout_s=30)
-    assert status == 200 and len(answer["predictions"]) == 1000
+        for sock in senders:
+            sock.close()
+
+
+def test_servers_let_a_closing_client_read_its_413(port: int) -> None:
+    # urllib sends `Connection: close` and the whole body before reading the answer.
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/predict", data=b" " * 20_000_000)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == 413
+    assert "the limit is 1500000 bytes" in error_message(json.loads(refused.value.read()))
 
 
 def test_servers_answer_a_100_mb_body_with_a_readable_413(port: int) -> None:
@@ -175,7 +282,7 @@ def _errors(port: int) -> dict[str, tuple[int, str]]:
     return found
 
 
-def test_both_servers_answer_errors_in_one_shape(ports: dict[str, int]) -> None:
+def test_both_servers_answer_errors_in_one_shape(ports: dict[str, Any]) -> None:
     server, router = _errors(ports["server"]), _errors(ports["router"])
     assert server == router
     assert {status for status, _ in server.values()} == {400, 404, 405, 411, 413}

@@ -35,17 +35,18 @@ def umask_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write `data` to `path` so readers see the old or the new file, never a torn one.
 
     Args:
         path: Destination file; parent folders are created.
         data: Bytes to write.
+        mode: The file's mode from its first byte (default: what the umask gives).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, umask_file_mode())
+        os.fchmod(fd, umask_file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

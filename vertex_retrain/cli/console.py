@@ -26,6 +26,22 @@ WIDE_WIDTH = 10_000
 """The console width under ``--wide``: wide enough that no cell is cut or wrapped."""
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts every
+escape sequence, CR and LF move the cursor, CSI is one byte in C1), line separators and the
+bidirectional overrides that reorder what is shown."""
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print: each control character written as JSON writes it (``\\u001b``).
+
+    Data (a model's name, an artifact URI, a file's field) is printed through this, as
+    ``validate`` prints values as JSON: a name holding ``ESC ]0;...`` shows those characters
+    instead of retitling the terminal, and a newline cannot forge a table row.
+    """
+    return _CONTROL.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
 def strip_ansi(text: str) -> str:
     """``text`` without ANSI escape sequences."""
     return ANSI.sub("", text)
@@ -87,10 +103,10 @@ def cell_text(value: Any) -> str:
     if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
         return value[:19].replace("T", " ")  # to the second; --json keeps the full value
     if isinstance(value, Mapping):
-        return ", ".join(f"{key}={cell_text(item)}" for key, item in value.items())
+        return ", ".join(f"{printable(str(key))}={cell_text(item)}" for key, item in value.items())
     if isinstance(value, list | tuple):
         return ", ".join(cell_text(item) for item in value)
-    return str(value)
+    return printable(str(value))
 
 
 def render_table(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.cli.console import Column, print_json, printable, render_table
 from vertex_retrain.run_record import RunRecord
 
 COLUMNS = (
@@ -130,12 +130,12 @@ def _load(model: str | None, db: str | None) -> list[RunRecord]:
         RegistryNotFoundError,
     )
     from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+    from vertex_retrain.cli.db_option import DbOptionError, checked_db
 
-    if db is not None and not Path(db).expanduser().is_file():
-        raise HistoryInputError(f"--db {db!r} is not a file; pass the registry database path")
     try:
+        checked_db(db, can_create=False)  # never makes a registry of the file it is given
         return RunHistory(db).weeks(model)
-    except (RegistryNotFoundError, RegistryInputError, RegistryError) as error:
+    except (DbOptionError, RegistryNotFoundError, RegistryInputError, RegistryError) as error:
         raise HistoryInputError(str(error)) from error
 
 
@@ -172,7 +172,8 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if name:
             shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
             what = ", ".join(shown_metrics) or "no metric"
-            out.write(f"{name}: {what} of each model, * = Spot fell back to on-demand\n")
+            heading = f"{name}: {what} of each model, * = Spot fell back to on-demand"
+            out.write(printable(heading) + "\n")
         render_table(
             out,
             COLUMNS,

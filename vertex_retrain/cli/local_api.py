@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from vertex_retrain.cli.local_run import LocalRunOutcome, local_arguments, run_pipeline_locally
+from vertex_retrain.specs.display_names import display_name_problems, evaluates
 
 __all__ = ["run_local"]
 
@@ -47,6 +48,8 @@ def run_local(
 
     Raises:
         PipelineReferenceError: A reference that names no pipeline (a ``ValueError``).
+        ValueError: A display name Vertex would refuse (``model_display_name`` of more than
+            128 characters...).
     """
     if isinstance(pipeline, str | os.PathLike):
         from vertex_retrain.cli.pipeline_source import resolve_pipeline
@@ -55,6 +58,11 @@ def run_local(
     inputs = pipeline.component_spec.inputs or {}
     defaults = {name: spec.default for name, spec in inputs.items() if spec.default is not None}
     given = local_arguments(defaults, dict(arguments or {}), declared=set(inputs))
+    spec = getattr(pipeline, "pipeline_spec", None)
+    components = {"components": dict.fromkeys(getattr(spec, "components", None) or ())}
+    names = display_name_problems(given, evaluation_job=evaluates(components))
+    if names:  # refused before any task, not at register-model after training
+        raise ValueError(names[0].describe())
     return run_pipeline_locally(
         pipeline, given, console=console or sys.stdout, verbose=verbose, cache=cache
     )

@@ -227,6 +227,7 @@ def _run_locked(
 
     from vertex_retrain.backends.local.kfp_adapter.session import kfp_local_session
     from vertex_retrain.backends.local.kfp_adapter.task_cache import TaskCache
+    from vertex_retrain.backends.local.kfp_adapter.task_temp import tasks_temp_dir
 
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
@@ -244,8 +245,11 @@ def _run_locked(
         # ignored; both are expected here, and would bury the progress lines.
         warnings.filterwarnings("ignore", module=r"kfp\.local\..*")
         try:
-            with kfp_local_session(
-                TaskCache(root), reuse=cache, created=datetime.datetime.now(datetime.UTC)
+            with (
+                kfp_local_session(
+                    TaskCache(root), reuse=cache, created=datetime.datetime.now(datetime.UTC)
+                ),
+                tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):
                 pipeline(**arguments)
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure

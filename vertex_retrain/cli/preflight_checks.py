@@ -10,6 +10,7 @@ alternatives), as ``validate`` does:
   installs there (:mod:`vertex_retrain.specs.package_compat`);
 - in a pipeline with a data window, no cached task can be served another week's output
   (:mod:`vertex_retrain.cli.cache_keys`);
+- the display names the run gives its model and endpoint fit Vertex's limit;
 - for a submission: a service account is set and the pipeline root is ``gs://BUCKET/PATH``.
 
 Nothing here touches the network; :mod:`vertex_retrain.backends.vertex.preflight_online`
@@ -28,6 +29,7 @@ from typing import Any
 
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 from vertex_retrain.invocation import command
+from vertex_retrain.specs.display_names import display_name_problems, evaluates
 from vertex_retrain.specs.package_compat import executor_image_problems
 from vertex_retrain.specs.problems import Problem, error, warning
 from vertex_retrain.specs.region_rules import availability_problems
@@ -371,5 +373,6 @@ def pipeline_problems(
     problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
     problems += _notification_problems(arguments)
+    problems += display_name_problems(arguments, evaluation_job=evaluates(spec))
     problems += _submission_problems(settings)
     return sorted(problems, key=lambda p: p.severity != "error")

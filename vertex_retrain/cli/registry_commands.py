@@ -11,20 +11,17 @@ from __future__ import annotations
 import argparse
 import errno
 import socket
-import stat
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.backends.local.model_registry.registry_db import (
-    DB_FILENAME,
     RegistryError,
     RegistryInputError,
     RegistryNotFoundError,
 )
 from vertex_retrain.backends.local.serving.model_server import ServerStartError
-from vertex_retrain.cli.console import Column, print_json, render_table
+from vertex_retrain.cli.console import Column, print_json, printable, render_table
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import TrafficSplitError
 
@@ -76,42 +73,17 @@ class _InputError(ValueError):
 
 
 def _database(args: argparse.Namespace) -> str | None:
-    """The `--db` path, checked: an existing registry, unless `--create` asks for a new one.
-
-    Only the default database (`$VERTEX_LOCAL_ROOT/registry.db`) is made without asking: a
-    mistyped `--db` or an empty file would otherwise become a new, empty registry silently.
+    """The `--db` path, checked (:func:`vertex_retrain.cli.db_option.checked_db`).
 
     Raises:
-        _InputError: Missing without `--create`, a folder, not a regular file (`/dev/null`),
-            or an empty file without `--create`.
+        _InputError: A `--db` that is no registry, unless `--create` may make one there.
     """
-    db = getattr(args, "db", None)
-    if db is None:
-        return None
-    create = bool(getattr(args, "create", False))
-    path = Path(db).expanduser()
+    from vertex_retrain.cli.db_option import DbOptionError, checked_db
+
     try:
-        mode, size = (info := path.stat()).st_mode, info.st_size
-    except FileNotFoundError:
-        if create:
-            return db
-        raise _InputError(
-            f"--db {db}: no registry database there; check the path, or pass --create to make "
-            "a new registry at it"
-        ) from None
-    except OSError as error:
-        raise _InputError(f"--db {db}: {error.strerror or error}") from None
-    if stat.S_ISDIR(mode):
-        example = path / DB_FILENAME
-        raise _InputError(f"--db {db} is a folder; pass the database file, e.g. {example}")
-    if not stat.S_ISREG(mode):
-        raise _InputError(f"--db {db} is not a regular file (a device, FIFO or socket)")
-    if size == 0 and not create:
-        raise _InputError(
-            f"--db {db} is an empty file, not a registry database; pass --create to make a new "
-            "registry in it"
-        )
-    return db
+        return checked_db(getattr(args, "db", None), create=bool(getattr(args, "create", False)))
+    except DbOptionError as error:
+        raise _InputError(str(error)) from None
 
 
 def _check_bind(host: str, port: int) -> None:
@@ -228,7 +200,8 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
     for name in names:
         stopped = stop_servers(name, db_path=db)
         print(
-            f"endpoint {name}: {stopped} model server(s) stopped; deployments and traffic stay "
+            f"endpoint {printable(name)}: {stopped} model server(s) stopped; deployments and "
+            "traffic stay "
             f"(`{command('serve ' + name)}` serves it again)",
             file=out,
         )

@@ -42,10 +42,19 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         return 2
     from vertex_retrain.cli.run_window import as_of_problem
+    from vertex_retrain.specs.display_names import display_name_problems, evaluates
 
     problem = as_of_problem({**default_arguments(spec), **overrides})
     if problem:
         print(f"error: {problem}", file=sys.stderr)
+        return 2
+    # A name Vertex refuses would fail the run at register-model, after training.
+    names = display_name_problems(
+        {**default_arguments(spec), **overrides}, evaluation_job=evaluates(spec)
+    )
+    for name_problem in names:
+        print(f"run: {name_problem.describe()}", file=sys.stderr)
+    if names:
         return 2
     missing_values = required_without_value(parameter_definitions(spec), overrides)
     if args.local:

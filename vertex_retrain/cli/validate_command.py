@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from vertex_retrain.cli.console import printable
 from vertex_retrain.specs.lint_file import lint_file
 from vertex_retrain.specs.problems import errors_of, warnings_of
 
@@ -23,10 +24,11 @@ def run_validate(files: list[str], as_json: bool, out: TextIO) -> int:
             continue
         for problem in problems:
             # A file-level problem's message names the file, which starts the line already.
-            out.write(f"{name}: {problem.describe(show_field=problem.code != 'file')}\n")
+            line = f"{name}: {problem.describe(show_field=problem.code != 'file')}"
+            out.write(printable(line) + "\n")  # names and messages are data: no controls
         n_err, n_warn = len(errors_of(problems)), len(warnings_of(problems))
         verdict = "INVALID" if n_err else "OK"
-        out.write(f"{name}: {verdict} ({n_err} error(s), {n_warn} warning(s))\n")
+        out.write(printable(f"{name}: {verdict} ({n_err} error(s), {n_warn} warning(s))") + "\n")
     if as_json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return 1 if failed else 0

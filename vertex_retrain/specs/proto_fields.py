@@ -83,6 +83,7 @@ FieldTable = Mapping[str, MessageFields]
 # Proto JSON form of scalar types (FieldDescriptor.TYPE_*) and of the well-known messages.
 _INT_TYPES = frozenset({3, 4, 5, 6, 7, 13, 15, 16, 17, 18})
 _SCALAR_JSON = {1: "float", 2: "float", 8: "bool", 9: "string", 12: "string", 14: "enum"}
+_JSON_TYPES = frozenset({"", "string", "int", "float", "bool", "enum", "any"})
 _WELL_KNOWN_JSON = {
     "google.protobuf.Duration": "string",
     "google.protobuf.Timestamp": "string",
@@ -196,7 +197,8 @@ def table_to_json(table: FieldTable) -> dict[str, Any]:
 
 
 def table_from_json(data: Mapping[str, Any]) -> FieldTable:
-    """The inverse of :func:`table_to_json`.
+    """The inverse of :func:`table_to_json`: every part of the type it has there, and every
+    message a field names present.
 
     Raises:
         ValueError: The data is not in that shape (a damaged or foreign cache file).
@@ -206,16 +208,23 @@ def table_from_json(data: Mapping[str, Any]) -> FieldTable:
         for full_name, message in data.items():
             fields: dict[str, ProtoField] = {}
             for name, json_name, kind, below, repeated, json_type in message["fields"]:
+                if not all(isinstance(text, str) for text in (name, json_name, below)):
+                    raise ValueError(f"a field name that is not a text in {full_name}")
+                if not isinstance(repeated, bool):
+                    raise ValueError(f"{name}'s repeated flag {repeated!r} is not a boolean")
                 if kind not in ("message", "map", "opaque", "scalar"):
                     raise ValueError(f"unknown field kind {kind!r}")
-                field = ProtoField(
-                    str(name), str(json_name), kind, str(below), bool(repeated), str(json_type)
-                )
+                if json_type not in _JSON_TYPES:
+                    raise ValueError(f"unknown JSON type {json_type!r}")
+                field = ProtoField(name, json_name, kind, below, repeated, json_type)
                 fields[field.name] = fields[field.json_name] = field
-            table[str(full_name)] = MessageFields(str(message["name"]), MappingProxyType(fields))
+            if not isinstance(message["name"], str):
+                raise ValueError(f"{full_name}'s name is not a text")
+            table[str(full_name)] = MessageFields(message["name"], MappingProxyType(fields))
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise ValueError(f"not a field table: {error}") from None
-    for required in (CUSTOM_JOB, CUSTOM_JOB_SPEC, TUNING_JOB):
+    named = {f.message for message in table.values() for f in message.fields.values()}
+    for required in sorted(named - {""} | {CUSTOM_JOB, CUSTOM_JOB_SPEC, TUNING_JOB}):
         if required not in table:
             raise ValueError(f"not a field table: {required} is missing")
     return MappingProxyType(table)

@@ -165,8 +165,10 @@ def parse_yaml(
             f"{source}: larger than {limits.max_bytes} bytes",
             alternative=f"keep it under {limits.max_bytes} bytes",
         )
-    loader = _JsonTypesLoader(text)
+    loader: _JsonTypesLoader | None = None
     try:
+        # The reader refuses a NUL or control character as it is built: inside the try.
+        loader = _JsonTypesLoader(text)
         if first_only:
             node = loader.get_node() if loader.check_node() else None
         else:
@@ -178,7 +180,8 @@ def parse_yaml(
         summary = " ".join(str(exc).split())
         raise LoadError(f"{source} is not valid YAML: {summary}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     check_tree(value, source=source, limits=limits)
     return value
 

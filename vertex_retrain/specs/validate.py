@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from vertex_retrain.specs.catalog import Catalog, load_catalog
+from vertex_retrain.specs.display_names import MAX_DISPLAY_NAME
 from vertex_retrain.specs.field_rules import check_field_names, superseded
 from vertex_retrain.specs.job_rules import check_job_spec, check_labels
 from vertex_retrain.specs.payload_io import NormalizedJob, mapping, normalize_job
@@ -75,6 +76,18 @@ def _check_rules(job: NormalizedJob, catalog: Catalog, today: _dt.date) -> list[
                 None,
                 "A job resource needs a display name.",
                 ["displayName: recommender-train"],
+                code="display-name",
+            )
+        )
+    display_name = resource.get("displayName")
+    if isinstance(display_name, str) and len(display_name) > MAX_DISPLAY_NAME:
+        problems.append(
+            error(
+                "displayName",
+                display_name,
+                f"{len(display_name)} characters; Vertex takes at most {MAX_DISPLAY_NAME} in a "
+                "display name.",
+                [f"a name of 1 to {MAX_DISPLAY_NAME} characters"],
                 code="display-name",
             )
         )

@@ -21,6 +21,7 @@ from vertex_retrain.contracts.evaluation import (
 )
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.specs.defaults import EVALUATION
+from vertex_retrain.specs.display_names import EVALUATION_JOB_SUFFIX
 from vertex_retrain.steps.backend import readable_path
 from vertex_retrain.steps.champion import find_alias_holder
 from vertex_retrain.steps.decision import Decision, decide
@@ -108,7 +109,7 @@ def evaluation_job_request(request: EvaluationRequest, champion_uri: str | None)
     """
     return TrainingRequest(
         backend=request.backend,
-        display_name=request.display_name or f"{request.model_display_name}-evaluation",
+        display_name=request.display_name or request.model_display_name + EVALUATION_JOB_SUFFIX,
         base_output_directory=request.output_directory,
         python_module=request.python_module,
         package_uris=list(request.package_uris),

@@ -8,6 +8,10 @@ downloaded once; a local or ``/gcs/`` path is read in place), ``AIP_HTTP_PORT`` 
 ``LOCAL_BIND_HOST=127.0.0.1``). ``DEMAND_MAX_REQUEST_BYTES`` bounds a request body (default
 1,500,000, Vertex's limit; 413 beyond).
 
+A body must arrive within 5 s plus its size at 50 kB/s (at most 30 s; 408 past it), and the
+rest of a refused body is read and discarded (up to 64 MiB) before the connection closes, so a
+client that sends it all before reading gets the answer, not a reset.
+
 ``POST <predict route>`` takes ``{"instances": [{"store": "S01", "item": "I01", "day":
 "2025-03-03", "price": 2.49, "on_promo": true}, ...]}`` (``price`` defaults to the item's list
 price, ``on_promo`` to false) and answers ``{"predictions": [{"units": 11.72}, ...]}``. A bad
@@ -24,9 +28,11 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -42,6 +48,7 @@ MAX_INSTANCES = 1000
 DEFAULT_MAX_REQUEST_BYTES = 1_500_000
 FIELDS = ("store", "item", "day", "price", "on_promo")
 REQUEST_TIMEOUT_S = 30.0
+DISCARD_MAX_BYTES = 64 << 20
 
 
 class RequestError(ValueError):
@@ -55,11 +62,14 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Routes and the request size limit of one server."""
+    """Routes and request limits of one server: the body's size, and the time it may take
+    (`body_grace_s` plus its size at `min_body_bytes_per_s`, at most `REQUEST_TIMEOUT_S`)."""
 
     health_route: str = "/health"
     predict_route: str = "/predict"
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    body_grace_s: float = 5.0
+    min_body_bytes_per_s: int = 50_000
 
 
 def _known(names: Sequence[str]) -> str:
@@ -81,8 +91,10 @@ def parse_instances(body: bytes, model: DemandModel) -> list[tuple[str, str, dt.
     """
     try:
         request = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RequestError(HTTPStatus.BAD_REQUEST, f"body is not valid JSON: {error}") from None
+    except ValueError as error:  # not UTF-8, not JSON, or an integer over 4,300 digits
+        # The digits' message ends with advice for the server's code, not for the client.
+        message = f"body is not valid JSON: {str(error).split(';')[0]}"
+        raise RequestError(HTTPStatus.BAD_REQUEST, message) from None
     except RecursionError:
         raise RequestError(HTTPStatus.BAD_REQUEST, "body JSON is nested too deeply") from None
     instances = request.get("instances") if isinstance(request, dict) else None
@@ -115,18 +127,21 @@ def parse_instances(body: bytes, model: DemandModel) -> list[tuple[str, str, dt.
         if date is None:
             _bad(f"{where}.day", day, "a date as YYYY-MM-DD")
         price = instance.get("price", profile.items[item].base_price)
-        if (
-            isinstance(price, bool)
-            or not isinstance(price, int | float)
-            or not math.isfinite(price)
-            or price <= 0
-        ):
+        if isinstance(price, bool) or not isinstance(price, int | float) or not _positive(price):
             _bad(f"{where}.price", price, "a price > 0 (omit it for the item's list price)")
         on_promo = instance.get("on_promo", False)
         if not isinstance(on_promo, bool):
             _bad(f"{where}.on_promo", on_promo, "true or false")
         rows.append((store, item, date, float(price), on_promo))
     return rows
+
+
+def _positive(number: float) -> bool:
+    """A finite number above 0 (an integer too large for a float is not)."""
+    try:
+        return math.isfinite(number) and number > 0
+    except OverflowError:
+        return False
 
 
 def predict(model: DemandModel, rows: list[tuple[str, str, dt.date, float, bool]]) -> list[Any]:
@@ -171,9 +186,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
+        if status >= 400 and status != HTTPStatus.REQUEST_TIMEOUT:
+            self._discard_unread()
+
+    def _declared(self) -> int | None:
+        """The request's Content-Length, None when it has none or it is not a number."""
+        length = self.headers.get("Content-Length")
+        return int(length) if length and re.fullmatch("[0-9]{1,18}", length) else None
+
+    def _discard_unread(self) -> None:
+        """Reads what the client still sends of a refused body (bounded in size and time),
+        so that closing the connection does not reset it before the answer is read."""
+        left = min(self._unread, DISCARD_MAX_BYTES)
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        try:
+            while left > 0 and (remaining := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(remaining)
+                chunk = self.rfile.read1(min(left, 1 << 16))
+                if not chunk:
+                    return
+                left -= len(chunk)
+        except OSError:
+            return
 
     def _route(self, method: str) -> None:
         config = self.server.config
+        self._unread = self._declared() or 0
         path = self.path.split("?", 1)[0]
         routes = {config.health_route: "GET", config.predict_route: "POST"}
         try:
@@ -205,18 +243,37 @@ class _Handler(BaseHTTPRequestHandler):
             raise RequestError(
                 HTTPStatus.LENGTH_REQUIRED, "send the body with a Content-Length header"
             )
-        try:
-            size = int(length)
-        except ValueError:
+        size = self._declared()
+        if size is None:
             raise RequestError(
-                HTTPStatus.BAD_REQUEST, f"Content-Length {length!r} is not a number"
-            ) from None
-        if size < 0 or size > limit:
+                HTTPStatus.BAD_REQUEST, f"Content-Length {length[:40]!r} is not a number"
+            )
+        if size > limit:
             raise RequestError(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"body of {size} bytes; at most {limit} bytes (DEMAND_MAX_REQUEST_BYTES)",
             )
-        return self.rfile.read(size)
+        return self._read_in_time(size)
+
+    def _read_in_time(self, size: int) -> bytes:
+        """The body, read within its deadline: a slow sender holds its thread that long."""
+        config = self.server.config
+        allowed = min(REQUEST_TIMEOUT_S, config.body_grace_s + size / config.min_body_bytes_per_s)
+        deadline, chunks = time.monotonic() + allowed, []
+        try:
+            while self._unread > 0:
+                self.connection.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = self.rfile.read1(self._unread)
+                if not chunk:
+                    raise RequestError(HTTPStatus.BAD_REQUEST, "the body ended before its length")
+                chunks.append(chunk)
+                self._unread -= len(chunk)
+        except TimeoutError:
+            message = f"the request body did not arrive within {allowed:g} s"
+            raise RequestError(HTTPStatus.REQUEST_TIMEOUT, message) from None
+        finally:
+            self.connection.settimeout(self.timeout)
+        return b"".join(chunks)
 
     def do_GET(self) -> None:
         self._route("GET")

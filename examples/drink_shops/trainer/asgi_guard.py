@@ -15,7 +15,7 @@ router's added latency is a target (docs/benchmarks.md).
 
 from __future__ import annotations
 
-import asyncio
+import http
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -52,14 +52,24 @@ class Limits:
 
     Attributes:
         max_body_bytes: Larger request bodies get 413 (Vertex's limit by default).
-        max_concurrent_requests: Requests being read or answered at once; more get 503
-            (health checks are exempt, so a busy server is not reported dead).
+        max_concurrent_requests: Requests being answered at once (their body complete);
+            more get 503 (health checks are exempt, so a busy server is not reported dead).
         max_connections: Open connections; requests on connections beyond it get 503.
         max_header_bytes: Request line plus headers; more is a 400 and a closed connection.
         head_timeout_s: From connect (or from the previous answer) to a complete request head;
             a client that sends its headers slowly, or nothing, is disconnected.
-        body_timeout_s: For the whole body to arrive (408), and for the rest of a refused body
-            to be discarded.
+        body_timeout_s: The longest a body may take to arrive (408), and to discard the rest
+            of a refused body.
+        body_grace_s: With `min_body_bytes_per_s`, a body's own deadline (408 past it):
+            `body_grace_s + declared size / min_body_bytes_per_s` from the end of its head
+            (or from `100 Continue`), at most `body_timeout_s`.
+        min_body_bytes_per_s: The slowest rate a body may arrive at, past its grace.
+        body_arrival_window_s: A body that arrives within this long of its head is whole:
+            the request goes straight to the application.
+        max_arriving_bodies: Bodies still arriving after their window, across the server
+            (each buffered up to `max_body_bytes`); more get 503 with `Connection: close`.
+            Requests reach the application only once their body is complete, so slow
+            senders hold none of its `max_concurrent_requests` slots.
         drain_max_bytes: How much of a refused body is read and discarded, so that a client
             that sends it all before reading still gets the 413; past it the connection closes.
         keep_alive_s: An idle kept-alive connection is closed after this long.
@@ -73,6 +83,10 @@ class Limits:
     max_header_bytes: int = 16 * 1024
     head_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
+    body_grace_s: float = 5.0
+    min_body_bytes_per_s: int = 50_000
+    body_arrival_window_s: float = 0.1
+    max_arriving_bodies: int = 32
     drain_max_bytes: int = 128 * 1024 * 1024
     keep_alive_s: int = 5
     graceful_shutdown_s: int = 30
@@ -83,6 +97,15 @@ def error_body(status: int, message: str) -> bytes:
     """The JSON body of an error answer."""
     error = {"code": status, "status": STATUS_NAMES.get(status, "UNKNOWN"), "message": message}
     return json.dumps({"error": error}).encode()
+
+
+def error_answer(status: int, message: str, headers: Mapping[str, str]) -> bytes:
+    """A whole error answer as bytes, for the connection layer to write itself."""
+    body = error_body(status, message)
+    lines = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}"]
+    lines += ["content-type: application/json", f"content-length: {len(body)}"]
+    lines += [f"{name.lower()}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
 @dataclass(frozen=True)
@@ -194,11 +217,12 @@ async def read_body(request: Request, limits: Limits) -> bytes:
 
     A body declared too large is refused before it is read; the server then discards what
     the client still sends (up to `drain_max_bytes`), so the client reads the 413 instead of
-    a reset.
+    a reset. Under `asgi_runner` every other body has arrived whole before the application
+    sees the request: its deadlines are the runner's, and this returns at once.
 
     Raises:
-        HttpError: 411 without a length, 413 over `max_body_bytes`, 408 when the body takes
-            longer than `body_timeout_s`, 400 when the client goes away.
+        HttpError: 411 without a length, 413 over `max_body_bytes`, 400 when the client goes
+            away.
     """
     declared = request.header(b"content-length")
     if declared is None and request.header(b"transfer-encoding") is None:
@@ -207,16 +231,7 @@ async def read_body(request: Request, limits: Limits) -> bytes:
     if declared is not None and int(declared) > limits.max_body_bytes:
         raise _too_large(limits, int(declared))
     chunks: list[bytes] = []
-    try:
-        async with asyncio.timeout(limits.body_timeout_s):
-            await _receive_all(request, limits, chunks)
-    except TimeoutError:
-        raise HttpError(
-            408,
-            f"the request body did not arrive within {limits.body_timeout_s:g} s "
-            f"({sum(map(len, chunks))} bytes came)",
-            {"Connection": "close"},
-        ) from None
+    await _receive_all(request, limits, chunks)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -108,6 +108,70 @@ def _load_weights(path: Path) -> dict[str, Any]:
         ) from None
 
 
+def _check_weights(config: ModelConfig, weights: dict[str, Any]) -> None:
+    """The config's sizes against the weights' shapes, on a model built on the meta device
+    (shapes only, no memory): a config cannot make the server allocate tables that the
+    weights do not hold.
+
+    Raises:
+        ArtifactError: naming the first tensor that differs.
+    """
+    with torch.device("meta"):
+        expected = DrinkRecommender(config).state_dict()
+    for name in sorted(set(expected) | set(weights)):
+        want, got = expected.get(name), weights.get(name)
+        if want is None or not isinstance(got, torch.Tensor) or got.shape != want.shape:
+            shape = "nothing" if want is None else f"shape {tuple(want.shape)}"
+            held = f"shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else repr(got)
+            raise ArtifactError(
+                f"weights.pt: {name!r} is {held[:60]}; config.json describes {shape}"
+            )
+
+
+def _check_parts(
+    config: ModelConfig, catalogue: Catalogue, members: np.ndarray, popularity: np.ndarray
+) -> None:
+    """The vocabulary, catalogue and popularity table against the config's sizes, so that no
+    request can index past a table.
+
+    Raises:
+        ArtifactError: naming the file, the field, its size and the config's.
+    """
+    drinks = (
+        catalogue.drink_ids,
+        catalogue.drink_category,
+        catalogue.drink_cold,
+        catalogue.drink_region,
+        catalogue.drink_launch_day,
+    )
+    sizes = [
+        ("vocab.json", "member_ids", members.shape, (config.n_members,)),
+        ("catalogue.json", "drink_names", (len(catalogue.drink_names),), (config.n_drinks,)),
+        *(("catalogue.json", "drinks", a.shape, (config.n_drinks,)) for a in drinks),
+        ("catalogue.json", "store_ids", catalogue.store_ids.shape, (config.n_stores,)),
+        ("catalogue.json", "store_region", catalogue.store_region.shape, (config.n_stores,)),
+        (
+            "popularity.json",
+            "store_drink_counts",
+            popularity.shape,
+            (config.n_stores, config.n_drinks),
+        ),
+    ]
+    for name, field, shape, want in sizes:
+        if shape != want:
+            raise ArtifactError(f"{name}: {field!r} has shape {shape}; config.json says {want}")
+    category, cold = catalogue.drink_category, catalogue.drink_cold
+    if (
+        category.min() < 0
+        or category.max() >= config.n_categories
+        or not np.isin(cold, (0, 1)).all()
+    ):
+        raise ArtifactError(
+            f"catalogue.json: drink_category must lie in 0..{config.n_categories - 1} and "
+            "drink_cold in 0..1"
+        )
+
+
 class Artifact(NamedTuple):
     """A loaded artifact; `history` is None for a model without a history head."""
 
@@ -139,12 +203,16 @@ def load_artifact(model_dir: Path) -> Artifact:
         return _parse_json(name, read_bytes(files[name], name))
 
     try:
-        model = DrinkRecommender(ModelConfig.from_dict(read("config.json")["model"]))
-        model.load_state_dict(_load_weights(files["weights.pt"]))
+        config = ModelConfig.from_dict(read("config.json")["model"])
+        weights = _load_weights(files["weights.pt"])
+        _check_weights(config, weights)  # before the model's tables are allocated
+        model = DrinkRecommender(config)
+        model.load_state_dict(weights)
         model.eval()
         catalogue = Catalogue.from_json(read("catalogue.json"))
         members = np.asarray(read("vocab.json")["member_ids"], dtype=np.int64)
         popularity = np.asarray(read("popularity.json")["store_drink_counts"], dtype=np.float64)
+        _check_parts(config, catalogue, members, popularity)
         history = None
         if model.config.history_hidden:
             if HISTORY_FILE not in files:

@@ -17,11 +17,13 @@ Faults (JSON keys):
         :data:`HOLD_LIMIT_S`), so a test signals the process from outside at exactly that
         step, however slowly either process runs (tests/test_trainer_training.py,
         tests/test_faults_training.py).
-    pause_in (``"checkpoint"`` or ``"evaluate"``) and pause_s (float, > 0): print
-        :func:`pause_marker` to stderr, then sleep ``pause_s`` seconds at that point:
+    pause_in (``"checkpoint"``, ``"evaluate"`` or ``"resume"``) and pause_s (float, > 0):
+        print :func:`pause_marker` to stderr, then sleep ``pause_s`` seconds at that point:
         ``checkpoint`` between a checkpoint's data file and its SHA-256 sidecar,
-        ``evaluate`` just before evaluation. A test waits for the marker and signals the
-        process inside that window (tests/test_faults_training.py).
+        ``evaluate`` just before evaluation, ``resume`` before each checkpoint is read at
+        start-up (the step is the checkpoint's). A test waits for the marker and signals the
+        process inside that window (tests/test_faults_training.py,
+        tests/test_trainer_planted_checkpoints.py).
 
 An unknown key or a bad value stops the trainer with an error naming it, so a misspelt fault
 can never pass a test silently.
@@ -38,7 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 FAULTS_ENV = "TRAINER_FAULTS"
-PAUSE_PHASES = ("checkpoint", "evaluate")
+PAUSE_PHASES = ("checkpoint", "evaluate", "resume")
 HOLD_LIMIT_S = 300.0
 """A held trainer that never gets its SIGTERM carries on after this long."""
 

@@ -12,7 +12,7 @@ region's menu, not launched yet) are masked out everywhere. With `history_hidden
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,9 @@ from torch import nn
 
 from trainer.features import NOVELTY_BUCKETS, Catalogue
 from trainer.history import HISTORY_FEATURES, HistoryTensors, MemberHistory, history_features
+
+MAX_SIZE = 2**31 - 1
+"""The largest size a model's config may give (a table's rows, a layer's width)."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +44,30 @@ class ModelConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> ModelConfig:
-        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0)."""
-        return cls(**{"history_hidden": 0, **{k: int(v) for k, v in payload.items()}})
+    def from_dict(cls, payload: Any) -> ModelConfig:
+        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0).
+
+        Raises:
+            ValueError: not an object of exactly these sizes, each an integer in its range
+                (the first problem, naming the key, the value and the range).
+        """
+        names = [f.name for f in fields(cls)]
+        if not isinstance(payload, dict):
+            raise ValueError(f"'model' is {type(payload).__name__}; expected an object of {names}")
+        values = {"history_hidden": 0, **payload}
+        unknown = sorted(set(map(str, values)) - set(names))
+        missing = [name for name in names if name not in values]
+        if unknown or missing:
+            raise ValueError(f"'model' has unknown keys {unknown} or lacks {missing}")
+        for name in names:
+            lowest = 0 if name == "history_hidden" else 1
+            value = values[name]
+            if type(value) is not int or not lowest <= value <= MAX_SIZE:
+                raise ValueError(
+                    f"'model.{name}' is {str(value)[:40]}; expected an integer from {lowest} "
+                    f"to {MAX_SIZE}"
+                )
+        return cls(**values)
 
 
 @dataclass(frozen=True)

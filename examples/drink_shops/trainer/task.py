@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
     from trainer.optim import TrainingOptimizer, wrap_ddp
+    from trainer.resume import checkpoint_bound
     from trainer.scalars import ScalarWriter
     from trainer.split import load_manifest
     from trainer.train import LoopConfig, StopFlag, rows_to_tensors, train_loop
@@ -246,7 +247,11 @@ def run(args: argparse.Namespace) -> int:
         loop_cfg,
         info,
         stop,
-        checkpoints=CheckpointManager(dirs["AIP_CHECKPOINT_DIR"], faults=faults),
+        checkpoints=CheckpointManager(
+            dirs["AIP_CHECKPOINT_DIR"],
+            faults=faults,
+            max_bytes=checkpoint_bound(raw_model, optimizer),
+        ),
         writer=writer,
         faults=faults,
     )
@@ -254,9 +259,10 @@ def run(args: argparse.Namespace) -> int:
     log.info("training started %.1f s after the process started", startup)
     if result.preempted or stop.is_set():
         log.warning(
-            "stopped at step %d of %d on SIGTERM; checkpoint saved, exiting %d",
+            "stopped at step %d of %d on SIGTERM; %s, exiting %d",
             result.step,
             result.total_steps,
+            "checkpoint saved" if result.checkpoints else "no new checkpoint",
             EXIT_PREEMPTED,
         )
         _leave_group(info.world_size)

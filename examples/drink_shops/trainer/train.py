@@ -26,12 +26,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.checkpoint import CheckpointManager, capture_rng, restore_rng, write_progress
+from trainer.checkpoint import (
+    CheckpointInterruptedError,
+    CheckpointManager,
+    capture_rng,
+    write_progress,
+)
 from trainer.distributed import ClusterInfo
 from trainer.faults import NO_FAULTS, Faults
 from trainer.features import Rows
 from trainer.model import CatalogueTensors, sampled_softmax_loss
 from trainer.optim import average_sparse_gradients
+from trainer.resume import resume
 from trainer.scalars import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -203,13 +209,15 @@ def train_loop(
 
     entered = time.perf_counter()
     step, history, resumed_from = 0, [], None
-    restored = checkpoints.load_latest() if checkpoints else None
+    try:
+        restored = resume(checkpoints, raw_model, optimizer, stop.is_set) if checkpoints else None
+    except CheckpointInterruptedError:
+        # Nothing trained, so nothing is saved: a save at step 0 would prune the checkpoints
+        # the next attempt resumes from.
+        log.warning("SIGTERM while reading checkpoints: stopping before training")
+        return LoopResult(step=0, total_steps=total, preempted=True, resumed_from=None)
     if restored is not None:
-        resumed_from, state = restored
-        raw_model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        restore_rng(state["rng"])
-        step, history = int(state["step"]), [list(h) for h in state["history"]]
+        step, history, resumed_from = restored.step, restored.history, restored.step
         log.info("resumed from checkpoint at step %d", step)
     checkpoint_step = resumed_from
     result = LoopResult(step=step, total_steps=total, preempted=False, resumed_from=resumed_from)

@@ -219,23 +219,28 @@ def raw_exchange(
         # Refused early (the server closed while we sent): the answer may still be readable.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(data)
-        response = http.client.HTTPResponse(sock, method=method)
         try:
-            response.begin()
+            return raw_answer(sock, method=method)
         except (http.client.RemoteDisconnected, ConnectionResetError):
             return None
-        try:
-            body = response.read()
-            return response.status, None if method == "HEAD" else json.loads(body)
-        finally:
-            response.close()
+
+
+def raw_answer(sock: socket.socket, *, method: str | None = None) -> tuple[int, Any]:
+    """Read one answer from `sock`: its status and parsed JSON body (None for HEAD)."""
+    response = http.client.HTTPResponse(sock, method=method)
+    try:
+        response.begin()
+        body = response.read()
+        return response.status, None if method == "HEAD" else json.loads(body)
+    finally:
+        response.close()
 
 
 def expect_continue(port: int, path: str, length: int) -> socket.socket:
     """Start a POST that waits for `100 Continue` before its body; return once it came.
 
-    The server sends `100 Continue` only when the request handler starts reading the body,
-    so when this returns the request is admitted and in flight. Send `length` bytes on the
+    The server sends `100 Continue` once it has taken the request and waits for its body
+    (the application sees it when the body has arrived). Send `length` bytes on the
     returned socket to finish it (see `finish_continued`).
     """
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)

@@ -9,6 +9,13 @@ a third of a demo-sized pipeline's overhead. The table is a pure function of the
 foreign file is read from the protos again and replaced; a cache that cannot be written
 costs only the time. A local pipeline run fills the cache on a thread of its own while its
 first tasks run (:func:`warm_in_background`), so even a new root's first job finds it.
+
+The file is trusted only when it is exactly a table this library has seen from that release
+(its bytes' digest is in :data:`KNOWN_TABLES`), a regular file of our own that no one else
+may write, opened without following a link or blocking on a FIFO. Anything else (a planted
+FIFO or link, deep nesting, a forged table of the right shape that would check nothing) is
+never parsed: the table is read from the protos and the file replaced. A release missing
+from :data:`KNOWN_TABLES` is read from the protos on every task, and not cached.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import os
+import stat
 import threading
 from contextlib import suppress
 from pathlib import Path
 
-from vertex_retrain.atomic_files import atomic_write_json
+from vertex_retrain.atomic_files import atomic_write_bytes
 from vertex_retrain.specs import proto_fields
 from vertex_retrain.specs.proto_fields import (
     FieldTable,
@@ -33,17 +42,40 @@ from vertex_retrain.specs.proto_fields import (
 MAX_CACHE_BYTES = 4 * 1024 * 1024
 """A cache file larger than this is not read (the table is about 30 KB of JSON)."""
 
+KNOWN_TABLES = {
+    "1.165.1": "31eba36478475427d66c63c301659a208999a21f829b612e2b997c525dc8bf7c",
+}
+"""``google-cloud-aiplatform`` version -> digest of its table's cache bytes
+(:func:`table_digest`). tests/test_local_field_table_cache.py fails when the installed
+release is missing here or its table changed."""
+
+CACHE_MODE = 0o600
+"""The cache file's mode: ours alone to read and write."""
+
+
+def _aiplatform_version() -> str:
+    try:
+        return importlib.metadata.version("google-cloud-aiplatform")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
 
 @functools.cache
 def cache_key() -> str:
     """The installed ``google-cloud-aiplatform`` version and a digest of the code that reads
     its protos: a new release or a change to that code gets a new file."""
-    try:
-        version = importlib.metadata.version("google-cloud-aiplatform")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
     code = Path(proto_fields.__file__).read_bytes()
-    return f"{version}-{hashlib.sha256(code).hexdigest()[:12]}"
+    return f"{_aiplatform_version()}-{hashlib.sha256(code).hexdigest()[:12]}"
+
+
+def _table_bytes(table: FieldTable) -> bytes:
+    """The table's cache file: canonical JSON, so one table always gives the same bytes."""
+    return json.dumps(table_to_json(table), sort_keys=True, separators=(",", ":")).encode()
+
+
+def table_digest(table: FieldTable) -> str:
+    """SHA-256 of the table's cache bytes, as :data:`KNOWN_TABLES` holds it."""
+    return hashlib.sha256(_table_bytes(table)).hexdigest()
 
 
 def cache_file(root: Path) -> Path:
@@ -61,15 +93,40 @@ def cached_field_table(root: Path) -> FieldTable:
         The same table :func:`~vertex_retrain.specs.proto_fields.job_field_table` gives.
     """
     path = cache_file(root)
-    with suppress(OSError, ValueError):
-        with path.open("rb") as handle:  # about 30 KB; anything far larger is not ours
-            text = handle.read(MAX_CACHE_BYTES + 1)
-        if len(text) <= MAX_CACHE_BYTES:
-            return table_from_json(json.loads(text))
+    known = KNOWN_TABLES.get(_aiplatform_version())
+    if known is None:  # nothing to check a file against: it could only be trusted blindly
+        return job_field_table()
+    data = _read_own_file(path)
+    if data is not None and hashlib.sha256(data).hexdigest() == known:
+        return table_from_json(json.loads(data))
     table = job_field_table()
     with suppress(OSError):  # a read-only root: validation still works, only slower
-        atomic_write_json(path, table_to_json(table))
+        atomic_write_bytes(path, _table_bytes(table), mode=CACHE_MODE)
     return table
+
+
+def _read_own_file(path: Path) -> bytes | None:
+    """The bytes of `path` if it is a regular file of ours that only we may write, of at most
+    :data:`MAX_CACHE_BYTES`; None for anything else (a link, a FIFO, another's file)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != os.getuid()
+            or info.st_mode & 0o022
+            or info.st_size > MAX_CACHE_BYTES
+        ):
+            return None
+        try:
+            data = handle.read(MAX_CACHE_BYTES + 1)
+        except OSError:
+            return None
+    return data if len(data) <= MAX_CACHE_BYTES else None
 
 
 def warm_in_background(root: Path) -> threading.Thread:

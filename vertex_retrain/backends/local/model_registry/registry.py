@@ -46,13 +46,13 @@ from vertex_retrain.backends.local.serving.serving_spec import (
     check_serving_package,
     validate_container_spec,
 )
+from vertex_retrain.specs.display_names import MAX_DISPLAY_NAME
 
 __all__ = ["DEFAULT_ALIAS", "Lineage", "Model", "ModelRegistry", "ModelVersion"]
 
 _LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 _LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 _MAX_LABELS = 64
-_MAX_DISPLAY_NAME = 128
 
 
 def _check_display_name(display_name: Any) -> str:
@@ -60,10 +60,10 @@ def _check_display_name(display_name: Any) -> str:
         raise RegistryInputError(
             f"model display name must be a non-empty string, got {display_name!r}"
         )
-    if len(display_name) > _MAX_DISPLAY_NAME:
+    if len(display_name) > MAX_DISPLAY_NAME:
         raise RegistryInputError(
             f"model display name is {len(display_name)} characters; Vertex allows at most "
-            f"{_MAX_DISPLAY_NAME}"
+            f"{MAX_DISPLAY_NAME}"
         )
     return display_name
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from vertex_retrain.backends.local.model_registry.registry_file import FileKind, file_kind
 from vertex_retrain.backends.local.model_registry.registry_schema import (
     SCHEMA_VERSION,
     migrate,
@@ -81,10 +82,23 @@ class RegistryDatabase:
         self._schema_ready = False
 
     def _corrupt(self, error: sqlite3.DatabaseError) -> RegistryCorruptError:
+        try:
+            ours = file_kind(self.path) is FileKind.REGISTRY
+        except OSError:
+            ours = False
+        if ours:  # a registry we made, damaged: moving it aside loses nothing of anyone else's
+            advice = (
+                f"Move it aside (mv {self.path} {self.path}.bad) to start an empty registry, "
+                "or restore it from a backup."
+            )
+        else:
+            advice = (
+                "It is no registry this library made (nothing was changed): check the path, or "
+                "restore the registry from a backup."
+            )
         return RegistryCorruptError(
             f"registry database at {self.path} is not a SQLite database (corrupt?): {error}. "
-            f"Move it aside (mv {self.path} {self.path}.bad) to start an empty registry, or "
-            "restore it from a backup."
+            + advice
         )
 
     def _locked(self, error: sqlite3.OperationalError) -> RegistryLockedError:

@@ -12,6 +12,13 @@ megabytes of one header. The protocol below bounds the head (`Limits.max_header_
 adds a deadline for it, closes connections past `Limits.max_connections` after a 503, bounds
 how much of a refused body is discarded, answers a client that half-closes after its request,
 and answers malformed requests in the one error shape.
+
+Bodies are buffered here before the application sees the request, so a client that sends its
+body slowly holds a connection and a buffer, never one of the application's request slots: a
+body that has not arrived within `Limits.body_arrival_window_s` of its head joins the server's
+bodies still arriving (at most `Limits.max_arriving_bodies`; beyond, 503) and must end by its
+own deadline (408). An answer that closes the connection while the client is still sending
+the body it refused waits for that body to end, so the client reads the answer, not a reset.
 """
 
 from __future__ import annotations
@@ -21,15 +28,15 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any, ClassVar
 
 import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from .asgi_guard import Limits, error_body, json_response
+from .asgi_guard import Limits, error_answer, error_body, json_response
 
 # llhttp checks Content-Length's digits; h11, uvicorn's other parser, allowed at most 20.
 _MAX_LENGTH_DIGITS = 20
@@ -50,10 +57,11 @@ class _OneWrite:
     so head and body go out in one write (one segment, one wake-up of the client instead of
     two). Every answer of these servers sends its body right after its head."""
 
-    __slots__ = ("_head", "_transport")
+    __slots__ = ("_close", "_head", "_transport")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, close: Callable[[], None]) -> None:
         self._transport = transport
+        self._close = close
         self._head = b""
 
     def write(self, data: bytes) -> None:
@@ -71,7 +79,7 @@ class _OneWrite:
 
     def close(self) -> None:
         self.flush()
-        self._transport.close()
+        self._close()
 
     def is_closing(self) -> bool:
         return self._transport.is_closing()
@@ -79,6 +87,9 @@ class _OneWrite:
 
 class _GuardedProtocol(HttpToolsProtocol):
     limits: ClassVar[Limits] = Limits()
+    # The server's connections whose body is still arriving past its window (one set per
+    # server: `server_config` makes a subclass for each).
+    arriving: ClassVar[set[_GuardedProtocol]] = set()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -92,17 +103,23 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._half_closed = False
         self._refused = False  # bytes that are not HTTP came while a request was answered
         self._blank = 0  # empty-line bytes between requests
+        self._declared = 0  # the request's Content-Length
+        self._chunked = False  # its body is sent in chunks (no length declared)
+        self._held: tuple[RequestResponseCycle, Any] | None = None  # body arriving, its app
+        self._body_allowed = 0.0  # seconds the held body may take, from its head
+        self._body_due = 0.0  # loop time by which it must have ended
+        self._linger = False  # close once the body being discarded has ended
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._writer = _OneWrite(transport)
+        self._writer = _OneWrite(transport, self._close_after_body)
         if len(self.connections) > self.limits.max_connections:
             self.app = _overloaded
         self._arm(self.limits.head_timeout_s)
 
-    def _arm(self, seconds: float) -> None:
+    def _arm(self, seconds: float, then: Callable[[], None] | None = None) -> None:
         self._disarm()
-        self._deadline = self.loop.call_later(seconds, self._expired)
+        self._deadline = self.loop.call_later(max(0.0, seconds), then or self._expired)
 
     def _disarm(self) -> None:
         if self._deadline is not None:
@@ -142,8 +159,9 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     # Parser callbacks (llhttp calls them while feed_data runs).
     def on_message_begin(self) -> None:
-        self._in_head = True
-        self._head_chunks = self._head_parsed = self._blank = 0
+        self._in_head, self._linger = True, False
+        self._head_chunks = self._head_parsed = self._blank = self._declared = 0
+        self._chunked = False
         super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
@@ -154,8 +172,13 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_parsed += len(name) + len(value) + 4  # with ": " and CRLF
         if self._head_parsed > self.limits.max_header_bytes:
             raise _HeadTooLargeError(f"request head over {self.limits.max_header_bytes} bytes")
-        if name.lower() == b"content-length" and len(value.strip()) > _MAX_LENGTH_DIGITS:
-            raise _HeadTooLargeError("Content-Length has more than 20 digits")
+        lower = name.lower()
+        if lower == b"content-length":
+            if len(value.strip()) > _MAX_LENGTH_DIGITS:
+                raise _HeadTooLargeError("Content-Length has more than 20 digits")
+            self._declared = int(value) if value.strip().isdigit() else 0
+        elif lower == b"transfer-encoding":
+            self._chunked = True
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -165,10 +188,96 @@ class _GuardedProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         self.cycle.transport = self._writer  # type: ignore[assignment]
 
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """Starts the application, or holds the request until its body has arrived."""
+        limits = self.limits
+        expected = limits.max_body_bytes if self._chunked else self._declared
+        if (
+            cycle is not self.cycle
+            or not self._in_body
+            or expected == 0
+            or self._declared > limits.max_body_bytes  # answered at once: 413
+            or app is _overloaded
+        ):
+            super()._start_asgi_task(cycle, app)
+            return
+        self._held = (cycle, app)
+        if cycle.waiting_for_100_continue:  # the client waits for it to send the body
+            cycle.waiting_for_100_continue = False
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        allowed = limits.body_grace_s + expected / limits.min_body_bytes_per_s
+        self._body_allowed = min(limits.body_timeout_s, allowed)
+        self._body_due = self.loop.time() + self._body_allowed
+        self._arm(min(limits.body_arrival_window_s, self._body_allowed), self._body_slow)
+
+    def _body_slow(self) -> None:
+        """The held body did not arrive within its window: it joins the bodies arriving."""
+        self._deadline = None
+        if self._held is None:
+            return
+        if len(self.arriving) >= self.limits.max_arriving_bodies:
+            message = (
+                f"{self.limits.max_arriving_bodies} request bodies are still arriving, the "
+                "most this server waits for at once; send the request whole, or retry shortly"
+            )
+            self._refuse(503, message, {"Retry-After": "1"})
+            return
+        self.arriving.add(self)
+        self._arm(self._body_due - self.loop.time(), self._body_late)
+
+    def _body_late(self) -> None:
+        self._deadline = None
+        if self._held is not None:
+            message = f"the request body did not arrive within {self._body_allowed:g} s"
+            self._refuse(408, message, {}, linger=False)
+        elif not self.transport.is_closing():  # a refused body still arriving
+            self.transport.close()
+
+    def _refuse(
+        self, status: int, message: str, headers: Mapping[str, str], linger: bool = True
+    ) -> None:
+        """Answers a held request itself, and closes now or once its body has ended."""
+        assert self._held is not None
+        cycle, self._held = self._held[0], None
+        self.arriving.discard(self)
+        cycle.response_complete = True  # the parser discards the rest of the body
+        self.transport.write(error_answer(status, message, {**headers, "Connection": "close"}))
+        if linger and self._in_body:
+            self._linger = True
+            self._arm(self._body_due - self.loop.time(), self._body_late)
+        else:
+            self.transport.close()
+
+    def _close_after_body(self) -> None:
+        """An answer closes the connection: now, or once the body it refused has ended, so
+        that a client sending it all before reading still reads the answer."""
+        if self._in_body and not self.transport.is_closing():
+            self._linger = True
+        else:
+            self.transport.close()
+
+    def on_body(self, body: bytes) -> None:
+        if self._held is None:
+            super().on_body(body)
+            return
+        cycle = self._held[0]
+        cycle.body += body  # buffered here, bounded by max_body_bytes: no flow control
+        if len(cycle.body) > self.limits.max_body_bytes:  # chunked: no length to refuse early
+            limit = self.limits.max_body_bytes
+            self._refuse(413, f"request body has more than {limit} bytes; the limit is {limit}", {})
+
     def on_message_complete(self) -> None:
         self._in_body = False
         self._messages += 1
         super().on_message_complete()
+        if self._held is not None:
+            cycle, app = self._held
+            self._held = None
+            self.arriving.discard(self)
+            self._disarm()
+            super()._start_asgi_task(cycle, app)
+        elif self._linger:
+            self.transport.close()
 
     # asyncio.Protocol allows a bool (True keeps the transport open); uvicorn narrowed it.
     def eof_received(self) -> bool | None:  # type: ignore[override]
@@ -191,30 +300,32 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._held = None
+        self.arriving.discard(self)
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        if not self._idle():
+        if not self._idle() and self._held is None:
             # Bytes after a request that is still being answered are not HTTP: that request
             # is answered first, then the 400 (on_response_complete), as one at a time would.
             self._refused = True
             return
-        body = error_body(
-            400,
+        # A request held for its body has no answer under way: malformed framing inside the
+        # body (a bad chunk) is answered now.
+        self._held = None
+        self.arriving.discard(self)
+        message = (
             "the request is not valid HTTP/1.1: check the request line, the headers (at most "
-            f"{self.limits.max_header_bytes} bytes in all) and Content-Length (1 to 20 digits)",
+            f"{self.limits.max_header_bytes} bytes in all), Content-Length (1 to 20 digits) "
+            "and the chunked framing"
         )
-        head = (
-            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
-        )
-        self.transport.write(head + body)
+        self.transport.write(error_answer(400, message, {"Connection": "close"}))
         self.transport.close()
 
 
 def server_config(app: ASGIApp, limits: Limits) -> uvicorn.Config:
     """uvicorn settings for a guarded server (no access log, no Server header, no proxies)."""
-    protocol = type("GuardedProtocol", (_GuardedProtocol,), {"limits": limits})
+    protocol = type("GuardedProtocol", (_GuardedProtocol,), {"limits": limits, "arriving": set()})
     return uvicorn.Config(
         app,
         http=protocol,

@@ -71,8 +71,11 @@ def _header_value(text: str) -> str:
 def _check_instances(body: bytes) -> None:
     try:
         parsed = json.loads(body)
-    except ValueError as error:
-        raise HttpError(400, f"request body is not valid JSON: {error}") from None
+    except ValueError as error:  # not UTF-8, not JSON, or an integer over 4,300 digits
+        # The digits' message ends with advice for the server's code, not for the client.
+        raise HttpError(
+            400, f"request body is not valid JSON: {str(error).split(';')[0]}"
+        ) from None
     except RecursionError:
         raise HttpError(
             400, 'request body JSON is nested too deeply; send {"instances": [...]}'

@@ -77,7 +77,11 @@ def executor_images(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> list[Problem]:
-    from vertex_retrain.specs.registry_rules import image_location_problems, placeholder_problems
+    from vertex_retrain.specs.registry_rules import (
+        digest_problems,
+        image_location_problems,
+        placeholder_problems,
+    )
 
     images = executor_images(spec)
     problems = placeholder_problems(
@@ -88,6 +92,7 @@ def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> li
             "--component-image REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
         ],
     )
+    problems += digest_problems(images, what="component image")
     ours = [
         (where, image)
         for where, image in images
@@ -383,7 +388,15 @@ def pipeline_problems(
     Returns:
         The problems; the pipeline may be submitted when none is an error.
     """
+    from vertex_retrain.specs.registry_rules import digest_problems
+
     problems = _component_image_problems(spec, settings) if settings.component_image else []
+    images = [
+        (f"--param {name}", value)
+        for name, value in sorted(arguments.items())
+        if name.endswith("image_uri") and isinstance(value, str) and value
+    ]
+    problems += digest_problems(images)
     problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
     problems += _notification_problems(spec, arguments)

@@ -31,7 +31,7 @@ def evaluate_model(
     args: list = [],  # noqa: B006
     machine_type: str = "n1-standard-8",
     timeout_seconds: int = 7200,
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     pipeline_run: str = "",
     pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
@@ -86,7 +86,8 @@ def evaluate_model(
         args: Extra arguments for the entry point, before the contract's flags.
         machine_type: Machine of the evaluation job (no accelerator; on demand).
         timeout_seconds: Maximum run time of the evaluation job.
-        service_account: Service account the job runs as.
+        service_account: Service account the job runs as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
             ``pipeline_task`` it scopes the output folder and lets a re-run adopt its job.
         pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).

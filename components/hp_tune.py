@@ -42,7 +42,7 @@ def hp_tune(
     accelerator_count: int = 1,
     scheduling_strategy: str = "SPOT",
     timeout_seconds: int = 14400,
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     network: str = "",
     labels: dict = {},  # noqa: B006
     local_preemption_after_seconds: float = 0.0,
@@ -100,7 +100,8 @@ def hp_tune(
         accelerator_count: Accelerators per trial.
         scheduling_strategy: ``STANDARD`` or ``SPOT`` for the trials.
         timeout_seconds: Maximum run time of one trial.
-        service_account: Service account the trials run as.
+        service_account: Service account the trials run as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         network: VPC network for the trials.
         labels: Labels on the job.
         local_preemption_after_seconds: Local backend, SPOT only: rehearse a preemption

@@ -37,7 +37,7 @@ def train_custom_job(
     timeout_seconds: int = 14400,
     max_wait_seconds: int = 0,
     restart_job_on_worker_restart: bool = False,
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     network: str = "",
     labels: dict = {},  # noqa: B006
     reservation_name: str = "",
@@ -87,7 +87,8 @@ def train_custom_job(
         timeout_seconds: Maximum run time.
         max_wait_seconds: FLEX_START only: how long to wait for capacity.
         restart_job_on_worker_restart: Restart the whole job when a worker restarts.
-        service_account: Service account the job runs as (a dedicated one is recommended).
+        service_account: Service account the job runs as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         network: VPC network for the job.
         labels: Labels on the job.
         reservation_name: Compute Engine reservation to consume, if any.

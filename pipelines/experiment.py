@@ -13,7 +13,7 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING
 
 from .data_week import week_and_data_gate
 
@@ -53,7 +53,7 @@ def train_only(
     accelerator_count: int = TRAINING.accelerator_count,
     scheduling_strategy: str = TRAINING.scheduling_strategy,
     timeout_seconds: int = TRAINING.timeout_seconds,
-    service_account: str = "",
+    service_account: str = PIPELINE_SERVICE_ACCOUNT,
     local_preemption_after_seconds: float = 0.0,
 ) -> None:
     """Trains one candidate and registers it as a challenger; traffic is never touched.

@@ -34,7 +34,7 @@ from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import TRAINING, TUNING
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
@@ -88,7 +88,7 @@ def weekly_week(
     timeout_seconds: int = TRAINING.timeout_seconds,
     # Budget figure for the cost in the run summary; `vertex-retrain estimate` reads it too.
     expected_training_hours: float = TRAINING.expected_training_hours,
-    service_account: str = "",
+    service_account: str = PIPELINE_SERVICE_ACCOUNT,
     force_decision: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,

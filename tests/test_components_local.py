@@ -35,7 +35,12 @@ from trainer.world import WorldConfig
 from vertex_retrain.backends.local.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import to_local_path
-from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
+from vertex_retrain.cli.local_run import (
+    LOCAL_LOCATION,
+    LOCAL_PROJECT,
+    cloud_placeholders,
+    run_pipeline_locally,
+)
 from vertex_retrain.components.build_container import build_container
 from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
@@ -110,7 +115,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
         created = LocalWorld(base / "root", base / "pipeline-root", int(summary["rows"]))
         _init_kfp_local(created)
         try:
-            yield created
+            # The job components run as the pipeline's service account, a Vertex placeholder
+            # that kfp.local cannot resolve; the local runner resolves it, as here.
+            with cloud_placeholders():
+                yield created
         finally:
             endpoints = LocalEndpoints()
             for endpoint in endpoints.list_endpoints():

@@ -104,10 +104,13 @@ def job_tasks(
 def _values(task: LeafTask) -> dict[str, Any]:
     """The task's inputs; one the run decides takes the component default, or for the code a
     job runs (its package, module) the stand-in of a cost estimate, so the job can be built."""
+    from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
     from vertex_retrain.steps.training_cost import request_for_shape
 
     stand_in = request_for_shape({})
     values = dict(task.parameters)
+    if values.get("service_account") == PIPELINE_SERVICE_ACCOUNT:
+        values["service_account"] = ""  # the run's own account, checked as --service-account
     for name in task.unknown:
         if name == "package_uri":
             values[name] = stand_in.package_uris[0]

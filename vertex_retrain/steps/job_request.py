@@ -58,6 +58,21 @@ class TrainingRequest:
     location: str = ""
 
 
+def resolved_service_account(value: str) -> str | None:
+    """The account a job or deployment runs as, or None for Vertex's default.
+
+    Raises:
+        ValueError: ``value`` still holds a pipeline placeholder (``{{$.pipeline_service_account}}``
+            outside a Vertex pipeline run, which alone resolves it).
+    """
+    if "{{$." in value:
+        raise ValueError(
+            f"service_account {value!r} is a placeholder only a Vertex pipeline run resolves "
+            "(to the run's service account); outside one, pass an account e-mail or ''"
+        )
+    return value or None
+
+
 def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) -> str:
     """``base/<run>/<task>``: each run writes its own model, checkpoints and logs.
 
@@ -132,7 +147,7 @@ def job_spec_from_request(request: TrainingRequest) -> CustomJobSpec:
             max_wait_s=int(request.max_wait_seconds) or None,
             restart_job_on_worker_restart=bool(request.restart_job_on_worker_restart),
         ),
-        service_account=request.service_account or None,
+        service_account=resolved_service_account(request.service_account),
         network=request.network or None,
         base_output_dir=request.base_output_directory or None,
         labels=dict(request.labels),

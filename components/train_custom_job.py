@@ -107,8 +107,9 @@ def train_custom_job(
 
     Returns:
         state: The job's final state (``JOB_STATE_SUCCEEDED``...).
-        goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
-        restarts: Restarts after preemption.
+        goodput: Useful steps / executed steps; -1.0 when unknown (the job records no step
+            progress: always on Vertex, locally when the trainer writes no progress file).
+        restarts: Restarts after preemption; -1 when unknown (Vertex records none).
     """
     from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.job_request import (
@@ -159,4 +160,6 @@ def train_custom_job(
     model.metadata.update(result.model_metadata)
     for name, value in result.metrics.items():
         metrics.log_metric(name, value)
-    return (result.state, result.goodput, result.restarts)
+    # KFP outputs cannot be None: -1 says unknown, and the metrics leave the value out.
+    goodput = -1.0 if result.goodput is None else result.goodput
+    return (result.state, goodput, -1 if result.restarts is None else result.restarts)

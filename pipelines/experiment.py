@@ -96,8 +96,6 @@ def train_only(
             timeout_seconds=timeout_seconds,
             service_account=service_account,
             local_preemption_after_seconds=local_preemption_after_seconds,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             project=project,
             location=location,
         ).set_display_name("train")
@@ -112,11 +110,11 @@ def train_only(
             package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             service_account=service_account,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             project=project,
             location=location,
         ).set_display_name("evaluate")
+        # Reads the registry's champion, which is not among its inputs: never cached.
+        evaluation.set_caching_options(False)
         register_model(
             backend=backend,
             model=trained.outputs["model"],
@@ -132,6 +130,6 @@ def train_only(
             pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
             project=project,
             location=location,
-        ).set_display_name("register-challenger")
+        ).set_display_name("register-challenger").set_caching_options(False)
     with dsl.Else(name="data-breach"):
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")

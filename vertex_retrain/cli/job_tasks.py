@@ -156,19 +156,15 @@ def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool 
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
 
     given = _named(TrainingRequest, values, ("labels",) if trial else ())
     given.update(
         backend="vertex",
         display_name=str(values.get("display_name") or task.path),
-        base_output_directory=scoped_output_directory(
-            str(values.get("base_output_directory", "")),
-            str(values.get("pipeline_run", "")),
-            str(values.get("pipeline_task", "")),
-        ),
+        base_output_directory=str(values.get("base_output_directory", "")),
         package_uris=merged_package_uris(
             str(values.get("package_uri", "")), values.get("package_uris") or []
         ),
@@ -178,15 +174,20 @@ def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool 
     if not trial:
         labels = values.get("labels") or {}
         given["labels"] = {str(k): format_flag_value(v) for k, v in labels.items()}
-    return TrainingRequest(**given)
+    request = TrainingRequest(**given)
+    if trial:
+        return request
+    # The folder has the component's shape (base/<key>/train), keyed on the stand-in inputs.
+    folder, _ = keyed_output("train", request.base_output_directory, request)
+    return dataclasses.replace(request, base_output_directory=folder)
 
 
 def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluation_job_request
     from vertex_retrain.steps.job_request import (
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
 
     given = _named(EvaluationRequest, values)
@@ -197,18 +198,16 @@ def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
         candidate_uri=STAND_IN_URI,
         dataset_uri=STAND_IN_URI,
         model_display_name=str(values.get("model_display_name") or task.path),
-        output_directory=scoped_output_directory(
-            str(values.get("base_output_directory", "")),
-            str(values.get("pipeline_run", "")),
-            str(values.get("pipeline_task", "")),
-        ),
+        output_directory=str(values.get("base_output_directory", "")),
         package_uris=merged_package_uris(
             str(values.get("package_uri", "")), values.get("package_uris") or []
         ),
         args=[format_flag_value(arg) for arg in values.get("args") or []],
     )
+    request = EvaluationRequest(**given)
+    folder, _ = keyed_output("evaluate", request.output_directory, request)
     # No champion is known before the run: its folder only adds one flag.
-    return evaluation_job_request(EvaluationRequest(**given), None)
+    return evaluation_job_request(dataclasses.replace(request, output_directory=folder), None)
 
 
 def _tuning_job(task: LeafTask, name: str, values: dict[str, Any]) -> JobTask:

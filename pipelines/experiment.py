@@ -16,6 +16,7 @@ from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING
 
 from .data_week import week_and_data_gate
+from .retries import retry_google_calls
 
 PIPELINE_NAME = "train-only"
 
@@ -133,3 +134,4 @@ def train_only(
         ).set_display_name("register-challenger").set_caching_options(False)
     with dsl.Else(name="data-breach"):
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+    retry_google_calls()  # every task that calls Google or runs a job: .retries

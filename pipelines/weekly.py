@@ -41,6 +41,7 @@ from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TU
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
+from .retries import retry_google_calls
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -266,6 +267,7 @@ def weekly_week(
                 ).set_caching_options(False)
         with dsl.Else(name="data-breach"):
             stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+    retry_google_calls()  # every task that calls Google or runs a job: .retries
 
 
 weekly_retraining = with_failure_notice(weekly_week, name=PIPELINE_NAME, description=DESCRIPTION)

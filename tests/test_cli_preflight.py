@@ -101,6 +101,21 @@ def test_preflight_refuses_a_python_38_executor_image_for_a_package_needing_310(
     assert refusal.field.startswith("task ")  # checked once, for the first task that runs it
 
 
+def test_preflight_refuses_a_prebuilt_image_outside_the_catalog_by_its_tags_python(
+    train_only: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
+    (tmp_path / "gcs" / "b").mkdir(parents=True)
+    _wheel(tmp_path / "gcs" / "b" / "mytrainer-1.0-py3-none-any.whl", ">=3.10")
+    problems = _problems(
+        train_only,
+        package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13.py38:latest",
+    )
+    (refusal,) = [p for p in problems if p.severity == "error"]
+    assert refusal.code == "package-python" and "Python 3.8 read from its tag" in refusal.message
+
+
 def test_preflight_refuses_an_executor_image_that_is_not_prebuilt(
     train_only: dict[str, Any],
 ) -> None:

@@ -105,8 +105,17 @@ def refusal(command: str, problems: Sequence[Problem], err: TextIO | None = None
 
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     """Writes one pipeline's result: a summary line, then one line per problem."""
+    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
+
     errors, warnings = errors_of(problems), warnings_of(problems)
-    verdict = "ready to submit" if not errors else "would fail on Vertex"
+    unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
+    if errors:
+        verdict = "would fail on Vertex"
+    elif unknown:
+        # Whether the package installs on its image is not known: never "ready".
+        verdict = "not ready: whether the package installs on its executor image is unknown"
+    else:
+        verdict = "ready to submit"
     print(
         f"preflight {name}: {len(errors)} error(s), {len(warnings)} warning(s): {verdict}", file=out
     )

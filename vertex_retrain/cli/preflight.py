@@ -143,16 +143,34 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
             )
         ]
     images = [(w, i) for w, i in executor_images(target.spec) if i != DEFAULT_COMPONENT_IMAGE]
-    executor = target.arguments.get("executor_image_uri")
-    if isinstance(executor, str) and executor:
-        images.append(("executor_image_uri", executor))
+    # The executor image, the serving image and any other image a parameter names.
+    images += _named(target.arguments, lambda name: name.endswith("image_uri"))
     return online_problems(
         checker,
         images=images,
         region=settings.location,
         pipeline_root=settings.pipeline_root,
         service_account=settings.service_account,
+        readable=_named(target.arguments, READ_PARAMETERS.__contains__),
+        writable=_named(target.arguments, WRITE_PARAMETERS.__contains__),
     )
+
+
+READ_PARAMETERS = frozenset({"data_uri", "source_uri", "package_uri", "package_uris"})
+"""Template parameters that name Cloud Storage the run reads."""
+
+WRITE_PARAMETERS = frozenset({"package_destination", "output_root"})
+"""Template parameters that name Cloud Storage the run writes."""
+
+
+def _named(arguments: Mapping[str, Any], wanted: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """``(--param NAME, value)`` of the string values (list items too) of wanted parameters."""
+    found = []
+    for name, value in sorted(arguments.items()):
+        values = value if isinstance(value, list) else [value]
+        if wanted(name):
+            found += [(f"--param {name}", v) for v in values if isinstance(v, str) and v]
+    return found
 
 
 def _default_factory(project: str) -> Any:

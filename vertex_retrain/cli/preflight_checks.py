@@ -388,6 +388,7 @@ def pipeline_problems(
     Returns:
         The problems; the pipeline may be submitted when none is an error.
     """
+    from vertex_retrain.cli.borrowed_locations import borrowed_location_problems
     from vertex_retrain.specs.registry_rules import digest_problems
 
     problems = _component_image_problems(spec, settings) if settings.component_image else []
@@ -397,6 +398,7 @@ def pipeline_problems(
         if name.endswith("image_uri") and isinstance(value, str) and value
     ]
     problems += digest_problems(images)
+    problems += borrowed_location_problems(str(spec["pipelineInfo"]["name"]), arguments)
     problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
     problems += _notification_problems(spec, arguments)

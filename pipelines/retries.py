@@ -45,7 +45,9 @@ class RetryPolicy:
         num_retries: Attempts after the first.
         backoff_duration: Wait before the first retry (``"30s"``).
         backoff_factor: Each further wait is the previous one times this.
-        backoff_max_duration: The longest wait (Vertex accepts at most one hour).
+        backoff_max_duration: kfp's "maximum duration during which the task will be
+            retried" (at most one hour); kfp.local caps each wait at it. The default's three
+            waits (210 s) fit under it either way.
     """
 
     num_retries: int = 3

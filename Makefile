@@ -40,16 +40,17 @@ bench: $(STAMP)
 	$(PY) -m bench.report
 
 # Opt-in and never part of `make test` or CI: one small real run on Vertex AI (the drink shops'
-# experiment pipeline on the smallest CPU machine, register, deploy one replica, predict once),
-# then everything it created is deleted and its cost printed (examples/drink_shops/vertex_smoke).
+# weekly pipeline: data gate, build, dsl.OneOf, training on the smallest CPU machine, register,
+# deploy one replica; with EMAIL=address nested under the failure notice), predict once, then
+# everything it created is deleted and its cost printed (examples/drink_shops/vertex_smoke).
 # It needs credentials and costs money. PLAN=1 only
 # prints the plan. See docs/vertex-backend.md.
 smoke-vertex: $(STAMP)
 	@test -n "$(PROJECT)" && test -n "$(LOCATION)" && test -n "$(BUCKET)" || { \
-	  echo "usage: make smoke-vertex PROJECT=... LOCATION=... BUCKET=... [SERVICE_ACCOUNT=...] [PLAN=1]"; exit 2; }
+	  echo "usage: make smoke-vertex PROJECT=... LOCATION=... BUCKET=... [SERVICE_ACCOUNT=...] [EMAIL=...] [PLAN=1]"; exit 2; }
 	cd examples/drink_shops && $(abspath $(PY)) -m vertex_smoke --project "$(PROJECT)" --location "$(LOCATION)" \
 	  --bucket "$(BUCKET)" $(if $(SERVICE_ACCOUNT),--service-account "$(SERVICE_ACCOUNT)") \
-	  $(if $(PLAN),--plan)
+	  $(if $(EMAIL),--email "$(EMAIL)") $(if $(PLAN),--plan)
 
 clean:
 	rm -rf dist .pytest_cache .mypy_cache .ruff_cache

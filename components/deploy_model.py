@@ -21,7 +21,7 @@ def deploy_model(
     min_replica_count: int = 1,
     max_replica_count: int = 1,
     sample_instances: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -55,7 +55,8 @@ def deploy_model(
         max_replica_count: Maximum serving replicas (Vertex).
         sample_instances: Instances the new version must answer (empty: those
             ``register_model`` recorded with the version).
-        service_account: Service account the deployed model runs as.
+        service_account: Service account the deployed model runs as; by default the
+            pipeline's own (GCPC's pipeline service account placeholder, which Vertex resolves).
         project: Google Cloud project.
         location: Google Cloud region.
 

@@ -31,9 +31,7 @@ def evaluate_model(
     args: list = [],  # noqa: B006
     machine_type: str = "n1-standard-8",
     timeout_seconds: int = 7200,
-    service_account: str = "",
-    pipeline_run: str = "",
-    pipeline_task: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -67,7 +65,7 @@ def evaluate_model(
         dataset: The dataset from ``prepare_dataset``.
         model_display_name: Registry model that holds the champion.
         base_output_directory: ``gs://`` folder; the job writes ``metrics.json`` under
-            ``<it>/<pipeline run>/<task>``, or under it directly without ``pipeline_run``.
+            ``<it>/<key>/evaluate``, the key a digest of this task's inputs.
         evaluation_declaration: Metrics and their directions, the primary metric,
             ``min_improvement``, guardrails, floors and an optional reference
             (docs/components.md#evaluation-declaration).
@@ -86,10 +84,8 @@ def evaluate_model(
         args: Extra arguments for the entry point, before the contract's flags.
         machine_type: Machine of the evaluation job (no accelerator; on demand).
         timeout_seconds: Maximum run time of the evaluation job.
-        service_account: Service account the job runs as.
-        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
-            ``pipeline_task`` it scopes the output folder and lets a re-run adopt its job.
-        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
+        service_account: Service account the job runs as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         project: Google Cloud project.
         location: Google Cloud region.
 
@@ -101,38 +97,40 @@ def evaluate_model(
         rule: The evaluation declaration as applied (``primary``, ``metrics`` with their
             directions, ``reference``...), for the run summary and the history.
     """
+    from dataclasses import replace
+
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
     from vertex_retrain.steps.job_request import (
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
 
+    request = EvaluationRequest(
+        backend=backend,
+        candidate_uri=candidate.uri,
+        dataset_uri=dataset.uri,
+        model_display_name=model_display_name,
+        output_directory=base_output_directory,
+        evaluation_declaration=dict(evaluation_declaration),
+        python_module=python_module,
+        champion_alias=champion_alias,
+        force_decision=force_decision,
+        package_uris=merged_package_uris(package_uri, package_uris),
+        executor_image_uri=executor_image_uri,
+        image_uri=image_uri,
+        args=[format_flag_value(arg) for arg in args],
+        machine_type=machine_type,
+        timeout_seconds=timeout_seconds,
+        service_account=service_account,
+        project=project,
+        location=location,
+    )
+    directory, key = keyed_output("evaluate", base_output_directory, request)
     decision = evaluate(
-        EvaluationRequest(
-            backend=backend,
-            candidate_uri=candidate.uri,
-            dataset_uri=dataset.uri,
-            model_display_name=model_display_name,
-            output_directory=scoped_output_directory(
-                base_output_directory, pipeline_run, pipeline_task
-            ),
-            evaluation_declaration=dict(evaluation_declaration),
-            python_module=python_module,
-            champion_alias=champion_alias,
-            force_decision=force_decision,
-            package_uris=merged_package_uris(package_uri, package_uris),
-            executor_image_uri=executor_image_uri,
-            image_uri=image_uri,
-            args=[format_flag_value(arg) for arg in args],
-            machine_type=machine_type,
-            timeout_seconds=timeout_seconds,
-            service_account=service_account,
-            project=project,
-            location=location,
-        ),
+        replace(request, output_directory=directory),
         gcp_resources_path=gcp_resources,
-        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+        request_key=key,
     )
     for name, value in decision.reported_metrics().items():
         metrics.log_metric(name, value)

@@ -42,14 +42,12 @@ def hp_tune(
     accelerator_count: int = 1,
     scheduling_strategy: str = "SPOT",
     timeout_seconds: int = 14400,
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     network: str = "",
     labels: dict = {},  # noqa: B006
     local_preemption_after_seconds: float = 0.0,
     spot_fallback: bool = False,
     spot_fallback_deadline_seconds: int = 0,
-    pipeline_run: str = "",
-    pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -68,7 +66,8 @@ def hp_tune(
         backend: ``"vertex"`` or ``"local"``.
         display_name: The tuning job's display name.
         base_output_directory: ``gs://`` folder; trial ``N`` writes under
-            ``<it>/<pipeline run>/<task>/N/`` (or ``<it>/N/`` without ``pipeline_run``).
+            ``<it>/<key>/tune/N/``, the key a digest of this task's inputs (a retry finds
+            the same study; the task needs no run name).
         parameter_specs: Study parameters in Vertex REST form (``parameterId``,
             ``doubleValueSpec``/``integerValueSpec``/``categoricalValueSpec``/
             ``discreteValueSpec``, ``scaleType``, ``conditionalParameterSpecs``).
@@ -100,7 +99,8 @@ def hp_tune(
         accelerator_count: Accelerators per trial.
         scheduling_strategy: ``STANDARD`` or ``SPOT`` for the trials.
         timeout_seconds: Maximum run time of one trial.
-        service_account: Service account the trials run as.
+        service_account: Service account the trials run as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         network: VPC network for the trials.
         labels: Labels on the job.
         local_preemption_after_seconds: Local backend, SPOT only: rehearse a preemption
@@ -112,9 +112,6 @@ def hp_tune(
         spot_fallback_deadline_seconds: Seconds from the start of this step by which the
             on-demand study must end (each trial's timeout is cut to fit); 0: only
             ``timeout_seconds``.
-        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
-            ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
-        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         project: Google Cloud project.
         location: Google Cloud region.
 
@@ -123,54 +120,56 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
+    from dataclasses import replace
+
     from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
     from vertex_retrain.steps.tune import TuningRequest, tune
 
-    result = tune(
-        TuningRequest(
-            trial=TrainingRequest(
-                backend=backend,
-                display_name=display_name,
-                base_output_directory=scoped_output_directory(
-                    base_output_directory, pipeline_run, pipeline_task
-                ),
-                python_module=python_module,
-                package_uris=merged_package_uris(package_uri, package_uris),
-                executor_image_uri=executor_image_uri,
-                image_uri=image_uri,
-                args=[format_flag_value(arg) for arg in args],
-                hyperparameters=dict(hyperparameters),
-                dataset_uri=dataset.uri if dataset is not None else "",
-                dataset_flag=dataset_flag,
-                machine_type=machine_type,
-                accelerator_type=accelerator_type,
-                accelerator_count=accelerator_count,
-                scheduling_strategy=scheduling_strategy,
-                timeout_seconds=timeout_seconds,
-                service_account=service_account,
-                network=network,
-                local_preemption_after_seconds=local_preemption_after_seconds,
-                project=project,
-                location=location,
-            ),
-            parameter_specs=list(parameter_specs),
-            metric_id=metric_id,
-            goal=goal,
-            algorithm=algorithm,
-            max_trial_count=max_trial_count,
-            parallel_trial_count=parallel_trial_count,
-            max_failed_trial_count=max_failed_trial_count,
-            measurement_selection=measurement_selection,
-            labels={str(k): format_flag_value(v) for k, v in labels.items()},
+    request = TuningRequest(
+        trial=TrainingRequest(
+            backend=backend,
+            display_name=display_name,
+            base_output_directory=base_output_directory,
+            python_module=python_module,
+            package_uris=merged_package_uris(package_uri, package_uris),
+            executor_image_uri=executor_image_uri,
+            image_uri=image_uri,
+            args=[format_flag_value(arg) for arg in args],
+            hyperparameters=dict(hyperparameters),
+            dataset_uri=dataset.uri if dataset is not None else "",
+            dataset_flag=dataset_flag,
+            machine_type=machine_type,
+            accelerator_type=accelerator_type,
+            accelerator_count=accelerator_count,
+            scheduling_strategy=scheduling_strategy,
+            timeout_seconds=timeout_seconds,
+            service_account=service_account,
+            network=network,
+            local_preemption_after_seconds=local_preemption_after_seconds,
+            project=project,
+            location=location,
         ),
+        parameter_specs=list(parameter_specs),
+        metric_id=metric_id,
+        goal=goal,
+        algorithm=algorithm,
+        max_trial_count=max_trial_count,
+        parallel_trial_count=parallel_trial_count,
+        max_failed_trial_count=max_failed_trial_count,
+        measurement_selection=measurement_selection,
+        labels={str(k): format_flag_value(v) for k, v in labels.items()},
+    )
+    directory, key = keyed_output("tune", base_output_directory, request)
+    result = tune(
+        replace(request, trial=replace(request.trial, base_output_directory=directory)),
         gcp_resources_path=gcp_resources,
-        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+        request_key=key,
         report_path=trials_report.path,
         fallback=FallbackPolicy(spot_fallback, spot_fallback_deadline_seconds),
     )

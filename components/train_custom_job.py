@@ -37,15 +37,13 @@ def train_custom_job(
     timeout_seconds: int = 14400,
     max_wait_seconds: int = 0,
     restart_job_on_worker_restart: bool = False,
-    service_account: str = "",
+    service_account: str = "{{" + "$.pipeline_service_account}}",
     network: str = "",
     labels: dict = {},  # noqa: B006
     reservation_name: str = "",
     local_preemption_after_seconds: float = 0.0,
     spot_fallback: bool = False,
     spot_fallback_deadline_seconds: int = 0,
-    pipeline_run: str = "",
-    pipeline_task: str = "",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
@@ -62,8 +60,10 @@ def train_custom_job(
         backend: ``"vertex"`` or ``"local"``.
         display_name: The job's display name.
         base_output_directory: ``gs://`` folder; the job writes ``model/``,
-            ``checkpoints/`` and ``logs/`` under ``<it>/<pipeline run>/<task>`` (``AIP_*``
-            variables), or under it directly when ``pipeline_run`` is empty.
+            ``checkpoints/`` and ``logs/`` under ``<it>/<key>/train`` (``AIP_*`` variables),
+            where the key is a digest of this task's inputs: a retry or a re-run of the same
+            week finds the same folder and job, and the task needs no run name (its cache key
+            stays the week's).
         model: Output: the trained model directory (``AIP_MODEL_DIR``).
         metrics: Output: goodput, restarts and wall time of the job.
         gcp_resources: Output: the Vertex job resource (for the console and cancellation).
@@ -87,7 +87,8 @@ def train_custom_job(
         timeout_seconds: Maximum run time.
         max_wait_seconds: FLEX_START only: how long to wait for capacity.
         restart_job_on_worker_restart: Restart the whole job when a worker restarts.
-        service_account: Service account the job runs as (a dedicated one is recommended).
+        service_account: Service account the job runs as; by default the pipeline's own
+            (GCPC's pipeline service account placeholder, which Vertex resolves).
         network: VPC network for the job.
         labels: Labels on the job.
         reservation_name: Compute Engine reservation to consume, if any.
@@ -98,64 +99,66 @@ def train_custom_job(
             directory, resuming from the Spot attempts' checkpoints.
         spot_fallback_deadline_seconds: Seconds from the start of this step by which the
             on-demand job must end (its timeout is cut to fit); 0: only ``timeout_seconds``.
-        pipeline_run: The pipeline run (``dsl.PIPELINE_JOB_NAME_PLACEHOLDER``); with
-            ``pipeline_task`` it lets a re-run adopt the job it started instead of adding one.
-        pipeline_task: The task (``dsl.PIPELINE_TASK_NAME_PLACEHOLDER``).
         project: Google Cloud project.
         location: Google Cloud region.
 
     Returns:
         state: The job's final state (``JOB_STATE_SUCCEEDED``...).
-        goodput: Useful steps / executed steps (1.0 when the trainer reports no progress).
-        restarts: Restarts after preemption.
+        goodput: Useful steps / executed steps; -1.0 when unknown (the job records no step
+            progress: always on Vertex, locally when the trainer writes no progress file).
+        restarts: Restarts after preemption; -1 when unknown (Vertex records none).
     """
+    from dataclasses import replace
+
     from vertex_retrain.rules.spot_fallback import FallbackPolicy
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
     from vertex_retrain.steps.train import train
 
+    request = TrainingRequest(
+        backend=backend,
+        display_name=display_name,
+        base_output_directory=base_output_directory,
+        python_module=python_module,
+        package_uris=merged_package_uris(package_uri, package_uris),
+        executor_image_uri=executor_image_uri,
+        image_uri=image_uri,
+        args=[format_flag_value(arg) for arg in args],
+        dataset_uri=dataset.uri if dataset is not None else "",
+        dataset_flag=dataset_flag,
+        hyperparameters=dict(hyperparameters),
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count,
+        worker_count=worker_count,
+        distribution=distribution,
+        scheduling_strategy=scheduling_strategy,
+        timeout_seconds=timeout_seconds,
+        max_wait_seconds=max_wait_seconds,
+        restart_job_on_worker_restart=restart_job_on_worker_restart,
+        service_account=service_account,
+        network=network,
+        labels={str(k): format_flag_value(v) for k, v in labels.items()},
+        reservation_name=reservation_name,
+        local_preemption_after_seconds=local_preemption_after_seconds,
+        project=project,
+        location=location,
+    )
+    directory, key = keyed_output("train", base_output_directory, request)
     result = train(
-        TrainingRequest(
-            backend=backend,
-            display_name=display_name,
-            base_output_directory=scoped_output_directory(
-                base_output_directory, pipeline_run, pipeline_task
-            ),
-            python_module=python_module,
-            package_uris=merged_package_uris(package_uri, package_uris),
-            executor_image_uri=executor_image_uri,
-            image_uri=image_uri,
-            args=[format_flag_value(arg) for arg in args],
-            dataset_uri=dataset.uri if dataset is not None else "",
-            dataset_flag=dataset_flag,
-            hyperparameters=dict(hyperparameters),
-            machine_type=machine_type,
-            accelerator_type=accelerator_type,
-            accelerator_count=accelerator_count,
-            worker_count=worker_count,
-            distribution=distribution,
-            scheduling_strategy=scheduling_strategy,
-            timeout_seconds=timeout_seconds,
-            max_wait_seconds=max_wait_seconds,
-            restart_job_on_worker_restart=restart_job_on_worker_restart,
-            service_account=service_account,
-            network=network,
-            labels={str(k): format_flag_value(v) for k, v in labels.items()},
-            reservation_name=reservation_name,
-            local_preemption_after_seconds=local_preemption_after_seconds,
-            project=project,
-            location=location,
-        ),
+        replace(request, base_output_directory=directory),
         gcp_resources_path=gcp_resources,
-        request_key=f"{pipeline_run}-{pipeline_task}" if pipeline_run else "",
+        request_key=key,
         fallback=FallbackPolicy(spot_fallback, spot_fallback_deadline_seconds),
     )
     model.uri = result.model_uri
     model.metadata.update(result.model_metadata)
     for name, value in result.metrics.items():
         metrics.log_metric(name, value)
-    return (result.state, result.goodput, result.restarts)
+    # KFP outputs cannot be None: -1 says unknown, and the metrics leave the value out.
+    goodput = -1.0 if result.goodput is None else result.goodput
+    return (result.state, goodput, -1 if result.restarts is None else result.restarts)

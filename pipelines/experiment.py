@@ -13,9 +13,10 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING
 
 from .data_week import week_and_data_gate
+from .retries import retry_google_calls
 
 PIPELINE_NAME = "train-only"
 
@@ -53,7 +54,7 @@ def train_only(
     accelerator_count: int = TRAINING.accelerator_count,
     scheduling_strategy: str = TRAINING.scheduling_strategy,
     timeout_seconds: int = TRAINING.timeout_seconds,
-    service_account: str = "",
+    service_account: str = PIPELINE_SERVICE_ACCOUNT,
     local_preemption_after_seconds: float = 0.0,
 ) -> None:
     """Trains one candidate and registers it as a challenger; traffic is never touched.
@@ -96,8 +97,6 @@ def train_only(
             timeout_seconds=timeout_seconds,
             service_account=service_account,
             local_preemption_after_seconds=local_preemption_after_seconds,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             project=project,
             location=location,
         ).set_display_name("train")
@@ -112,11 +111,11 @@ def train_only(
             package_uri=package_uri,
             executor_image_uri=executor_image_uri,
             service_account=service_account,
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             project=project,
             location=location,
         ).set_display_name("evaluate")
+        # Reads the registry's champion, which is not among its inputs: never cached.
+        evaluation.set_caching_options(False)
         register_model(
             backend=backend,
             model=trained.outputs["model"],
@@ -132,6 +131,7 @@ def train_only(
             pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
             project=project,
             location=location,
-        ).set_display_name("register-challenger")
+        ).set_display_name("register-challenger").set_caching_options(False)
     with dsl.Else(name="data-breach"):
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+    retry_google_calls()  # every task that calls Google or runs a job: .retries

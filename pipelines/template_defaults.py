@@ -69,6 +69,10 @@ def _check(name: str, parameter: inspect.Parameter, value: Any) -> None:
 def configure(pipeline: Any, *, name: str, description: str | None = None, **defaults: Any) -> Any:
     """Returns ``pipeline`` under ``name`` with ``defaults`` as its parameters' defaults.
 
+    A pipeline under the failure notice (:mod:`.failure_notice`) is configured inside the
+    notice: the run gets the defaults, and the e-mail task exists when the configured
+    recipients are not empty.
+
     Args:
         pipeline: A ``@dsl.pipeline`` (a template of this library, or any other).
         name: The configured pipeline's name (lower case, digits and hyphens, as KFP wants).
@@ -85,6 +89,18 @@ def configure(pipeline: Any, *, name: str, description: str | None = None, **def
             or a declaration that is malformed (it names the field).
         TypeError: A default of another type than its parameter.
     """
+    from .failure_notice import NOTICE_ATTRIBUTE, with_failure_notice
+
+    notice = getattr(pipeline, NOTICE_ATTRIBUTE, None)
+    described = description or pipeline.description
+    if notice is None:
+        return _configured(pipeline, name=name, description=described, defaults=defaults)
+    run = _configured(notice.run, name=f"{name}-run", description=described, defaults=defaults)
+    return with_failure_notice(run, name=name, description=described, recipients=notice.recipients)
+
+
+def _configured(pipeline: Any, *, name: str, description: str, defaults: dict[str, Any]) -> Any:
+    """The pipeline itself with new defaults (see :func:`configure`)."""
     function = pipeline.pipeline_func
     signature = inspect.signature(function)
     unknown = sorted(set(defaults) - set(signature.parameters))
@@ -114,4 +130,4 @@ def configure(pipeline: Any, *, name: str, description: str | None = None, **def
     configured.__signature__ = signature.replace(parameters=ordered)  # type: ignore[attr-defined]
     configured.__doc__ = function.__doc__
     configured.__name__ = function.__name__
-    return dsl.pipeline(name=name, description=description or pipeline.description)(configured)
+    return dsl.pipeline(name=name, description=description)(configured)

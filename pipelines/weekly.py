@@ -17,8 +17,11 @@ parameter values, or once with :func:`vertex_retrain.pipelines.configure`
 
 Cache keys: every cached task takes the week (``data_window``'s ``as_of``), the source digest
 or an output of a task that does, so Vertex reuses an output only for the same week and the
-same code; the tasks that read the clock or the source run with caching off
-(``vertex-retrain compile`` checks this, :mod:`vertex_retrain.cli.cache_keys`).
+same code; the tasks that read the clock, the source or the registry run with caching off
+(``vertex-retrain compile`` checks this, :mod:`vertex_retrain.cli.cache_keys`). No cached task
+takes a per-run value (the run's name, a task id): a re-run of a week that failed at
+evaluation reuses its finished training. Jobs find themselves again by a key made of their
+inputs (:mod:`vertex_retrain.rules.idempotency`), not by the run's name.
 """
 
 from kfp import dsl
@@ -34,10 +37,11 @@ from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import TRAINING, TUNING
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
+from .retries import retry_google_calls
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -88,7 +92,7 @@ def weekly_week(
     timeout_seconds: int = TRAINING.timeout_seconds,
     # Budget figure for the cost in the run summary; `vertex-retrain estimate` reads it too.
     expected_training_hours: float = TRAINING.expected_training_hours,
-    service_account: str = "",
+    service_account: str = PIPELINE_SERVICE_ACCOUNT,
     force_decision: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
@@ -180,8 +184,6 @@ def weekly_week(
                 service_account=service_account,
                 spot_fallback=spot_fallback,
                 spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
-                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-                pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
                 project=project,
                 location=location,
             )
@@ -220,11 +222,12 @@ def weekly_week(
                 executor_image_uri=executor_image_uri,
                 force_decision=force_decision,
                 service_account=service_account,
-                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-                pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
                 project=project,
                 location=location,
             ).set_display_name("evaluate")
+            # The decision reads the registry's champion, which is not among its inputs: a
+            # cached decision could be about a champion that has changed since.
+            evaluation.set_caching_options(False)
             registration = dict(
                 backend=backend,
                 model=candidate,
@@ -245,6 +248,9 @@ def weekly_week(
                 champion = register_model(make_champion=True, **registration).set_display_name(
                     "register-champion"
                 )
+                # It moves the registry's aliases and records this run (lineage): it runs every
+                # time, found again by its key (model and artifact) when it registered before.
+                champion.set_caching_options(False)
                 deploy_model(
                     backend=backend,
                     vertex_model=champion.outputs["vertex_model"],
@@ -258,9 +264,10 @@ def weekly_week(
             with dsl.Else(name="not-better"):
                 register_model(make_champion=False, **registration).set_display_name(
                     "register-challenger"
-                )
+                ).set_caching_options(False)
         with dsl.Else(name="data-breach"):
             stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+    retry_google_calls()  # every task that calls Google or runs a job: .retries
 
 
 weekly_retraining = with_failure_notice(weekly_week, name=PIPELINE_NAME, description=DESCRIPTION)

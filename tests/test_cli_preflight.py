@@ -19,6 +19,7 @@ from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.main import main
 from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
+from vertex_retrain.pipelines import weekly_retraining
 
 CHAIN = example_module(DRINK_SHOPS, "pipelines")
 EXPERIMENT = f"{DRINK_SHOPS / 'pipelines.py'}:experiment"
@@ -99,6 +100,21 @@ def test_preflight_refuses_a_python_38_executor_image_for_a_package_needing_310(
     assert refusal.code == "package-python"
     assert "mytrainer" in refusal.message and "Python 3.8" in refusal.message
     assert refusal.field.startswith("task ")  # checked once, for the first task that runs it
+
+
+def test_preflight_refuses_a_prebuilt_image_outside_the_catalog_by_its_tags_python(
+    train_only: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
+    (tmp_path / "gcs" / "b").mkdir(parents=True)
+    _wheel(tmp_path / "gcs" / "b" / "mytrainer-1.0-py3-none-any.whl", ">=3.10")
+    problems = _problems(
+        train_only,
+        package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
+        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13.py38:latest",
+    )
+    (refusal,) = [p for p in problems if p.severity == "error"]
+    assert refusal.code == "package-python" and "Python 3.8 read from its tag" in refusal.message
 
 
 def test_preflight_refuses_an_executor_image_that_is_not_prebuilt(
@@ -244,8 +260,16 @@ def test_preflight_reports_json_and_exit_1_on_an_error(capsys: pytest.CaptureFix
 class FakeChecker:
     """The online checks' answers, set per test."""
 
-    def __init__(self, images: dict[str, bool | None], bucket: str | None, account: bool) -> None:
+    def __init__(
+        self,
+        images: dict[str, bool | None],
+        bucket: str | None,
+        account: bool,
+        granted: dict[str, frozenset[str] | None] | None = None,
+    ) -> None:
         self.images, self.bucket, self.account = images, bucket, account
+        self.granted = granted or {}
+        self.asked: list[tuple[str, tuple[str, ...]]] = []
 
     def image_exists(self, image_uri: str) -> bool | None:
         return self.images.get(image_uri, True)
@@ -255,6 +279,10 @@ class FakeChecker:
 
     def service_account_exists(self, email: str) -> bool | None:
         return self.account
+
+    def bucket_permissions(self, bucket: str, permissions: Any) -> frozenset[str] | None:
+        self.asked.append((bucket, tuple(permissions)))
+        return self.granted.get(bucket, frozenset(permissions))
 
 
 def test_online_checks_find_a_missing_image_bucket_and_account() -> None:
@@ -316,6 +344,55 @@ def test_preflight_with_project_runs_the_online_checks_through_the_factory(
         f'error: deploymentSpec.executors.exec-check-data.container.image = "{IMAGE}": The '
         "registry has no such image" in out
     )
+
+
+def test_preflight_online_checks_data_readable_package_writable_and_serving_image(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    serving = CHAIN.COMMON["serving_image_uri"]
+    args = argparse.Namespace(
+        pipelines=[f"{DRINK_SHOPS / 'pipelines.py'}:weekly"], component_image=IMAGE,
+        param=["package_destination=gs://packages-elsewhere/p"], project="drink-shops",
+        location="europe-west4", pipeline_root="gs://drink-shops-ml/root",
+        service_account=ACCOUNT, json=True,
+    )  # fmt: skip
+    checker = FakeChecker(
+        {serving: False},
+        "europe-west4",
+        True,
+        # Data readable only with object get (no list); the package bucket read-only.
+        {
+            "drink-shops-ml": frozenset({"storage.objects.get", "storage.objects.create"}),
+            "packages-elsewhere": frozenset({"storage.objects.get", "storage.objects.list"}),
+        },
+    )
+    assert preflight_module.cli_preflight(args, checker_factory=lambda _: checker) == 1
+    (result,) = json.loads(capsys.readouterr().out)
+    errors = {(p["field"], p["code"]) for p in result["problems"] if p["severity"] == "error"}
+    assert ("--param data_uri", "bucket-not-readable") in errors
+    assert ("--param package_destination", "bucket-not-writable") in errors
+    assert ("--param serving_image_uri", "image-missing") in errors
+    assert ("--param output_root", "bucket-not-writable") not in errors  # create is granted
+    assert ("drink-shops-ml", ("storage.objects.get", "storage.objects.list")) in checker.asked
+
+
+def test_preflight_refuses_an_examples_bucket_and_image_in_another_pipeline() -> None:
+    spec = compile_to_dict(CHAIN.weekly, component_image=IMAGE)
+    own = _codes(_problems(spec))
+    assert "borrowed-location" not in own  # the example's own pipeline uses its own bucket
+    template = compile_to_dict(weekly_retraining, component_image=IMAGE)
+    borrowed = {
+        name: value
+        for name, value in default_arguments(spec).items()
+        if name in ("data_uri", "serving_image_uri", "output_root", "executor_image_uri")
+    }
+    problems = [p for p in _problems(template, **borrowed) if p.code == "borrowed-location"]
+    assert sorted(p.field for p in problems) == [
+        "--param data_uri",
+        "--param output_root",
+        "--param serving_image_uri",
+    ]  # Google's public training image belongs to no example
+    assert "belongs to the example examples/drink_shops" in problems[0].message
 
 
 def test_preflight_without_credentials_says_the_online_checks_were_skipped(

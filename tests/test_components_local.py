@@ -12,6 +12,7 @@ epoch); the tuning and container tests use ``tests/data/components/tiny_trainer`
 
 # No `from __future__ import annotations`: KFP reads the pipelines' annotations as types.
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,12 +36,18 @@ from trainer.world import WorldConfig
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import to_local_path
-from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT, run_pipeline_locally
+from vertex_retrain.cli.local_run import (
+    LOCAL_LOCATION,
+    LOCAL_PROJECT,
+    cloud_placeholders,
+    run_pipeline_locally,
+)
 from vertex_retrain.components.build_container import build_container
 from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
 from vertex_retrain.components.hp_tune import hp_tune
+from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
@@ -110,7 +117,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
         created = LocalWorld(base / "root", base / "pipeline-root", int(summary["rows"]))
         _init_kfp_local(created)
         try:
-            yield created
+            # The job components run as the pipeline's service account, a Vertex placeholder
+            # that kfp.local cannot resolve; the local runner resolves it, as here.
+            with cloud_placeholders():
+                yield created
         finally:
             endpoints = LocalEndpoints()
             for endpoint in endpoints.list_endpoints():
@@ -277,7 +287,9 @@ def test_train_custom_job_local_trains_into_the_model_artifact(trained: Trained)
     assert outputs["state"] == "JOB_STATE_SUCCEEDED"
     assert outputs["restarts"] == 0 and 0.0 < outputs["goodput"] <= 1.0
     model_uri = outputs["model"].uri
-    assert model_uri.rstrip("/") == "gs://shop/runs/direct/model"
+    # The folder is keyed on the task's inputs, not on a run: a retry finds the same one.
+    key_folder = model_uri.rstrip("/").removesuffix("/train/model")
+    assert key_folder.startswith("gs://shop/runs/direct/") and key_folder != model_uri
     assert {"artifact.json", "config.json", "weights.pt"} <= {
         p.name for p in to_local_path(model_uri).iterdir()
     }
@@ -480,6 +492,7 @@ def deploy_imported(
 class Lifecycle:
     """A model's life through the importer pipelines, in order."""
 
+    model_uri: str
     champion: Any
     champion_again: Any
     tie_evaluation: Any
@@ -504,9 +517,9 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
             package_uri=trained.package.outputs["reference"],
         ).outputs
 
-    def register(make_champion: bool, run: str) -> Any:
+    def register(make_champion: bool, run: str, uri: str = model_uri) -> Any:
         return register_imported(
-            model_uri=model_uri, model_display_name=name, make_champion=make_champion,
+            model_uri=uri, model_display_name=name, make_champion=make_champion,
             pipeline_run=run, serving_package_uri=trained.package.outputs["reference"],
         ).outputs  # fmt: skip
 
@@ -520,13 +533,19 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
         ).outputs
 
     champion = register(True, "run-1")
-    champion_again = register(True, "run-1")  # a re-run of the same task
+    # The same folder again, from a re-run: the version it already is, whatever the run.
+    champion_again = register(True, "run-1-rerun")
     tie_evaluation = evaluate()  # the same model is now the champion
-    challenger = register(False, "run-2")
+    # A version is its model folder (rules.idempotency.registration_key): another week's
+    # model, here a copy of the same weights, is another version.
+    other_week = "gs://shop/runs/direct-week-2/model"
+    shutil.copytree(to_local_path(model_uri), to_local_path(other_week))
+    challenger = register(False, "run-2", other_week)
     first_deployment = deploy(champion, 100)
     second_deployment = deploy(challenger, 30)
     second_deployment_again = deploy(challenger, 30)
     return Lifecycle(
+        model_uri,
         champion,
         champion_again,
         tie_evaluation,
@@ -563,7 +582,7 @@ def test_register_model_local_champion_moves_only_when_told(
     # checked on the compiled spec (test_components_gcpc.py).
     artifact = champion["vertex_model"]
     assert artifact.metadata["resourceName"] == f"models/direct-model@{champion['version_id']}"
-    assert artifact.uri.rstrip("/") == "gs://shop/runs/direct/model"
+    assert artifact.uri == lifecycle.model_uri
 
 
 def test_register_model_local_rerun_of_the_same_task_adds_no_version(
@@ -592,6 +611,58 @@ def test_deploy_model_local_rerun_does_not_deploy_twice(lifecycle: Lifecycle) ->
     assert len(LocalEndpoints().get("direct-endpoint").deployed_models) == 2
 
 
+# --- a re-run of a week that failed after training -----------------------------------------
+
+
+@dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
+def evaluate_unless_broken(broken_marker: str, model: dsl.Input[Model]) -> str:
+    """Stands for an evaluation that fails while ``broken_marker`` exists."""
+    import os
+
+    if os.path.exists(broken_marker):
+        raise RuntimeError("the evaluation failed")
+    return model.uri
+
+
+@dsl.pipeline(name="train-then-evaluate")
+def train_then_evaluate(package_uri: str, broken_marker: str) -> None:
+    """The weekly shape in small: a cached training, then an evaluation that may fail."""
+    training = train_custom_job(
+        display_name="rerun-training",
+        base_output_directory="gs://shop/runs/rerun",
+        python_module="tiny_trainer.task",
+        package_uris=[package_uri],
+        executor_image_uri=PREBUILT,
+        args=["--x", "2"],
+        **CPU_JOB,
+        **LOCAL,
+    )
+    evaluate_unless_broken(
+        broken_marker=broken_marker, model=training.outputs["model"]
+    ).set_caching_options(False)
+
+
+def test_train_custom_job_local_rerun_after_a_failed_evaluation_reuses_the_training(
+    world: LocalWorld, tiny_package: str, tmp_path: Path
+) -> None:
+    import io
+
+    from vertex_retrain.cli.local_run import cached_tasks
+
+    marker = tmp_path / "broken"
+    marker.touch()
+    arguments = {"package_uri": tiny_package, "broken_marker": str(marker)}
+    failed = run_pipeline_locally(train_then_evaluate, arguments, console=io.StringIO())
+    assert not failed.succeeded
+    marker.unlink()  # the evaluation is fixed; the week is run again
+    console = io.StringIO()
+    rerun = run_pipeline_locally(train_then_evaluate, arguments, console=console)
+    assert rerun.succeeded, console.getvalue()[-3000:]
+    assert failed.run_dir is not None and rerun.run_dir is not None
+    assert failed.run_dir != rerun.run_dir
+    assert cached_tasks(rerun.run_dir) == {"train-custom-job": failed.run_dir.name}
+
+
 # --- every component inside one small pipeline ----------------------------------------------
 
 
@@ -610,8 +681,6 @@ def small_pipeline(
         "python_module": "trainer.task",
         "executor_image_uri": PREBUILT,
         "args": FAST_TRAINING,
-        "pipeline_run": dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-        "pipeline_task": dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
         **CPU_JOB,
         **place,
     }
@@ -666,8 +735,6 @@ def small_pipeline(
             package_uris=[package.outputs["reference"]],
             executor_image_uri=PREBUILT,
             args=["--num-threads", "1"],
-            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-            pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
             **place,
         )
         registered = register_model(
@@ -727,5 +794,6 @@ def test_components_local_small_pipeline_runs_every_component_in_order(
     study = json.loads((run_dir / "hp-tune" / "executor_output.json").read_text())
     best = study["parameterValues"]["best_parameters"]["embedding_dim"]
     model_uri = summary["training"]["model_uri"]
-    assert "/small/" in model_uri and "/train-custom-job/" in model_uri
+    # base/<key of the task's inputs>/train/model: no run name in the folder.
+    assert re.fullmatch(r"gs://shop/runs/small/[0-9a-f]{20}/train/model/?", model_uri)
     assert _read_json(model_uri, "config.json")["model"]["embedding_dim"] == best

@@ -142,6 +142,7 @@ def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
             accelerator_type="",
             accelerator_count=0,
             scheduling_strategy="STANDARD",
+            service_account="",  # bare kfp.local resolves no Vertex placeholder
             **place,
         )
         return training.outputs["model"]

@@ -11,6 +11,7 @@ import pytest
 from tests.data.pipelines.notified import no_recipients, notified, tiny_run
 from vertex_retrain.cli.compiling import compile_to_dict
 from vertex_retrain.cli.local_run import run_pipeline_locally
+from vertex_retrain.pipelines import configure
 from vertex_retrain.pipelines.failure_notice import with_failure_notice
 from vertex_retrain.pipelines.weekly import weekly_retraining, weekly_week
 from vertex_retrain.steps.summary import render_markdown
@@ -21,7 +22,10 @@ NOTICE_TASK = "vertex-pipelines-notification-email"
 
 @pytest.fixture(scope="module")
 def weekly_spec() -> dict[str, Any]:
-    return compile_to_dict(weekly_retraining)
+    notified_weekly = configure(
+        weekly_retraining, name="weekly-retraining", notification_emails=["ops@example.com"]
+    )
+    return compile_to_dict(notified_weekly)
 
 
 def test_weekly_pipeline_sends_the_notice_from_its_exit_handler(
@@ -51,8 +55,11 @@ def test_weekly_pipeline_sends_the_notice_from_its_exit_handler(
 
 def test_notice_wrapper_keeps_every_parameter_and_default(weekly_spec: dict[str, Any]) -> None:
     inner = compile_to_dict(weekly_week)["root"]["inputDefinitions"]
-    assert weekly_spec["root"]["inputDefinitions"] == inner
+    wrapped = weekly_spec["root"]["inputDefinitions"]
+    assert wrapped["parameters"]["notification_emails"]["defaultValue"] == ["ops@example.com"]
     assert inner["parameters"]["notification_emails"]["defaultValue"] == []
+    del wrapped["parameters"]["notification_emails"], inner["parameters"]["notification_emails"]
+    assert wrapped == inner
     assert weekly_spec["pipelineInfo"]["name"] == "weekly-retraining"
 
 

@@ -92,6 +92,21 @@ def test_lookup_misses_when_an_output_artifact_is_gone(root: Path) -> None:
     assert cache.lookup("k" * 64) is None
 
 
+def test_lookup_hits_when_a_metrics_artifact_has_no_file(root: Path) -> None:
+    cache = TaskCache(root)
+    model = root / "runs" / "model"
+    model.mkdir(parents=True)
+    outputs = {
+        "model": dsl.Model(uri=str(model)),
+        # kfp's executor writes no file for a metrics artifact: its values are its metadata.
+        "metrics": dsl.Metrics(uri=str(root / "runs" / "metrics"), metadata={"wall": 1.0}),
+    }
+    cache.store("m" * 64, run="r1", task="train", outputs=outputs, executor_output=None)
+    assert cache.lookup("m" * 64) is not None
+    model.rmdir()
+    assert cache.lookup("m" * 64) is None
+
+
 def test_resolve_run_placeholders_reaches_nested_values() -> None:
     resolved = resolve_run_placeholders(
         {"a": [f"x-{dsl.PIPELINE_JOB_NAME_PLACEHOLDER}"], "b": 1},

@@ -38,6 +38,11 @@ TINY = {
 }
 
 
+def _other_model(learning_rate: float) -> dict[str, Any]:
+    """Hyperparameters of another model than the first run's, for the same week."""
+    return {**TINY["hyperparameters"], "learning_rate": learning_rate}
+
+
 def _run(overrides: dict[str, Any]) -> Any:
     spec = compile_to_dict(CHAIN.weekly)
     source = Path(os.environ["VERTEX_LOCAL_ROOT"]) / "trainer-source"
@@ -133,7 +138,8 @@ def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
         "metrics": {**rule["metrics"], "ndcg_at_10_usual_margin": "higher"},
         "floors": {"ndcg_at_10_usual_margin": 1.0},
     }
-    outcome = _run({"evaluation_declaration": floored})
+    # Other hyperparameters: the same week's training would come from the cache (the champion).
+    outcome = _run({"evaluation_declaration": floored, "hyperparameters": _other_model(0.02)})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     decision = outcome.summary["decision"] if outcome.summary else {}
     assert decision["is_better"] is False
@@ -150,7 +156,7 @@ def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
     first_run: FirstRun,
 ) -> None:
     old_champion = ModelRegistry().get_version(MODEL, "champion")
-    outcome = _run({"force_decision": "better"})
+    outcome = _run({"force_decision": "better", "hyperparameters": _other_model(0.03)})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     registry = ModelRegistry()
     new_champion = registry.get_version(MODEL, "champion")

@@ -49,26 +49,17 @@ def test_parameter_flags_keeps_order_and_renders_each_value() -> None:
 # --- idempotency ----------------------------------------------------------------------------
 
 
-def test_registration_key_is_the_run_and_role_inside_a_pipeline() -> None:
-    key = registration_key(
-        pipeline_run="weekly-7", role_alias="champion", display_name="m", artifact_uri="gs://b/x"
-    )
-    assert key == "weekly-7:champion"
+def test_registration_key_is_the_model_and_its_artifact_never_the_run() -> None:
+    assert registration_key(display_name="m", artifact_uri="gs://b/x") == "m:gs://b/x"
+    assert registration_key(display_name="m", artifact_uri="gs://b/y") != "m:gs://b/x"
 
 
-def test_registration_key_without_a_run_is_the_model_and_its_artifact() -> None:
-    def key(artifact_uri: str) -> str:
-        return registration_key(
-            pipeline_run="", role_alias="champion", display_name="m", artifact_uri=artifact_uri
-        )
-
-    assert key("gs://b/x") == "m:gs://b/x"
-    assert key("gs://b/x") != key("gs://b/y")
-
-
-def test_task_key_is_empty_outside_a_pipeline() -> None:
-    assert task_key("run-7", "train") == "run-7-train"
-    assert task_key("", "train") == ""
+def test_task_key_follows_the_inputs_and_the_kind_not_the_run() -> None:
+    inputs = {"dataset_uri": "gs://b/root/123/prepare/dataset", "lr": 0.1}
+    assert task_key("train", inputs) == task_key("train", dict(reversed(inputs.items())))
+    assert task_key("train", inputs) != task_key("train", {**inputs, "lr": 0.2})
+    assert task_key("train", inputs) != task_key("evaluate", inputs)
+    assert len(task_key("train", inputs)) == 20
 
 
 # --- aliases --------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ class FakeExperiments:
 
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
-    def init(self, *, project: str, location: str, experiment: str) -> None:
+    def init(self, *, project: str, location: str, experiment: str, tensorboard: str = "") -> None:
         self.calls.append(
             ("init", {"project": project, "location": location, "experiment": experiment})
         )
@@ -234,7 +234,9 @@ def test_vertex_backend_records_the_week_through_its_experiments_client() -> Non
 
 def test_record_week_reports_a_failing_record_keeper_instead_of_raising() -> None:
     class Broken(FakeExperiments):
-        def init(self, *, project: str, location: str, experiment: str) -> None:
+        def init(
+            self, *, project: str, location: str, experiment: str, tensorboard: str = ""
+        ) -> None:
             raise PermissionError("aiplatform.metadataStores.get denied")
 
     _, where = record_week(FACTS, backend=VertexBackend("p", "l", experiments=Broken()), model="m")

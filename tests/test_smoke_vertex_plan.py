@@ -28,9 +28,11 @@ with importable(DRINK_SHOPS):
         plan_smoke,
         smallest_cpu_machine,
     )
-    from vertex_smoke.plan import experiment_pipeline
+    from vertex_smoke.plan import smoke_pipeline, weekly_shape
 
 ACCOUNT = "smoke-runner@drink-shops.iam.gserviceaccount.com"
+EMAIL = ("ops@drink-shops.example",)
+COMPONENT_IMAGE = "europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain:1"
 
 
 def _plan(**kw: Any) -> SmokePlan:
@@ -59,18 +61,33 @@ def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names()
     assert plan.parameters["data_uri"].startswith(plan.prefix)
     assert plan.pipeline_root.startswith(plan.prefix)
     assert plan.model_display_name == plan.endpoint_display_name == "vertex-retrain-smoke-t1"
+    assert plan.parameters["endpoint_display_name"] == plan.endpoint_display_name
+    for name in ("source_uri", "package_destination", "output_root"):
+        assert plan.parameters[name].startswith(plan.prefix), name
+    # The fixed branch of dsl.OneOf, and no Spot: nothing waits for capacity or pays trials.
+    assert plan.parameters["tune"] is False and plan.parameters["spot_fallback"] is False
     assert any(plan.prefix in d for d in plan.deletes)
+    assert any(plan.endpoint_display_name in d for d in plan.deletes)
+
+
+def test_plan_runs_the_weekly_shape_and_nests_it_under_the_notice_when_an_email_is_asked() -> None:
+    asked = weekly_shape(compile_to_dict(smoke_pipeline(EMAIL), component_image=COMPONENT_IMAGE))
+    assert asked == dict.fromkeys(asked, True), asked
+    assert set(asked) == {
+        "nested pipeline", "two exit handlers", "dsl.OneOf", "data gate", "register", "deploy",
+        "e-mail",
+    }  # fmt: skip
+    plain = weekly_shape(compile_to_dict(smoke_pipeline(), component_image=COMPONENT_IMAGE))
+    assert {k for k, v in plain.items() if not v} == {
+        "nested pipeline", "two exit handlers", "e-mail"
+    }  # fmt: skip
 
 
 def test_plan_passes_the_offline_preflight_once_its_inputs_exist() -> None:
-    plan = _plan(component_image="europe-west4-docker.pkg.dev/drink-shops/ml/vertex-retrain:1")
-    spec = compile_to_dict(experiment_pipeline(), component_image=str(plan.component_image))
-    parameters = {
-        **default_arguments(spec),
-        **plan.parameters,
-        "package_uri": f"{plan.prefix}/packages/ab/vertex_retrain_trainer-1.0.0-py3-none-any.whl",
-        "as_of": "2023-03-01",
-    }
+    plan = _plan(component_image=COMPONENT_IMAGE, notification_emails=EMAIL)
+    pipeline = smoke_pipeline(plan.notification_emails)
+    spec = compile_to_dict(pipeline, component_image=str(plan.component_image))
+    parameters = {**default_arguments(spec), **plan.parameters, "as_of": "2023-03-01"}
     settings = Settings(
         project=plan.project, location=plan.location, pipeline_root=plan.pipeline_root,
         service_account=plan.service_account, submission=True,
@@ -94,6 +111,14 @@ def test_make_smoke_vertex_plan_prints_and_does_nothing(capsys: pytest.CaptureFi
     )
     assert text == format_plan(expected)
     assert "predict once" in text and "then delete:" in text
+    assert "no e-mail" in text and "dsl.OneOf" in text
+    emailed = io.StringIO()
+    main(
+        ["--project", "drink-shops", "--location", "europe-west4", "--bucket", "drink-shops-ml",
+         "--run-id", "t1", "--plan", "--email", EMAIL[0]],
+        emailed,
+    )  # fmt: skip
+    assert f"e-mail to {EMAIL[0]}: the run nested under the failure notice" in emailed.getvalue()
 
 
 def _clients(
@@ -106,16 +131,32 @@ def _clients(
 
     def prepare(plan: SmokePlan, storage_client: Any) -> dict[str, Any]:
         storage_client.objects[f"{plan.prefix}/transactions/week.parquet"] = b"rows"
-        return {"package_uri": f"{plan.prefix}/packages/trainer.whl", "as_of": "2023-03-01"}
+        storage_client.objects[f"{plan.prefix}/source/trainer/task.py"] = b"code"
+        return {"as_of": "2023-03-01"}
 
     def run_pipeline(spec: dict[str, Any], plan: SmokePlan, parameters: dict[str, Any]) -> str:
-        if state == "PIPELINE_STATE_SUCCEEDED":  # train-only registers the model
-            models.upload_model(
+        from vertex_retrain.backends.vertex.endpoints import deploy_model_version
+
+        if state == "PIPELINE_STATE_SUCCEEDED":  # the weekly run registers and deploys
+            uploaded = models.upload_model(
                 aiplatform_v1.UploadModelRequest(
                     parent=f"projects/{plan.project}/locations/{plan.location}",
                     model=aiplatform_v1.Model(display_name=parameters["model_display_name"]),
                 )
             ).result()
+            deploy_model_version(
+                project=plan.project,
+                location=plan.location,
+                endpoint_display_name=parameters["endpoint_display_name"],
+                model_resource_name=f"{uploaded.model}@{uploaded.model_version_id or 1}",
+                traffic_percentage=100,
+                dedicated_resources={
+                    "machineSpec": {"machineType": "n1-standard-4"},
+                    "minReplicaCount": 1,
+                    "maxReplicaCount": 1,
+                },
+                endpoint_client=endpoints,
+            )
         return state
 
     clients = SmokeClients(
@@ -142,7 +183,7 @@ def test_apply_deploys_predicts_once_then_deletes_everything_and_prints_the_cost
     assert endpoints.endpoints == {} and models.versions == {} and storage.objects == {}
     text = out.getvalue()
     assert "cost, training: at most" in text and "0.25 h" in text  # 900 s by the fake clock
-    assert "cost, serving: 0.25 node-hour(s) of n1-standard-2" in text
+    assert "cost, serving: 0.25 node-hour(s) of n1-standard-4" in text
 
 
 def test_apply_cleans_up_and_prints_the_cost_when_the_pipeline_fails() -> None:

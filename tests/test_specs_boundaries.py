@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.test_specs_cases import CPU_IMAGE, LR, N1_T4, job, study
+from vertex_retrain.rules.job_failure import JobFailure
 from vertex_retrain.rules.spot_fallback import MIN_FALLBACK_SECONDS, FallbackPolicy, decide_fallback
 from vertex_retrain.specs import validate_custom_job, validate_tuning_job
 from vertex_retrain.specs.problems import errors_of
@@ -86,7 +87,7 @@ def test_max_trial_count_floor_is_one(max_trials: int, valid: bool) -> None:
 def test_spot_fallback_needs_at_least_the_minimum_time_left(left: int, falls_back: bool) -> None:
     decision = decide_fallback(
         strategy="SPOT",
-        failure_message="STOCKOUT: no capacity",
+        failure=JobFailure(state="JOB_STATE_FAILED", message="STOCKOUT: no capacity"),
         policy=FallbackPolicy(enabled=True, deadline_seconds=600),
         elapsed_seconds=600 - left,
         job_timeout_seconds=0,

@@ -31,7 +31,7 @@ DEFINITIONS: dict[str, Any] = {
 JOB_COMPONENTS = ("train_custom_job", "hp_tune", "run_summary")
 """Components whose inputs describe a training job or a tuning study."""
 
-PLACEHOLDER_INPUTS = {"project", "location"}
+PLACEHOLDER_INPUTS = {"project", "location", "service_account"}
 """Component inputs that default to KFP placeholders; a request carries the resolved value."""
 
 

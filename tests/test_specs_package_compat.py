@@ -71,7 +71,8 @@ def test_default_executor_image_is_in_the_catalog_and_the_trainer_installs_on_it
 
 def test_python_38_executor_image_is_refused_for_the_reference_package() -> None:
     source = DRINK_SHOPS / "trainer"
-    problems = package_problems(read_package_metadata(source), PY38, FIELD)
+    # Before the catalog's images ended: an available one is recommended in its place.
+    problems = package_problems(read_package_metadata(source), PY38, FIELD, today=BEFORE_RETIREMENT)
     (refusal,) = errors_of(problems)
     assert refusal.code == "package-python"
     assert refusal.field == FIELD

@@ -12,11 +12,8 @@ import pytest
 from vertex_retrain.backends.base import CustomJobRun, JobFailedError
 from vertex_retrain.backends.local.environments.builder import build_container_image
 from vertex_retrain.backends.local.jobs.spot import GoodputStats, Progress, stockout_message
-from vertex_retrain.rules.spot_fallback import (
-    FallbackPolicy,
-    decide_fallback,
-    lost_spot_capacity,
-)
+from vertex_retrain.rules.job_failure import JobFailure
+from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
 from vertex_retrain.steps.train import TrainingJobFailedError, TrainingRequest, train
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
@@ -26,29 +23,12 @@ STOCKOUT = stockout_message(7)
 def _decide(**overrides: Any) -> Any:
     arguments: dict[str, Any] = {
         "strategy": "SPOT",
-        "failure_message": STOCKOUT,
+        "failure": JobFailure(state="JOB_STATE_FAILED", message=STOCKOUT),
         "policy": FallbackPolicy(enabled=True, deadline_seconds=3600),
         "elapsed_seconds": 600.0,
         "job_timeout_seconds": 14400,
     }
     return decide_fallback(**{**arguments, **overrides})
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        STOCKOUT,
-        "Vertex job projects/p/locations/l/customJobs/1 ended in JOB_STATE_FAILED: The "
-        "replica workerpool0-0 was preempted more times than allowed",
-        "ZONE_RESOURCE_POOL_EXHAUSTED: The zone does not have enough resources",
-    ],
-)
-def test_lost_spot_capacity_recognises_preemption_and_stockout(message: str) -> None:
-    assert lost_spot_capacity(message)
-
-
-def test_lost_spot_capacity_ignores_a_crash() -> None:
-    assert not lost_spot_capacity("replica workerpool0-0 exited with code 1")
 
 
 def test_decide_fallback_cuts_the_on_demand_timeout_to_the_deadline() -> None:
@@ -63,7 +43,7 @@ def test_decide_fallback_cuts_the_on_demand_timeout_to_the_deadline() -> None:
     [
         ({"policy": FallbackPolicy(enabled=False)}, "off"),
         ({"strategy": "STANDARD"}, "not SPOT"),
-        ({"failure_message": "exited with code 1"}, "another reason"),
+        ({"failure": JobFailure("JOB_STATE_FAILED", "exited with code 1")}, "another reason"),
         ({"elapsed_seconds": 3600.0}, "no time is left"),
     ],
 )

@@ -126,6 +126,9 @@ class FakeJobServiceClient:
         create_errors: (exception, job_was_created) pairs raised by the first creates; with
             True the job exists although the caller saw an error (a lost response).
         record_path: Each call is appended there as a JSON line (for other processes).
+        failure: The error (``google.rpc.Status`` in REST JSON, ``details`` with their
+            ``@type``) a job that reaches JOB_STATE_FAILED reports; by default a replica's
+            non-zero exit.
     """
 
     def __init__(
@@ -136,8 +139,13 @@ class FakeJobServiceClient:
         get_errors: Iterable[BaseException] = (),
         create_errors: Iterable[tuple[BaseException, bool]] = (),
         record_path: str | Path | None = None,
+        failure: dict[str, Any] | None = None,
     ) -> None:
         self.states = list(states)
+        self.failure = failure or {
+            "code": 13,
+            "message": "replica workerpool0-0 exited with status 1",
+        }
         self.trials = trials or []
         self.get_errors = list(get_errors)
         self.create_errors = list(create_errors)
@@ -188,7 +196,11 @@ class FakeJobServiceClient:
             self._gets[name] = step + 1
             job.state = self.states[min(step, len(self.states) - 1)]
             if job.state.name == "JOB_STATE_FAILED":
-                job.error = {"code": 13, "message": "replica workerpool0-0 exited with status 1"}
+                from google.protobuf import json_format
+                from google.rpc import error_details_pb2, status_pb2
+
+                assert error_details_pb2  # registers ErrorInfo for the details' @type
+                job.error = json_format.ParseDict(self.failure, status_pb2.Status())
             if job.state.name == "JOB_STATE_SUCCEEDED" and "trials" in type(job).meta.fields:
                 from google.cloud import aiplatform_v1
                 from google.protobuf import json_format

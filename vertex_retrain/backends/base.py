@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from vertex_retrain.rules.job_failure import JobFailure
 from vertex_retrain.run_record import RunRecord
 
 BACKENDS = ("vertex", "local")
@@ -30,7 +31,17 @@ def check_backend(backend: str) -> str:
 
 
 class JobFailedError(RuntimeError):
-    """A job or a study ended without success; the message says which part failed and why."""
+    """A job or a study ended without success; the message says which part failed and why.
+
+    Attributes:
+        failure: What the job reported, structured (state, error code, reasons, message) as
+            far as the backend knows it; the Spot fallback reads it
+            (:mod:`vertex_retrain.rules.job_failure`).
+    """
+
+    def __init__(self, message: str, *, failure: JobFailure | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure or JobFailure(state="", message=message)
 
 
 class StudyFailedError(JobFailedError):
@@ -43,9 +54,14 @@ class StudyFailedError(JobFailedError):
     """
 
     def __init__(
-        self, message: str, *, job_name: str = "", trials: Sequence[StudyTrial] = ()
+        self,
+        message: str,
+        *,
+        job_name: str = "",
+        trials: Sequence[StudyTrial] = (),
+        failure: JobFailure | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, failure=failure)
         self.job_name = job_name
         self.trials = list(trials)
 
@@ -58,16 +74,18 @@ class CustomJobRun:
         job_name: The job's name (a Vertex resource name, or the local job id).
         state: ``JOB_STATE_SUCCEEDED``.
         model_uri: Where the trainer wrote its model (``AIP_MODEL_DIR``).
-        goodput: Useful steps / executed steps; 1.0 where the backend cannot measure it.
-        restarts: Restarts after preemption; 0 where the backend cannot see them.
+        goodput: Useful steps / executed steps; None where the job records no step progress
+            (Vertex's CustomJob resource has none; locally, a trainer without a progress
+            file), never a guess.
+        restarts: Restarts after preemption; None where the job records none (Vertex).
         metrics: What the backend measured of the run (wall time, goodput, time lost...).
     """
 
     job_name: str
     state: str
     model_uri: str
-    goodput: float = 1.0
-    restarts: int = 0
+    goodput: float | None = None
+    restarts: int | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
 

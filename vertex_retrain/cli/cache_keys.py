@@ -9,14 +9,16 @@ consumes, an input that changes when its week or content does:
 - an output of a key source: a task with caching off, of a component that reads what its
   inputs do not show (:data:`KEY_SOURCES`: ``data_window`` reads the run's time,
   ``source_digest`` the source's content), so it runs every time and its output changes
-  exactly when the week or the content does; or
-- a per-run value (the run's name, id, creation or schedule time placeholders), which no
-  other run shares.
+  exactly when the week or the content does.
 
-A pipeline parameter alone is not a key: its default is the same every week. A task may opt
-out with ``.set_caching_options(False)``. The check follows inputs through condition and exit
-handler groups, nested pipelines and ``dsl.OneOf`` (every branch must be keyed). It is pure:
-it reads the compiled spec as a dict.
+A pipeline parameter alone is not a key: its default is the same every week. Nor is a
+per-run value (:data:`PER_RUN_PLACEHOLDERS`: the run's name or id, a task's name or id, the
+run's creation or schedule time): Vertex resolves it before it computes the key, so a cached
+task that takes one has a key no other run shares and never hits: a re-run of a failed week
+would pay for it again. Such a task is a problem of its own, whatever else it takes. A task
+may opt out with ``.set_caching_options(False)``. The check follows inputs through condition
+and exit handler groups, nested pipelines and ``dsl.OneOf`` (every branch must be keyed). It
+is pure: it reads the compiled spec as a dict.
 
 The rule is about weeks, so it applies to a pipeline that has a week: one with a
 ``data_window`` task. A pipeline without one (an evaluation of a given model, a one-off
@@ -47,10 +49,13 @@ PER_RUN_PLACEHOLDERS = (
     "{{$.pipeline_job_name}}",
     "{{$.pipeline_job_resource_name}}",
     "{{$.pipeline_job_uuid}}",
+    "{{$.pipeline_task_name}}",
+    "{{$.pipeline_task_uuid}}",
     "{{$.pipeline_job_create_time_utc}}",
     "{{$.pipeline_job_schedule_time_utc}}",
 )
-"""Placeholders whose value no other run shares."""
+"""Placeholders (kfp.dsl's) whose value belongs to one run: a key no other run shares. The
+task name is here too: whether Vertex resolves it the same in every run is not documented."""
 
 
 class CacheKeyError(ValueError):
@@ -144,11 +149,21 @@ class _Checker:
             importer = task.get("componentRef", {}).get("name", "") in self._importers
             if nested is not None:
                 found += self.problems(_Dag(nested, where, name), f"{path}{shown}/")
+            elif _caching_on(task) and not importer and (run := self._per_run(where, name)):
+                component = task.get("componentRef", {}).get("name", "?").removeprefix("comp-")
+                found.append(
+                    f"task {path + shown!r} ({component}) has caching on, but its input "
+                    f"{run[0]!r} takes the per-run value {run[1]}, which Vertex resolves "
+                    "before the cache key, so the key never matches an earlier run and a "
+                    "re-run of the week pays for the task again: derive what it needs from "
+                    "its inputs instead, or turn its caching off with "
+                    ".set_caching_options(False)"
+                )
             elif _caching_on(task) and not importer and not self._task_keyed(where, name):
                 component = task.get("componentRef", {}).get("name", "?").removeprefix("comp-")
                 found.append(
                     f"task {path + shown!r} ({component}) has caching on, but none of its "
-                    "inputs comes from the run's week, a content digest or the run itself, so "
+                    "inputs comes from the run's week or a content digest, so "
                     "Vertex could serve it another week's output: pass it the week "
                     "(data_window's as_of) or a digest (source_digest), or an output of a "
                     "task that takes one; or turn its caching off with "
@@ -177,10 +192,32 @@ class _Checker:
             self._memo[memo] = keyed
         return self._memo[memo]
 
+    def _per_run(self, where: _Dag, name: str) -> tuple[str, str] | None:
+        """(input, placeholder) of a leaf task's first input that holds a per-run value."""
+        inputs = where.dag["tasks"][name].get("inputs", {}).get("parameters", {})
+        for input_name, spec in sorted(inputs.items()):
+            placeholder = self._per_run_value(where, spec)
+            if placeholder:
+                return input_name, placeholder
+        return None
+
+    def _per_run_value(self, where: _Dag, spec: Mapping[str, Any]) -> str | None:
+        """The per-run placeholder an input's value holds, followed up through groups."""
+        constant = spec.get("runtimeValue", {}).get("constant")
+        if constant is not None:
+            text = str(constant)
+            return next((p for p in PER_RUN_PLACEHOLDERS if p in text), None)
+        if "componentInputParameter" in spec and where.parent is not None:
+            parent_task = where.parent.dag["tasks"][where.task_in_parent]
+            outer = parent_task.get("inputs", {}).get("parameters", {})
+            found = outer.get(spec["componentInputParameter"])
+            return None if found is None else self._per_run_value(where.parent, found)
+        return None
+
     def _input_keyed(self, where: _Dag, spec: Mapping[str, Any]) -> bool:
         constant = spec.get("runtimeValue", {}).get("constant")
-        if isinstance(constant, str):
-            return any(p in constant for p in PER_RUN_PLACEHOLDERS)
+        if constant is not None:
+            return False  # a constant is the same every week; a per-run one never matches
         for kind, key_name in (
             ("taskOutputParameter", "outputParameterKey"),
             ("taskOutputArtifact", "outputArtifactKey"),

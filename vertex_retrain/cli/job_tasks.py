@@ -104,10 +104,13 @@ def job_tasks(
 def _values(task: LeafTask) -> dict[str, Any]:
     """The task's inputs; one the run decides takes the component default, or for the code a
     job runs (its package, module) the stand-in of a cost estimate, so the job can be built."""
+    from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
     from vertex_retrain.steps.training_cost import request_for_shape
 
     stand_in = request_for_shape({})
     values = dict(task.parameters)
+    if values.get("service_account") == PIPELINE_SERVICE_ACCOUNT:
+        values["service_account"] = ""  # the run's own account, checked as --service-account
     for name in task.unknown:
         if name == "package_uri":
             values[name] = stand_in.package_uris[0]
@@ -153,19 +156,15 @@ def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool 
     from vertex_retrain.steps.job_request import (
         TrainingRequest,
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
 
     given = _named(TrainingRequest, values, ("labels",) if trial else ())
     given.update(
         backend="vertex",
         display_name=str(values.get("display_name") or task.path),
-        base_output_directory=scoped_output_directory(
-            str(values.get("base_output_directory", "")),
-            str(values.get("pipeline_run", "")),
-            str(values.get("pipeline_task", "")),
-        ),
+        base_output_directory=str(values.get("base_output_directory", "")),
         package_uris=merged_package_uris(
             str(values.get("package_uri", "")), values.get("package_uris") or []
         ),
@@ -175,15 +174,20 @@ def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool 
     if not trial:
         labels = values.get("labels") or {}
         given["labels"] = {str(k): format_flag_value(v) for k, v in labels.items()}
-    return TrainingRequest(**given)
+    request = TrainingRequest(**given)
+    if trial:
+        return request
+    # The folder has the component's shape (base/<key>/train), keyed on the stand-in inputs.
+    folder, _ = keyed_output("train", request.base_output_directory, request)
+    return dataclasses.replace(request, base_output_directory=folder)
 
 
 def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
     from vertex_retrain.steps.evaluate import EvaluationRequest, evaluation_job_request
     from vertex_retrain.steps.job_request import (
         format_flag_value,
+        keyed_output,
         merged_package_uris,
-        scoped_output_directory,
     )
 
     given = _named(EvaluationRequest, values)
@@ -194,18 +198,16 @@ def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
         candidate_uri=STAND_IN_URI,
         dataset_uri=STAND_IN_URI,
         model_display_name=str(values.get("model_display_name") or task.path),
-        output_directory=scoped_output_directory(
-            str(values.get("base_output_directory", "")),
-            str(values.get("pipeline_run", "")),
-            str(values.get("pipeline_task", "")),
-        ),
+        output_directory=str(values.get("base_output_directory", "")),
         package_uris=merged_package_uris(
             str(values.get("package_uri", "")), values.get("package_uris") or []
         ),
         args=[format_flag_value(arg) for arg in values.get("args") or []],
     )
+    request = EvaluationRequest(**given)
+    folder, _ = keyed_output("evaluate", request.output_directory, request)
     # No champion is known before the run: its folder only adds one flag.
-    return evaluation_job_request(EvaluationRequest(**given), None)
+    return evaluation_job_request(dataclasses.replace(request, output_directory=folder), None)
 
 
 def _tuning_job(task: LeafTask, name: str, values: dict[str, Any]) -> JobTask:

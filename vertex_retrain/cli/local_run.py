@@ -28,6 +28,7 @@ from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATIO
 from vertex_retrain.cli.console import strip_ansi
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.invocation import command
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,8 @@ def local_arguments(
     arguments.update(
         {name: value for name, value in local.items() if declared is None or name in declared}
     )
+    if arguments.get("service_account") == PIPELINE_SERVICE_ACCOUNT:
+        arguments["service_account"] = ""  # the local backend runs as this machine's user
     arguments.update(overrides)
     return arguments
 
@@ -273,12 +276,13 @@ def _run_locked(
 def placeholder_hint() -> str:
     """What to pass when kfp.local stops on Vertex's project and region placeholders."""
     return (
-        "project and location are missing: kfp.local cannot resolve Vertex's placeholders "
-        "{{$.pipeline_google_cloud_project_id}} and {{$.pipeline_google_cloud_location}} "
-        "(it fails with IndexError before the task starts); run the pipeline with "
+        "project, location or service_account is missing: kfp.local cannot resolve Vertex's "
+        "placeholders {{$.pipeline_google_cloud_project_id}}, "
+        "{{$.pipeline_google_cloud_location}} and {{$.pipeline_service_account}} (it fails "
+        "with IndexError before the task starts); run the pipeline with "
         f"`{command('run PIPELINE --local')}` or vertex_retrain.run_local, which resolve "
-        "them, or pass both explicitly, any value, e.g. project='local-project', "
-        "location='local'"
+        "them, or pass them explicitly, e.g. project='local-project', location='local', "
+        "service_account=''"
     )
 
 

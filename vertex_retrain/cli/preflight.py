@@ -112,8 +112,17 @@ def refusal(
 
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     """Writes one pipeline's result: a summary line, then one line per problem."""
+    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
+
     errors, warnings = errors_of(problems), warnings_of(problems)
-    verdict = "ready to submit" if not errors else "would fail on Vertex"
+    unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
+    if errors:
+        verdict = "would fail on Vertex"
+    elif unknown:
+        # Whether the package installs on its image is not known: never "ready".
+        verdict = "not ready: whether the package installs on its executor image is unknown"
+    else:
+        verdict = "ready to submit"
     print(
         f"preflight {name}: {len(errors)} error(s), {len(warnings)} warning(s): {verdict}", file=out
     )
@@ -141,16 +150,34 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
             )
         ]
     images = [(w, i) for w, i in executor_images(target.spec) if i != DEFAULT_COMPONENT_IMAGE]
-    executor = target.arguments.get("executor_image_uri")
-    if isinstance(executor, str) and executor:
-        images.append(("executor_image_uri", executor))
+    # The executor image, the serving image and any other image a parameter names.
+    images += _named(target.arguments, lambda name: name.endswith("image_uri"))
     return online_problems(
         checker,
         images=images,
         region=settings.location,
         pipeline_root=settings.pipeline_root,
         service_account=settings.service_account,
+        readable=_named(target.arguments, READ_PARAMETERS.__contains__),
+        writable=_named(target.arguments, WRITE_PARAMETERS.__contains__),
     )
+
+
+READ_PARAMETERS = frozenset({"data_uri", "source_uri", "package_uri", "package_uris"})
+"""Template parameters that name Cloud Storage the run reads."""
+
+WRITE_PARAMETERS = frozenset({"package_destination", "output_root"})
+"""Template parameters that name Cloud Storage the run writes."""
+
+
+def _named(arguments: Mapping[str, Any], wanted: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """``(--param NAME, value)`` of the string values (list items too) of wanted parameters."""
+    found = []
+    for name, value in sorted(arguments.items()):
+        values = value if isinstance(value, list) else [value]
+        if wanted(name):
+            found += [(f"--param {name}", v) for v in values if isinstance(v, str) and v]
+    return found
 
 
 def _default_factory(project: str) -> Any:

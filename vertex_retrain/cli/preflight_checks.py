@@ -79,7 +79,11 @@ def executor_images(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> list[Problem]:
-    from vertex_retrain.specs.registry_rules import image_location_problems, placeholder_problems
+    from vertex_retrain.specs.registry_rules import (
+        digest_problems,
+        image_location_problems,
+        placeholder_problems,
+    )
 
     images = executor_images(spec)
     problems = placeholder_problems(
@@ -90,6 +94,7 @@ def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> li
             "--component-image REGION-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG",
         ],
     )
+    problems += digest_problems(images, what="component image")
     ours = [
         (where, image)
         for where, image in images
@@ -317,11 +322,21 @@ MAX_NOTIFICATION_RECIPIENTS = 3
 """Vertex's e-mail notification takes at most three addresses (its documented limit)."""
 
 
-def _notification_problems(arguments: Mapping[str, Any]) -> list[Problem]:
-    """The failure notice's addresses: a list of at most three e-mail addresses.
+def _has_notice_task(spec: Mapping[str, Any]) -> bool:
+    from vertex_retrain.backends.local.kfp_adapter.kfp_tasks import vertex_only
+
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    return any(vertex_only(e.get("container", {})) for e in executors.values())
+
+
+def _notification_problems(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Problem]:
+    """The failure notice's addresses: a list of at most three e-mail addresses, given to a
+    pipeline that has the e-mail task.
 
     The local backend skips the notice, so without this check a list Vertex refuses would
-    pass every local run.
+    pass every local run. A pipeline compiled without recipients has no e-mail task
+    (:mod:`vertex_retrain.pipelines.failure_notice`): addresses given at run time would reach
+    no one.
     """
     if "notification_emails" not in arguments:
         return []
@@ -336,6 +351,20 @@ def _notification_problems(arguments: Mapping[str, Any]) -> list[Problem]:
         for address in recipients
         if not isinstance(address, str) or not _EMAIL.match(address)
     ]
+    if recipients and not _has_notice_task(spec):
+        problems.append(
+            error(
+                field,
+                recipients,
+                "This pipeline was compiled without the failure notice (its recipients default "
+                "is empty, so it has no e-mail task): the addresses would reach no one.",
+                [
+                    "configure(PIPELINE, name=..., notification_emails=[...]) and compile again",
+                    "leave notification_emails empty",
+                ],
+                code="notice-missing",
+            )
+        )
     if len(recipients) > MAX_NOTIFICATION_RECIPIENTS:
         problems.append(
             error(
@@ -369,10 +398,20 @@ def pipeline_problems(
     Returns:
         The problems; the pipeline may be submitted when none is an error.
     """
+    from vertex_retrain.cli.borrowed_locations import borrowed_location_problems
+    from vertex_retrain.specs.registry_rules import digest_problems
+
     problems = _component_image_problems(spec, settings) if settings.component_image else []
+    images = [
+        (f"--param {name}", value)
+        for name, value in sorted(arguments.items())
+        if name.endswith("image_uri") and isinstance(value, str) and value
+    ]
+    problems += digest_problems(images)
+    problems += borrowed_location_problems(str(spec["pipelineInfo"]["name"]), arguments)
     problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
-    problems += _notification_problems(arguments)
+    problems += _notification_problems(spec, arguments)
     problems += display_name_problems(arguments, evaluation_job=evaluates(spec))
     problems += _submission_problems(settings)
     return sorted(problems, key=lambda p: p.severity != "error")

@@ -7,27 +7,24 @@ directory, so the trainer resumes from the checkpoints the Spot attempts left. I
 within a deadline counted from the start of the training step; the on-demand job's timeout is
 cut to what is left of it.
 
-Everything here is pure: the caller measures the time and runs the jobs.
+Whether a failure lost capacity is :func:`vertex_retrain.rules.job_failure.capacity_verdict`:
+the job's final state and structured error first, then known messages with their sources; an
+unknown failure never falls back. Everything here is pure: the caller measures the time and
+runs the jobs.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
+
+from vertex_retrain.rules.job_failure import JobFailure, capacity_verdict
 
 MAX_SPOT_RESTARTS = 6
 """Vertex restarts a preempted Spot job at most this many times."""
 
 MIN_FALLBACK_SECONDS = 1
 """An on-demand job given less than this is not started: it could not even begin."""
-
-_CAPACITY_LOSS = re.compile(
-    r"STOCKOUT|preempt|ZONE_RESOURCE_POOL_EXHAUSTED|resource pool exhausted|"
-    r"(?:not|isn't) enough resources|resources are insufficient",
-    re.IGNORECASE,
-)
-"""How a job failure says it lost (or never got) Spot capacity, on Vertex and locally."""
 
 
 @dataclass(frozen=True)
@@ -66,15 +63,10 @@ class FallbackDecision:
     timeout_seconds: int = 0
 
 
-def lost_spot_capacity(failure_message: str) -> bool:
-    """True when a job failure says Spot capacity was lost or unavailable (STOCKOUT...)."""
-    return bool(_CAPACITY_LOSS.search(failure_message))
-
-
 def decide_fallback(
     *,
     strategy: str,
-    failure_message: str,
+    failure: JobFailure,
     policy: FallbackPolicy,
     elapsed_seconds: float,
     job_timeout_seconds: int,
@@ -83,7 +75,7 @@ def decide_fallback(
 
     Args:
         strategy: The failed job's ``scheduling.strategy``.
-        failure_message: Why it failed, as the backend reported it.
+        failure: What the failed job reported (state, structured error, message).
         policy: The fallback policy.
         elapsed_seconds: Seconds since the training step started (the Spot attempts).
         job_timeout_seconds: The job's own timeout (0: none).
@@ -96,8 +88,11 @@ def decide_fallback(
         return FallbackDecision(False, "spot fallback is off")
     if strategy != "SPOT":
         return FallbackDecision(False, f"the job ran with strategy {strategy}, not SPOT")
-    if not lost_spot_capacity(failure_message):
-        return FallbackDecision(False, "the job failed for another reason than lost Spot capacity")
+    verdict = capacity_verdict(failure)
+    if not verdict.lost_capacity:
+        return FallbackDecision(
+            False, f"the job failed for another reason than lost Spot capacity: {verdict.evidence}"
+        )
     timeout = int(job_timeout_seconds) if job_timeout_seconds > 0 else 0
     if policy.deadline_seconds > 0:
         left = math.floor(policy.deadline_seconds - elapsed_seconds)
@@ -110,8 +105,7 @@ def decide_fallback(
         timeout = min(timeout, left) if timeout else left
     return FallbackDecision(
         True,
-        "Spot capacity was lost (preempted past Vertex's "
-        f"{MAX_SPOT_RESTARTS} restarts, or STOCKOUT); running on demand (STANDARD) from "
-        "the Spot attempts' checkpoints",
+        f"Spot capacity was lost ({verdict.evidence}; source: {verdict.source}); running on "
+        "demand (STANDARD) from the Spot attempts' checkpoints",
         timeout,
     )

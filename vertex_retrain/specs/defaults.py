@@ -17,12 +17,20 @@ from dataclasses import dataclass
 
 __all__ = [
     "EVALUATION",
+    "PIPELINE_SERVICE_ACCOUNT",
     "TRAINING",
     "TUNING",
     "EvaluationDefaults",
     "TrainingDefaults",
     "TuningDefaults",
 ]
+
+
+PIPELINE_SERVICE_ACCOUNT = "{{$.pipeline_service_account}}"
+"""The account jobs, trials, evaluation jobs and deployed models run as by default: the
+pipeline's own. GCPC's placeholder (``google_cloud_pipeline_components._placeholders
+.SERVICE_ACCOUNT_PLACEHOLDER``): Vertex resolves it to the PipelineJob's service account (its
+default account when the job sets none). A ``service_account`` parameter overrides it."""
 
 
 @dataclass(frozen=True)

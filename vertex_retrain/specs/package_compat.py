@@ -26,11 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vertex_retrain.specs.containers import (
-    ContainerCatalog,
-    PrebuiltImage,
-    load_containers,
-    parse_image_name,
+from vertex_retrain.specs.containers import ContainerCatalog, PrebuiltImage, load_containers
+from vertex_retrain.specs.executor_images import (
+    COMPATIBILITY_UNKNOWN,
+    available_training_images,
+    described_image,
+    executor_image_problems,
+    training_image,
 )
 from vertex_retrain.specs.problems import Problem, error, warning
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 __all__ = [
+    "COMPATIBILITY_UNKNOWN",
     "PackageMetadata",
     "RequiresPythonLookup",
     "executor_image_problems",
@@ -102,92 +105,6 @@ def installed_requires_python(name: str, version: str) -> str | None:
     return str(declared[0] or "")
 
 
-def _image_for(uri: str, catalog: ContainerCatalog) -> PrebuiltImage | None:
-    return catalog.lookup(uri, "training")
-
-
-def executor_image_problems(
-    uri: str,
-    field: str,
-    *,
-    catalog: ContainerCatalog | None = None,
-    today: dt.date | None = None,
-) -> list[Problem]:
-    """Checks a pool's ``executorImageUri`` against the container catalog.
-
-    Args:
-        uri: The executor image URI.
-        field: Field path of ``executorImageUri`` for the problems.
-        catalog: The container catalog (default: the shipped one).
-        today: The date support dates are compared with (default: today).
-
-    Returns:
-        An error when the image is not a prebuilt training image (Vertex runs packages on
-        those only); warnings when the catalog does not know it or it is past its support
-        dates.
-    """
-    catalog = catalog or load_containers()
-    today = today or dt.date.today()
-    named = parse_image_name(uri)
-    framework = named.distribution if named else "torch"
-    newest = [i.name for i in catalog.training_images(framework=framework)[:2]]
-    if not catalog.is_prebuilt(uri, "training"):
-        return [
-            error(
-                field,
-                uri,
-                "A Python-package pool runs on one of Vertex's prebuilt training images only "
-                "(aiplatform_v1 PythonPackageSpec: 'You must use an image from this list'); "
-                "a custom image goes in containerSpec.imageUri.",
-                [f"{catalog.registries['training'][0]}/{name}:latest" for name in newest]
-                + ["containerSpec {imageUri: YOUR_IMAGE} for a custom container"],
-                code="executor-image",
-            )
-        ]
-    image = _image_for(uri, catalog)
-    if image is None:
-        return [
-            warning(
-                field,
-                uri,
-                f"This prebuilt image is not in the container catalog (retrieved "
-                f"{catalog.retrieved}), so its Python and framework are unknown and the "
-                "package's compatibility is not checked.",
-                [f"add it to {catalog.path.name} with its sources", *newest],
-                code="executor-image-unknown",
-            )
-        ]
-    problems = []
-    if image.end_of_availability and today > image.end_of_availability:
-        problems.append(
-            warning(
-                field,
-                uri,
-                f"{image.cited(catalog)} is past its end of availability "
-                f"({image.end_of_availability}); Vertex may no longer serve it and the job "
-                "would fail at start. The preflight command, given --project and --location, "
-                "checks with credentials that it still exists.",
-                [
-                    "a custom container (containerSpec) built from your own Dockerfile",
-                    "a newer prebuilt image, once the catalog lists one",
-                ],
-                code="executor-image-retired",
-            )
-        )
-    elif image.end_of_patch and today > image.end_of_patch:
-        problems.append(
-            warning(
-                field,
-                uri,
-                f"{image.cited(catalog)} no longer receives patches (since "
-                f"{image.end_of_patch}); it is available until {image.end_of_availability}.",
-                ["a custom container (containerSpec) built from your own Dockerfile"],
-                code="executor-image-unpatched",
-            )
-        )
-    return problems
-
-
 def _admits_minor(specifier: SpecifierSet, minor: str) -> bool:
     return any(specifier.contains(f"{minor}.{patch}", prereleases=True) for patch in _PATCHES)
 
@@ -206,8 +123,12 @@ def package_problems(
     *,
     catalog: ContainerCatalog | None = None,
     requires_python_of: RequiresPythonLookup = installed_requires_python,
+    today: dt.date | None = None,
 ) -> list[Problem]:
     """Checks that pip can install ``package`` on the executor image without replacing it.
+
+    An image outside the catalog is checked against what its tag says (Google's convention:
+    ``pytorch-gpu.1-13.py38`` is torch 1.13 on Python 3.8).
 
     Args:
         package: The package's metadata (``vertex_retrain.build.package_metadata``).
@@ -216,18 +137,21 @@ def package_problems(
         catalog: The container catalog (default: the shipped one).
         requires_python_of: Finds a pinned release's ``Requires-Python`` (default: from the
             releases installed here; tests pass a table).
+        today: The date availability is judged on (default: today); only images available
+            then are recommended.
 
     Returns:
-        The problems; none when the image is not in the catalog (the image check says so).
+        The problems; none when neither the catalog nor the tag says the image's Python
+        (the image check says so).
     """
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     catalog = catalog or load_containers()
-    image = _image_for(executor_image_uri, catalog)
+    image = training_image(executor_image_uri, catalog)
     if image is None:
         return []
-    where = image.cited(catalog)
+    where = described_image(image, catalog)
     if image.python is None:
         return [
             warning(
@@ -239,7 +163,10 @@ def package_problems(
             )
         ]
     problems: list[Problem] = []
-    others = [i for i in catalog.training_images(framework=image.framework) if i.python]
+    available = available_training_images(
+        catalog, framework=image.framework, today=today or dt.date.today()
+    )
+    others = [i for i in available if i.python]
     if package.requires_python:
         try:
             allowed = SpecifierSet(package.requires_python)

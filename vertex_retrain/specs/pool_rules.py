@@ -39,6 +39,25 @@ def gpu_count(pool: Any) -> int:
     return as_int(spec.get("acceleratorCount", 0)) or 0
 
 
+def _available_executor_image() -> str:
+    """A prebuilt training image the container catalog says is available today, or where to
+    find one: never an image past its end of availability."""
+    import datetime as dt
+
+    from vertex_retrain.specs.containers import load_containers
+    from vertex_retrain.specs.executor_images import available_training_images
+
+    catalog = load_containers()
+    for framework in ("torch", "tensorflow", "scikit-learn"):
+        found = available_training_images(catalog, framework=framework, today=dt.date.today())
+        if found:
+            return f"{catalog.registries['training'][0]}/{found[0].name}:latest"
+    return (
+        f"a prebuilt training image available today (none in {catalog.path.name}, retrieved "
+        f"{catalog.retrieved}: use containerSpec with your own image)"
+    )
+
+
 def _check_code(pool: dict[str, Any], path: str) -> list[Problem]:
     has_container = "containerSpec" in pool
     has_package = "pythonPackageSpec" in pool
@@ -63,7 +82,7 @@ def _check_code(pool: dict[str, Any], path: str) -> list[Problem]:
                     f"{path}.containerSpec.imageUri",
                     spec.get("imageUri"),
                     "A container pool needs an image URI.",
-                    ["us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"],
+                    ["REGION-docker.pkg.dev/PROJECT/REPOSITORY/IMAGE@sha256:DIGEST (build-image)"],
                     code="pool-code",
                 )
             ]
@@ -78,10 +97,7 @@ def _check_code(pool: dict[str, Any], path: str) -> list[Problem]:
             code="pool-code",
         )
         for key, example in (
-            (
-                "executorImageUri",
-                "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
-            ),
+            ("executorImageUri", _available_executor_image()),
             ("pythonModule", "mypackage.task"),
         )
         if not spec.get(key)

@@ -6,7 +6,9 @@ Artifact Registry Docker hosts are ``LOCATION-docker.pkg.dev``, where LOCATION i
 (``gcr.io``, ``us.gcr.io``), ``europe`` (``eu.gcr.io``) and ``asia`` (``asia.gcr.io``)
 multi-regions. A pipeline pulls its images on every task start: an image stored in another
 geography works, but every pull crosses it (slower starts, network egress charges), so that is
-a warning. The placeholder image, which exists nowhere, is an error.
+a warning. The placeholder image, which exists nowhere, is an error; so is a reference whose
+digest is not 64 hex digits (``IMAGE@sha256:...`` copied from a document before the build
+printed the real one): no registry can resolve it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from vertex_retrain.specs.problems import Problem, error, warning
 
 __all__ = [
     "RegistryLocation",
+    "digest_problems",
     "image_location_problems",
     "placeholder_problems",
     "registry_location",
@@ -30,6 +33,7 @@ _GCR_HOSTS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gc
 MULTI_REGIONS = ("us", "europe", "asia")
 _REGION = re.compile(r"[a-z]+(?:-[a-z]+)+\d+")
 _GEOGRAPHY_PREFIXES = {"us": ("us-",), "europe": ("europe-",), "asia": ("asia-",)}
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,37 @@ def placeholder_problems(
             code="component-image-placeholder",
         )
     ]
+
+
+def digest_problems(images: Iterable[tuple[str, str]], *, what: str = "image") -> list[Problem]:
+    """An error for each image whose ``@`` reference is not a full ``sha256:`` digest.
+
+    Args:
+        images: ``(field path, image URI)`` pairs.
+        what: What the images are, for the message.
+    """
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for where, image in images:
+        _, at, reference = image.partition("@")
+        if not at or _DIGEST.fullmatch(reference) or image in seen:
+            continue
+        seen.add(image)
+        problems.append(
+            error(
+                where,
+                image,
+                f"The {what}'s digest {reference!r} is not resolved: a digest is sha256: "
+                "followed by 64 hex digits, as the build prints it; no registry serves this "
+                "reference.",
+                [
+                    f"{image.partition('@')[0]}@sha256:<the 64 hex digits the build printed>",
+                    f"{image.partition('@')[0]}:TAG",
+                ],
+                code="image-digest",
+            )
+        )
+    return problems
 
 
 def image_location_problems(

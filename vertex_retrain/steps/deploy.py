@@ -10,6 +10,7 @@ from vertex_retrain.rules.retention import check_keep_last_n
 from vertex_retrain.rules.traffic import check_percentage
 from vertex_retrain.steps.backend import resolve_backend
 from vertex_retrain.steps.gcp_resources import ensure_recorded
+from vertex_retrain.steps.job_request import resolved_service_account
 
 __all__ = ["DeploymentOutcome", "DeploymentRequest", "deploy"]
 
@@ -84,7 +85,7 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
             min_replica_count=int(request.min_replica_count),
             max_replica_count=int(request.max_replica_count),
             sample_instances=list(request.sample_instances),
-            service_account=request.service_account,
+            service_account=resolved_service_account(request.service_account) or "",
             gcp_resources_path=request.gcp_resources_path,
         )
     )

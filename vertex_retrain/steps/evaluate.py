@@ -20,6 +20,7 @@ from vertex_retrain.contracts.evaluation import (
     parse_metrics,
 )
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
+from vertex_retrain.rules.idempotency import task_key
 from vertex_retrain.specs.defaults import EVALUATION
 from vertex_retrain.specs.display_names import EVALUATION_JOB_SUFFIX
 from vertex_retrain.steps.backend import readable_path
@@ -150,7 +151,9 @@ def evaluate(
     Args:
         request: The comparison and the job that scores.
         gcp_resources_path: Where the job resource is recorded (GCPC's format).
-        request_key: Makes a re-run of the same pipeline task adopt the job it started.
+        request_key: The task's key (``rules.idempotency.task_key`` of its inputs); the
+            evaluation job's own key adds the champion found now, so a retry adopts the job
+            it started and a changed champion gets a job of its own.
 
     Returns:
         The decision, with candidate, champion and reference metrics.
@@ -179,7 +182,12 @@ def evaluate(
     champion_uri = champion.artifact_uri if champion is not None else None
     job = evaluation_job_request(request, champion_uri)
     try:
-        train(job, gcp_resources_path=gcp_resources_path, request_key=request_key)
+        job_key = (
+            task_key("evaluation-job", {"task": request_key, "champion": champion_uri or ""})
+            if request_key
+            else ""
+        )
+        train(job, gcp_resources_path=gcp_resources_path, request_key=job_key)
     except TrainingJobFailedError as failure:
         raise EvaluationJobFailedError(
             f"the evaluation job ({_entry_point(job)}) failed:\n{failure}"

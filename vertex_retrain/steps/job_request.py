@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
 from vertex_retrain.rules.flags import format_flag_value, parameter_flags
+from vertex_retrain.rules.idempotency import task_key
 from vertex_retrain.specs import (
     ContainerCode,
     CustomJobSpec,
@@ -58,15 +59,47 @@ class TrainingRequest:
     location: str = ""
 
 
-def scoped_output_directory(base: str, pipeline_run: str, pipeline_task: str) -> str:
-    """``base/<run>/<task>``: each run writes its own model, checkpoints and logs.
+def resolved_service_account(value: str) -> str | None:
+    """The account a job or deployment runs as, or None for Vertex's default.
 
-    A re-run of the same task (a restarted launcher) gets the same folder, so the job finds
-    its checkpoints; without a run name ``base`` is used as given.
+    Raises:
+        ValueError: ``value`` still holds a pipeline placeholder (``{{$.pipeline_service_account}}``
+            outside a Vertex pipeline run, which alone resolves it).
     """
-    if not pipeline_run:
+    if "{{$." in value:
+        raise ValueError(
+            f"service_account {value!r} is a placeholder only a Vertex pipeline run resolves "
+            "(to the run's service account); outside one, pass an account e-mail or ''"
+        )
+    return value or None
+
+
+def scoped_output_directory(base: str, scope: str, name: str) -> str:
+    """``base/<scope>/<name>``: each task's work writes its own model, checkpoints and logs;
+    ``base`` as given without a scope."""
+    if not scope:
         return base
-    return "/".join([base.rstrip("/"), pipeline_run, pipeline_task or "task"])
+    return "/".join([base.rstrip("/"), scope, name or "task"])
+
+
+def keyed_output(kind: str, base: str, request: Any) -> tuple[str, str]:
+    """The output folder and request key of a task asked for ``request``.
+
+    The key is :func:`vertex_retrain.rules.idempotency.task_key` of the request as given
+    (with ``base`` unscoped): a retry of the task, or a re-run of the week with the same
+    inputs, gets the same folder (the job finds its checkpoints) and the same key (the
+    launcher adopts the job instead of starting another); other inputs, another folder.
+
+    Args:
+        kind: What the task does (``train``, ``tune``, ``evaluate``).
+        base: The ``gs://`` folder the task was given.
+        request: The task's request (a dataclass).
+
+    Returns:
+        ``(base/<key>/<kind>, key)``.
+    """
+    key = task_key(kind, asdict(request))
+    return scoped_output_directory(base, key, kind), key
 
 
 def merged_package_uris(package_uri: str, package_uris: Iterable[str]) -> list[str]:
@@ -132,7 +165,7 @@ def job_spec_from_request(request: TrainingRequest) -> CustomJobSpec:
             max_wait_s=int(request.max_wait_seconds) or None,
             restart_job_on_worker_restart=bool(request.restart_job_on_worker_restart),
         ),
-        service_account=request.service_account or None,
+        service_account=resolved_service_account(request.service_account),
         network=request.network or None,
         base_output_dir=request.base_output_directory or None,
         labels=dict(request.labels),

@@ -97,9 +97,11 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
     """Registers the version, then moves its aliases as the evaluation gate decided.
 
     The champion alias and the default version move only with ``make_champion``, in one
-    alias move; otherwise the version gets the challenger alias (``rules.aliases``). A re-run
-    of the same pipeline run returns the version it registered before
-    (``rules.idempotency.registration_key``), and finishes an alias move a crash cut short.
+    alias move; otherwise the version gets the challenger alias (``rules.aliases``). The same
+    model folder registered again (a retry, a re-run of a week whose training came from the
+    cache) returns the version it already is (``rules.idempotency.registration_key``), and
+    finishes an alias move a crash cut short; a version that is the champion already keeps
+    its aliases when the decision was not to promote (the candidate is the champion itself).
     On Vertex the upload operation is recorded in ``gcp_resources`` and a re-run of the task
     waits for it instead of uploading again.
 
@@ -133,10 +135,7 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
             artifact_uri=request.artifact_uri,
             serving_container=serving_container(request),
             request_key=registration_key(
-                pipeline_run=request.pipeline_run,
-                role_alias=aliases[0],
-                display_name=request.display_name,
-                artifact_uri=request.artifact_uri,
+                display_name=request.display_name, artifact_uri=request.artifact_uri
             ),
             labels=dict(request.labels),
             description=version_description(request),
@@ -150,4 +149,6 @@ def register(request: RegistrationRequest, *, backend: Backend | None = None) ->
         )
     )
     ensure_recorded(request.gcp_resources_path)
+    if not request.make_champion and request.champion_alias in version.aliases:
+        return version  # a cached candidate that already is the champion: nothing to move
     return chosen.move_aliases(version, aliases)

@@ -83,7 +83,7 @@ def fall_back_to_on_demand(
     """
     decision = decide_fallback(
         strategy=request.scheduling_strategy,
-        failure_message=str(failure),
+        failure=failure.failure,
         policy=policy,
         elapsed_seconds=spot_seconds,
         job_timeout_seconds=request.timeout_seconds,

@@ -185,10 +185,16 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         ]
         lines.append("")
     training = facts.get("training") or {}
-    if "goodput" in training:
+    if training:
+        # Unknown stays unknown: Vertex records neither step progress nor restarts.
+        goodput = training.get("goodput")
+        restarts = training.get("restarts")
         lines.append(
-            f"**Training:** goodput {training['goodput']:.3f}, "
-            f"restarts {int(training.get('restarts', 0))}"
+            "**Training:** goodput "
+            + (f"{goodput:.3f}" if isinstance(goodput, int | float) else "unknown")
+            + ", restarts "
+            + (f"{int(restarts)}" if isinstance(restarts, int | float) else "unknown")
+            + ("" if isinstance(goodput, int | float) else " (the job records no step progress)")
         )
     if facts.get("registered"):
         lines.append(f"**Registered:** {facts['registered']}")

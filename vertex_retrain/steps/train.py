@@ -21,8 +21,8 @@ class TrainingResult:
 
     state: str
     model_uri: str
-    goodput: float
-    restarts: int
+    goodput: float | None
+    restarts: int | None
     metrics: dict[str, float] = field(default_factory=dict)
     model_metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -52,7 +52,8 @@ def train(
             from its checkpoints (:mod:`vertex_retrain.steps.spot_fallback`); off by default.
 
     Returns:
-        The final state, model directory, goodput and restarts (after a fallback: the
+        The final state, model directory, goodput and restarts (None where the job records
+        none: never a guess; after a fallback: the
         on-demand job's, with ``spot_fallback``, ``spot_seconds`` and ``on_demand_seconds``
         in the metrics).
 

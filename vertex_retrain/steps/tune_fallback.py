@@ -144,7 +144,7 @@ def fall_back_study(
     strategy = payload.get("trialJobSpec", {}).get("scheduling", {}).get("strategy", "")
     decision = decide_fallback(
         strategy=str(strategy or "STANDARD"),
-        failure_message=_capacity_story(failure, spot_trials),
+        failure=replace(failure.failure, message=_capacity_story(failure, spot_trials)),
         policy=policy,
         elapsed_seconds=spot_seconds,
         job_timeout_seconds=0,  # the deadline alone: the trials' share is worked out below

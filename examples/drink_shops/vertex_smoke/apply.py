@@ -55,33 +55,23 @@ def _find_version(plan: SmokePlan, clients: SmokeClients) -> str:
     return f"{str(found['name']).split('@')[0]}@{found['versionId']}"
 
 
-def _deploy_and_predict(
-    plan: SmokePlan, clients: SmokeClients, version: str, outcome: SmokeOutcome, out: TextIO
-) -> None:
+def _predict(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out: TextIO) -> None:
+    """Predicts once at the endpoint the pipeline deployed to."""
     from google.cloud import aiplatform_v1
 
-    from vertex_retrain.backends.vertex.endpoints import deploy_model_version
+    from vertex_retrain.backends.vertex._protos import location_parent
+    from vertex_retrain.backends.vertex.endpoints import find_endpoint
 
-    deployment = deploy_model_version(
-        project=plan.project,
-        location=plan.location,
-        endpoint_display_name=plan.endpoint_display_name,
-        model_resource_name=version,
-        traffic_percentage=100,
-        dedicated_resources={
-            "machineSpec": {"machineType": SERVING_MACHINE},
-            "minReplicaCount": 1,
-            "maxReplicaCount": 1,
-        },
-        endpoint_client=clients.endpoints,
-    )
-    outcome.endpoint_name = deployment.endpoint_name
-    print(f"deployed {version} to {deployment.endpoint_name}", file=out)
-    request = aiplatform_v1.PredictRequest(endpoint=deployment.endpoint_name)
+    parent = location_parent(plan.project, plan.location)
+    endpoint = find_endpoint(clients.endpoints, parent, plan.endpoint_display_name)
+    if endpoint is None or not endpoint.deployed_models:
+        raise RuntimeError(f"the pipeline deployed nothing to {plan.endpoint_display_name}")
+    outcome.endpoint_name = endpoint.name
+    request = aiplatform_v1.PredictRequest(endpoint=endpoint.name)
     request.instances.extend(SAMPLE_INSTANCES)
     response = clients.predictions.predict(request=request)
     outcome.prediction = [dict(p) if hasattr(p, "items") else p for p in response.predictions]
-    print(f"predicted: {outcome.prediction}", file=out)
+    print(f"predicted at {endpoint.name}: {outcome.prediction}", file=out)
 
 
 def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out: TextIO) -> None:
@@ -165,7 +155,7 @@ def apply_smoke(
     Args:
         plan: From :func:`vertex_smoke.plan.plan_smoke`.
         clients: The services.
-        spec: The experiment pipeline compiled with the component image.
+        spec: The weekly pipeline compiled with the component image.
         out: Where the progress lines go.
 
     Returns:
@@ -180,15 +170,15 @@ def apply_smoke(
         started = clients.clock()
         outcome.pipeline_state = clients.run_pipeline(spec, plan, parameters)
         outcome.training_seconds = clients.clock() - started
-        print(f"the experiment ended {outcome.pipeline_state}", file=out)
+        print(f"the weekly pipeline ended {outcome.pipeline_state}", file=out)
         if outcome.pipeline_state != "PIPELINE_STATE_SUCCEEDED":
             raise RuntimeError(f"the pipeline run ended {outcome.pipeline_state}")
-        version = _find_version(plan, clients)
-        outcome.model_name = version
+        outcome.model_name = _find_version(plan, clients)
         serving = clients.clock()
         try:
-            _deploy_and_predict(plan, clients, version, outcome, out)
+            _predict(plan, clients, outcome, out)
         finally:
+            # The endpoint served from its deploy step (inside the run) until the clean-up.
             outcome.serving_seconds = clients.clock() - serving
     finally:
         _clean_up(plan, clients, outcome, out)
@@ -197,11 +187,13 @@ def apply_smoke(
     return outcome
 
 
-def upload_folder(storage: Any, folder: Path, uri: str) -> int:
-    """Uploads a local folder's files under ``gs://BUCKET/PATH``; returns how many."""
+def upload_folder(storage: Any, folder: Path, uri: str, skip: tuple[str, ...] = ()) -> int:
+    """Uploads a local folder's files under ``gs://BUCKET/PATH`` (leaving out any path with a
+    part ending in one of ``skip``); returns how many."""
     bucket, _, prefix = uri.removeprefix("gs://").partition("/")
     count = 0
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    for path in sorted(p for p in files if not any(part.endswith(skip) for part in p.parts)):
         storage.bucket(bucket).blob(
             f"{prefix}/{path.relative_to(folder).as_posix()}"
         ).upload_from_filename(str(path))
@@ -210,18 +202,16 @@ def upload_folder(storage: Any, folder: Path, uri: str) -> int:
 
 
 def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
-    """Generates and uploads the sample data, builds and uploads the trainer's wheel.
+    """Generates and uploads the sample data, and uploads the trainer's source (the pipeline
+    builds its package).
 
     Returns:
-        ``package_uri`` and ``as_of`` (the day after the generated data ends).
+        ``as_of``: the day after the generated data ends.
     """
     import json
 
-    from vertex_retrain.backends.vertex.cloud_build import upload_python_package
-    from vertex_retrain.build.wheel import build_wheel, package_source
     from vertex_smoke.plan import EXAMPLE
 
-    source = EXAMPLE / "trainer"
     with tempfile.TemporaryDirectory(prefix="vertex-retrain-smoke-") as scratch:
         data = Path(scratch) / "transactions"
         flags = [f"--{name}={value}" for name, value in SAMPLE_SCALE.items()]
@@ -232,16 +222,11 @@ def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
         )
         summary = json.loads((data / "generation.json").read_text())
         upload_folder(storage, data, plan.parameters["data_uri"])
-        wheel = build_wheel(package_source(source), Path(scratch) / "dist")
-        uploaded = upload_python_package(
-            wheel,
-            project=plan.project,
-            destination_uri=f"{plan.prefix}/packages",
-            storage_client=storage,
-        )
+    source = EXAMPLE / "trainer"
+    upload_folder(storage, source, plan.parameters["source_uri"], skip=("__pycache__", ".egg-info"))
     start = dt.date.fromisoformat(str(summary["start_date"]))
     as_of = start + dt.timedelta(weeks=int(SAMPLE_SCALE["weeks"]))
-    return {"package_uri": uploaded.uri, "as_of": as_of.isoformat()}
+    return {"as_of": as_of.isoformat()}
 
 
 def default_clients(plan: SmokePlan) -> SmokeClients:
@@ -257,7 +242,7 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
 
         job, _ = submit_spec(
             spec,
-            "drink-shops-experiment",
+            str(spec["pipelineInfo"]["name"]),
             service_account=plan.service_account,
             project=plan.project,
             location=plan.location,

@@ -2,7 +2,7 @@
 
 Opt-in and never run by the tests or CI. The plan is :mod:`vertex_smoke.plan` (pure, tested
 offline), the apply step :mod:`vertex_smoke.apply` (injected clients); this module builds the
-images, compiles the example's experiment pipeline, runs the preflight and ties them together.
+images, compiles the example's weekly pipeline, runs the preflight and ties them together.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--serving-image", help="an existing serving image (skip build)")
     parser.add_argument("--run-id", help="names the run's resources (default: UTC time)")
     parser.add_argument("--plan", action="store_true", help="print the plan; do nothing")
+    parser.add_argument(
+        "--email",
+        action="append",
+        default=[],
+        help="e-mail this address when the run ends (the run nests under the failure notice)",
+    )
     return parser.parse_args(argv)
 
 
@@ -110,6 +116,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         repository=args.repository,
         component_image=args.component_image,
         serving_image=args.serving_image,
+        notification_emails=tuple(args.email),
     )
     out.write(format_plan(plan))
     if args.plan:
@@ -118,10 +125,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     from vertex_retrain.cli.preflight import refusal
     from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
     from vertex_smoke.apply import apply_smoke, default_clients
-    from vertex_smoke.plan import experiment_pipeline
+    from vertex_smoke.plan import smoke_pipeline
 
     component_image, serving_image = _images(plan, out)
-    spec = compile_to_dict(experiment_pipeline(), component_image=component_image)
+    pipeline = smoke_pipeline(plan.notification_emails)
+    spec = compile_to_dict(pipeline, component_image=component_image)
     parameters = {**plan.parameters, "serving_image_uri": serving_image}
     plan = dataclasses.replace(plan, parameters=parameters)
     settings = Settings(

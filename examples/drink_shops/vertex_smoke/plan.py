@@ -1,19 +1,23 @@
 """The plan of ``make smoke-vertex`` (:mod:`vertex_smoke.main`): pure, decided before anything
 is created, and the clients its apply step (:mod:`vertex_smoke.apply`) uses.
 
-``make smoke-vertex``: one real, small run on Vertex AI, and everything it made deleted.
+``make smoke-vertex``: one real, small run of the weekly pipeline on Vertex AI, and everything
+it made deleted.
 
 Opt-in and never run by the tests or CI: it needs a project, credentials, a bucket and money.
 The plan (:func:`plan_smoke`) is pure and tested offline; :func:`apply_smoke` carries it out
 through injected clients:
 
 1. build the component image and the serving image with Cloud Build (skipped when unchanged);
-2. generate a small sample dataset and upload it, build and upload the trainer's wheel, under
-   one prefix of the bucket that belongs to this smoke run;
-3. run the example's experiment pipeline (``train_only`` configured in ``pipelines.py``) on
-   the smallest CPU machine of the catalog, on demand (the preflight checks it first), which
-   trains and registers a model of this run's own display name;
-4. deploy that version to an endpoint of its own with one replica, predict once;
+2. generate a small sample dataset and upload it with the trainer's source, under one prefix
+   of the bucket that belongs to this smoke run;
+3. run the example's weekly pipeline (``weekly_retraining`` configured in ``pipelines.py``),
+   the preflight first: the run-summary exit handler, the data gate, the source digest and the
+   package build, the fixed hyperparameters through ``dsl.OneOf``, training on the smallest
+   CPU machine of the catalog on demand, evaluation, registration as champion and deployment
+   to an endpoint of this run's own name; with ``--email``, the same run nested under the
+   failure notice (the second exit handler, Vertex's e-mail);
+4. predict once at that endpoint;
 5. undeploy, delete the endpoint, the model and the prefix (also after a failure), and print
    what the run cost (training at the price book's figure; serving as node-hours).
 
@@ -38,16 +42,18 @@ __all__ = [
     "SERVING_MACHINE",
     "SmokeClients",
     "SmokePlan",
-    "experiment_pipeline",
     "format_plan",
     "plan_smoke",
     "smallest_cpu_machine",
+    "smoke_pipeline",
+    "weekly_shape",
 ]
 
 EXAMPLE = Path(__file__).resolve().parent.parent
 """The drink-shop example's folder."""
 SAMPLE_SCALE = {"members": 400, "stores": 5, "weeks": 8, "seed": 7}
-SERVING_MACHINE = "n1-standard-2"
+SERVING_MACHINE = "n1-standard-4"
+"""What the weekly pipeline's deploy step serves on (deploy_model's default machine)."""
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
 
 
@@ -62,9 +68,51 @@ def example_pipelines() -> Any:
     return module
 
 
-def experiment_pipeline() -> Any:
-    """The example's experiment pipeline: train, evaluate, register a challenger."""
-    return example_pipelines().experiment
+def smoke_pipeline(notification_emails: tuple[str, ...] = ()) -> Any:
+    """The example's weekly pipeline; with recipients, under the failure notice (a nested
+    run, a second exit handler and Vertex's e-mail task)."""
+    from vertex_retrain.pipelines import configure
+
+    weekly = example_pipelines().weekly
+    if not notification_emails:
+        return weekly
+    return configure(weekly, name=weekly.name, notification_emails=list(notification_emails))
+
+
+def weekly_shape(spec: dict[str, Any]) -> dict[str, bool]:
+    """Which of the weekly pipeline's shapes a compiled spec holds (what the smoke run shows
+    Vertex accepts): a nested pipeline, two exit handlers, ``dsl.OneOf``, the data gate,
+    registration, deployment and the e-mail task."""
+    components = spec.get("components", {})
+    dags = [spec["root"], *components.values()]
+    tasks = {
+        name: task for dag in dags for name, task in dag.get("dag", {}).get("tasks", {}).items()
+    }
+
+    def is_exit(task: dict[str, Any]) -> bool:
+        return task.get("triggerPolicy", {}).get("strategy") == "ALL_UPSTREAM_TASKS_COMPLETED"
+
+    # A pipeline inside another: a component (not the root) with an exit task of its own.
+    nested = [
+        c
+        for c in components.values()
+        if any(map(is_exit, c.get("dag", {}).get("tasks", {}).values()))
+    ]
+    exit_tasks = [t for t in tasks.values() if is_exit(t)]
+    oneof = [
+        c
+        for c in components.values()
+        if "parameterSelectors" in str(c.get("dag", {}).get("outputs", {}))
+    ]
+    return {
+        "nested pipeline": bool(nested),
+        "two exit handlers": len(exit_tasks) >= 2,
+        "dsl.OneOf": bool(oneof),
+        "data gate": "check-data" in tasks,
+        "register": "register-model" in tasks,
+        "deploy": "deploy-model" in tasks,
+        "e-mail": "vertex-pipelines-notification-email" in tasks,
+    }
 
 
 def smallest_cpu_machine(location: str) -> str:
@@ -115,9 +163,10 @@ class SmokePlan:
         machine_type: The training machine (smallest CPU machine).
         executor_image_uri: The CPU PyTorch executor image.
         model_display_name: The registry model this run creates.
-        endpoint_display_name: The endpoint this run creates.
-        parameters: The experiment pipeline's parameters (``package_uri`` and ``as_of`` are
-            set when the package and the data exist).
+        endpoint_display_name: The endpoint the pipeline deploys it to.
+        notification_emails: Who Vertex e-mails when the run ends (empty: no notice).
+        parameters: The weekly pipeline's parameters (``as_of`` is set when the data
+            exists).
         deletes: What the clean-up removes.
     """
 
@@ -134,6 +183,7 @@ class SmokePlan:
     executor_image_uri: str
     model_display_name: str
     endpoint_display_name: str
+    notification_emails: tuple[str, ...] = ()
     parameters: dict[str, Any] = field(default_factory=dict)
     deletes: tuple[str, ...] = ()
 
@@ -153,6 +203,7 @@ def plan_smoke(
     repository: str = "vertex-retrain",
     component_image: str | None = None,
     serving_image: str | None = None,
+    notification_emails: tuple[str, ...] = (),
 ) -> SmokePlan:
     """Decides the smoke run without touching anything.
 
@@ -165,6 +216,8 @@ def plan_smoke(
         repository: Artifact Registry Docker repository for the images.
         component_image: An existing component image (skips its build).
         serving_image: An existing serving image (skips its build).
+        notification_emails: Addresses Vertex e-mails when the run ends; given, the run is
+            nested under the failure notice.
 
     Returns:
         The plan.
@@ -175,8 +228,14 @@ def plan_smoke(
     machine = smallest_cpu_machine(location)
     parameters = {
         "data_uri": f"{prefix}/transactions",
+        "source_uri": f"{prefix}/source/trainer",
+        "package_destination": f"{prefix}/packages",
         "output_root": f"{prefix}/runs",
         "model_display_name": name,
+        "endpoint_display_name": name,
+        # The fixed hyperparameters' branch of dsl.OneOf: a study would cost trials.
+        "tune": False,
+        "spot_fallback": False,
         "executor_image_uri": _cpu_executor_image(location),
         "machine_type": machine,
         "accelerator_type": "",
@@ -200,6 +259,7 @@ def plan_smoke(
         executor_image_uri=str(parameters["executor_image_uri"]),
         model_display_name=name,
         endpoint_display_name=name,
+        notification_emails=tuple(notification_emails),
         parameters=parameters,
         deletes=(
             f"endpoint {name} (after undeploying its model)",
@@ -216,11 +276,19 @@ def format_plan(plan: SmokePlan) -> str:
         f"smoke run {plan.run_id} in {plan.project}/{plan.location}:",
         f"  component image: {plan.component_image or f'build {image_host}/vertex-retrain'}",
         f"  serving image:   {plan.serving_image or f'build {image_host}/vertex-retrain-serve'}",
-        f"  data and wheel:  {plan.prefix}/ ({SAMPLE_SCALE['members']} members, "
+        f"  data and source: {plan.prefix}/ ({SAMPLE_SCALE['members']} members, "
         f"{SAMPLE_SCALE['weeks']} weeks)",
-        f"  the experiment on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}",
-        f"  deploy {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
-        f"(1 x {SERVING_MACHINE}), predict once",
+        f"  the weekly pipeline: data gate, build, fixed hyperparameters (dsl.OneOf), "
+        f"training on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}, "
+        "evaluation, registration",
+        f"  it deploys {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
+        f"(1 x {SERVING_MACHINE}); predict once",
+        (
+            f"  e-mail to {', '.join(plan.notification_emails)}: the run nested under the "
+            "failure notice (two exit handlers)"
+            if plan.notification_emails
+            else "  no e-mail (--email ADDRESS nests the run under the failure notice)"
+        ),
         "  then delete: " + "; ".join(plan.deletes),
     ]
     return "\n".join(lines) + "\n"

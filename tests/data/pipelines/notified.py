@@ -16,7 +16,7 @@ def step(fail: bool) -> None:
 
 
 @dsl.pipeline(name="tiny-run")
-def tiny_run(fail: bool = False, notification_emails: list = []) -> None:  # noqa: B006
+def tiny_run(fail: bool = False, notification_emails: list = ["ops@example.com"]) -> None:  # noqa: B006
     """One step."""
     step(fail=fail)
 

@@ -24,6 +24,4 @@ def weekly(
         python_module="trainer.task",
         package_uri=package_uri,
         accelerator_count=accelerator_count,
-        pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-        pipeline_task=dsl.PIPELINE_TASK_NAME_PLACEHOLDER,
     ).set_display_name("train")

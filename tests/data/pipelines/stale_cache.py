@@ -61,3 +61,19 @@ def half_keyed_oneof(tune: bool = False, data_uri: str = "gs://b/t") -> None:
     with dsl.Else():
         plain_branch = fixed_hyperparameters(values={"lr": 0.1}).set_caching_options(False)
     fixed_hyperparameters(values=dsl.OneOf(keyed_branch.output, plain_branch.output))
+
+
+@dsl.pipeline(name="per-run-key")
+def per_run_key(data_uri: str = "gs://b/t", run: str = dsl.PIPELINE_JOB_NAME_PLACEHOLDER) -> None:
+    """Keyed on the week, but a cached task also takes the run's name (directly, and through
+    a nested group's parameter): its key never matches an earlier run."""
+    window = data_window(as_of="", created_time=dsl.PIPELINE_JOB_CREATE_TIME_UTC_PLACEHOLDER)
+    window.set_caching_options(False)
+    prepare_dataset(
+        backend="local",
+        data_uri=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+        dataset_declaration={},
+        as_of=window.outputs["as_of"],
+    )
+    with dsl.If(window.outputs["as_of"] != ""):
+        fixed_hyperparameters(values={"week": window.outputs["as_of"], "run": "x"})

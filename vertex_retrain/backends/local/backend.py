@@ -39,6 +39,7 @@ from vertex_retrain.backends.local.model_registry.registry_records import (
 )
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import local_root, to_local_path
+from vertex_retrain.rules.job_failure import JobFailure
 from vertex_retrain.run_record import RunRecord
 
 
@@ -149,20 +150,29 @@ class LocalBackend:
         result = run_custom_job(payload, root=self._root, preemption=preemption)
         write_local_gcp_resources(gcp_resources_path, "CustomJob", result.job_dir)
         if not result.succeeded:
-            raise JobFailedError(failure_message(result))
-        goodput = result.goodput.goodput if result.goodput.goodput is not None else 1.0
+            message = failure_message(result)
+            structured = JobFailure(
+                state=result.state,
+                message=message,
+                reasons=(result.reason,) if result.reason else (),
+            )
+            raise JobFailedError(message, failure=structured)
+        # Goodput needs the trainer's progress file; without it, it is unknown, not 1.0.
+        goodput = result.goodput.goodput
+        metrics = {
+            "restarts": float(result.restarts),
+            "wall_seconds": result.wall_seconds,
+            "time_lost_seconds": result.goodput.time_lost_seconds,
+        }
+        if goodput is not None:
+            metrics["goodput"] = goodput
         return CustomJobRun(
             job_name=result.job_id,
             state=result.state,
             model_uri=result.model_dir or "",
             goodput=goodput,
             restarts=result.restarts,
-            metrics={
-                "goodput": goodput,
-                "restarts": float(result.restarts),
-                "wall_seconds": result.wall_seconds,
-                "time_lost_seconds": result.goodput.time_lost_seconds,
-            },
+            metrics=metrics,
         )
 
     def run_tuning_job(
@@ -200,11 +210,15 @@ class LocalBackend:
             for t in result.trials
         ]
         if result.error:
-            raise StudyFailedError(
+            message = (
                 f"local tuning job {result.job_id} ended in {result.state}: {result.error}\n"
-                f"{result.table()}",
+                f"{result.table()}"
+            )
+            raise StudyFailedError(
+                message,
                 job_name=result.job_id,
                 trials=trials,
+                failure=JobFailure(state=result.state, message=message),
             )
         return TuningJobRun(job_name=result.job_id, trials=trials)
 

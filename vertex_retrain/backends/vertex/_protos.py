@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vertex_retrain.rules.job_failure import JobFailure
+
 
 def parse_rest_json(payload: dict[str, Any], message_cls: Any, what: str) -> Any:
     """Parses a REST JSON dict (camelCase or snake_case keys) into a proto-plus message.
@@ -101,3 +103,24 @@ def request_key_label(request_key: str) -> str:
 
 REQUEST_KEY_LABEL = "vertex_retrain_request"
 """Label key under which resources created by this package record their request key hash."""
+
+
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def job_failure(job: dict[str, Any]) -> JobFailure:
+    """The structured failure of a job resource in REST JSON: its state, its error's code and
+    message, and the ``ErrorInfo`` reasons among the error's details."""
+    error = job.get("error") or {}
+    code = error.get("code")
+    details = error.get("details") or []
+    return JobFailure(
+        state=str(job.get("state", "")),
+        message=str(error.get("message", "")),
+        code=int(code) if isinstance(code, int | float) and not isinstance(code, bool) else None,
+        reasons=tuple(
+            str(d["reason"])
+            for d in details
+            if isinstance(d, dict) and d.get("@type") == _ERROR_INFO and d.get("reason")
+        ),
+    )

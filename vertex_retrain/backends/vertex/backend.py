@@ -29,6 +29,7 @@ from vertex_retrain.backends.base import (
     VersionSpec,
 )
 from vertex_retrain.backends.vertex._launcher import JobClientFactory
+from vertex_retrain.backends.vertex._protos import job_failure
 from vertex_retrain.backends.vertex.endpoints import Deployment
 from vertex_retrain.backends.vertex.model_registry import RegisteredModel
 from vertex_retrain.backends.vertex.pipeline_runs import PipelineJobGetter
@@ -182,8 +183,9 @@ class VertexBackend:
     ) -> CustomJobRun:
         """Runs the CustomJob through GCPC's launcher; Vertex preempts Spot VMs for real.
 
-        Vertex reports no step-level progress, so goodput and restarts stay 1.0 and 0 and
-        the metrics carry the wall time alone.
+        Vertex's CustomJob resource records no step progress and no restart count
+        (aiplatform_v1 ``CustomJob``: state, times, error, labels...), so goodput and
+        restarts are unknown (None) and the metrics carry the wall time alone.
         """
         from vertex_retrain.backends.vertex.custom_job import (
             VertexJobFailedError,
@@ -196,7 +198,7 @@ class VertexBackend:
                 payload, **self._job_options(gcp_resources_path, request_key)
             )
         except VertexJobFailedError as failure:
-            raise JobFailedError(str(failure)) from failure
+            raise JobFailedError(str(failure), failure=job_failure(failure.job)) from failure
         wall = wall_seconds(job)
         return CustomJobRun(
             job_name=str(job.get("name", "")),
@@ -234,6 +236,7 @@ class VertexBackend:
                 str(failure),
                 job_name=str(failure.job.get("name", "")),
                 trials=study_trials(failure.job, metric_id),
+                failure=job_failure(failure.job),
             ) from failure
         return TuningJobRun(job_name=str(job.get("name", "")), trials=study_trials(job, metric_id))
 

@@ -1,4 +1,5 @@
-"""Preflight checks that need credentials: the image exists, the bucket's region, the account.
+"""Preflight checks that need credentials: images exist, buckets are there, readable or writable
+as the run needs, and the account exists.
 
 Everything goes through a :class:`CloudChecker`: :class:`GoogleCloudChecker` asks Google
 (Artifact Registry's Docker API, Cloud Storage, IAM), and tests pass a fake. A check that cannot
@@ -11,7 +12,7 @@ references (Docker Registry HTTP API v2 as Artifact Registry serves it, Cloud St
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from vertex_retrain.invocation import command
@@ -43,6 +44,11 @@ class CloudChecker(Protocol):
 
     def service_account_exists(self, email: str) -> bool | None:
         """Whether the service account exists."""
+        ...
+
+    def bucket_permissions(self, bucket: str, permissions: Sequence[str]) -> frozenset[str] | None:
+        """Which of ``permissions`` these credentials hold on the bucket (Cloud Storage
+        ``testIamPermissions``); an empty set when the bucket does not exist."""
         ...
 
 
@@ -128,6 +134,68 @@ class GoogleCloudChecker:
             return True
         return False if response.status_code == 404 else None
 
+    def bucket_permissions(self, bucket: str, permissions: Sequence[str]) -> frozenset[str] | None:
+        """Cloud Storage ``buckets.testIamPermissions``; empty when the bucket is missing."""
+        from google.api_core import exceptions as api_exceptions
+
+        if self._storage is None:
+            import google.cloud.storage
+
+            self._storage = google.cloud.storage.Client(project=self.project)
+        try:
+            granted = self._storage.bucket(bucket).test_iam_permissions(list(permissions))
+        except api_exceptions.NotFound:
+            return frozenset()
+        except api_exceptions.GoogleAPICallError:
+            return None
+        return frozenset(str(p) for p in granted or ())
+
+
+READ = ("storage.objects.get", "storage.objects.list")
+"""What a task needs to read a Cloud Storage location."""
+
+WRITE = ("storage.objects.create",)
+"""What a task needs to write one."""
+
+
+def _access_problems(
+    checker: CloudChecker, locations: Iterable[tuple[str, str]], needed: Sequence[str], verb: str
+) -> list[Problem]:
+    adjective = {"read": "readable", "write": "writable"}[verb]
+    """Errors for ``gs://`` locations these credentials cannot ``verb`` (read or write)."""
+    role = "objectViewer" if verb == "read" else "objectAdmin"
+    problems: list[Problem] = []
+    for where, uri in locations:
+        if not uri.startswith("gs://"):
+            continue
+        bucket = uri[len("gs://") :].split("/", 1)[0]
+        granted = checker.bucket_permissions(bucket, needed)
+        if granted is None:
+            problems.append(
+                warning(
+                    where, uri, f"Could not check that {bucket} is {adjective}.", code="unchecked"
+                )
+            )
+        elif not set(needed) <= granted:
+            missing = ", ".join(sorted(set(needed) - granted))
+            problems.append(
+                error(
+                    where,
+                    uri,
+                    f"These credentials cannot {verb} gs://{bucket} (missing {missing}, or no "
+                    "such bucket): the tasks that use it would fail. The pipeline's service "
+                    "account needs the same access.",
+                    [
+                        f"gcloud storage buckets add-iam-policy-binding gs://{bucket} "
+                        "--member=serviceAccount:SA "
+                        f"--role=roles/storage.{role}",
+                        "a location of your own project",
+                    ],
+                    code=f"bucket-not-{adjective}",
+                )
+            )
+    return problems
+
 
 def _bucket_serves(location: str, region: str) -> bool:
     # Cloud Storage names multi-regions US, EU, ASIA; Artifact Registry us, europe, asia.
@@ -142,15 +210,20 @@ def online_problems(
     region: str,
     pipeline_root: str | None,
     service_account: str | None,
+    readable: Iterable[tuple[str, str]] = (),
+    writable: Iterable[tuple[str, str]] = (),
 ) -> list[Problem]:
-    """Asks ``checker`` about the images, the pipeline root's bucket and the service account.
+    """Asks ``checker`` about the images, the buckets and the service account.
 
     Args:
         checker: A :class:`CloudChecker`.
-        images: ``(field path, image URI)`` of every image the run pulls.
+        images: ``(field path, image URI)`` of every image the run pulls (the serving image
+            included).
         region: The Vertex AI region.
         pipeline_root: ``gs://BUCKET/PATH`` (None: not checked).
         service_account: The runtime service account (None: not checked).
+        readable: ``(field, gs:// URI)`` the run reads (data, source, package).
+        writable: ``(field, gs:// URI)`` the run writes (package destination, outputs).
 
     Returns:
         Errors for what does not exist, warnings for what could not be checked or lies in
@@ -206,6 +279,8 @@ def online_problems(
                     code="bucket-region",
                 )
             )
+    problems += _access_problems(checker, readable, READ, "read")
+    problems += _access_problems(checker, writable, WRITE, "write")
     if service_account:
         exists = checker.service_account_exists(service_account)
         if exists is False:

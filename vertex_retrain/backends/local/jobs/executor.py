@@ -88,6 +88,8 @@ class LocalJobResult:
         restarts: Restarts after Spot preemptions or worker failures.
         goodput: Goodput statistics (always recorded; steps need the progress file).
         warnings: Differences from Vertex worth knowing (framework versions, images).
+        reason: The failure's reason code, as Vertex's ``ErrorInfo`` gives one: ``STOCKOUT``
+            after Spot preemptions exhausted Vertex's six restarts; "" otherwise.
     """
 
     job_id: str
@@ -102,6 +104,7 @@ class LocalJobResult:
     restarts: int
     goodput: GoodputStats
     warnings: list[str] = field(default_factory=list)
+    reason: str = ""
 
     @property
     def succeeded(self) -> bool:
@@ -309,14 +312,14 @@ def _run_attempts(
             read_progress(checkpoint_path),
             stop_seconds=report.stop_seconds,
         )
-        state, error, failure = SUCCEEDED, None, None
+        state, error, failure, reason = SUCCEEDED, None, None, ""
         if report.outcome is Outcome.PREEMPTED:
             preemptions += 1
             if preemptions <= MAX_SPOT_RESTARTS:
                 sink(f"[executor] Spot preemption {preemptions}: restarting the job")
                 attempt += 1
                 continue
-            state, error = FAILED, stockout_message(preemptions)
+            state, error, reason = FAILED, stockout_message(preemptions), "STOCKOUT"
         elif report.outcome is Outcome.FAILED and report.failed_replica:
             failure = _failure(report.failed_replica, report.returncodes, log_files)
             primary_failed = report.failed_replica.startswith("workerpool0-")
@@ -334,6 +337,7 @@ def _run_attempts(
         return {
             "state": state,
             "error": error,
+            "reason": reason,
             "failure": failure,
             "log_files": log_files,
             "wall_seconds": time.monotonic() - started,

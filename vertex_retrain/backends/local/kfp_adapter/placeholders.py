@@ -9,9 +9,9 @@ kfp 2.17's kfp.local stops with an IndexError in
   start and the schedule time is empty, because a local run is never scheduled
   (``data_window`` then takes the creation time, as for a manual Vertex run). A kfp that
   resolves them itself (a ``utc_timestamp`` parameter) is left to do so;
-- the project and region GCPC's job components default to: the local backend ignores their
-  values, so they become :data:`LOCAL_PROJECT` and :data:`LOCAL_LOCATION`, and a pipeline that
-  does not pass them runs as one that does.
+- the project, region and service account GCPC's job components default to: the local
+  backend ignores their values, so they become :data:`LOCAL_PROJECT`, :data:`LOCAL_LOCATION`
+  and an empty account, and a pipeline that does not pass them runs as one that does.
 
 :func:`local_placeholders` replaces them before kfp.local sees them, for the length of one run
 (the installed kfp is not edited).
@@ -24,6 +24,8 @@ import datetime as dt
 import inspect
 from collections.abc import Iterator
 from typing import Any
+
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
 
 __all__ = [
     "CLOUD_PLACEHOLDERS",
@@ -42,8 +44,10 @@ LOCAL_LOCATION = "local"
 CLOUD_PLACEHOLDERS = {
     "{{$.pipeline_google_cloud_project_id}}": LOCAL_PROJECT,
     "{{$.pipeline_google_cloud_location}}": LOCAL_LOCATION,
+    PIPELINE_SERVICE_ACCOUNT: "",
 }
-"""Vertex's project and region placeholders, and what they are in a local run."""
+"""Vertex's project, region and service-account placeholders, and what they are in a local
+run (no account: local jobs run as this machine's user)."""
 
 
 def _run_times(created: dt.datetime, resolver: Any) -> dict[str, str]:

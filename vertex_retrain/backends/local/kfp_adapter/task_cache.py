@@ -10,7 +10,9 @@ including a stale reuse (a task whose inputs do not say which week's data it rea
 An entry holds the outputs as kfp.local hands them downstream, the task's
 ``executor_output.json`` and the run that computed them. Output artifacts are referenced where
 that run left them, as Vertex does: a cached task's downstream tasks see the same artifact
-identity, so they are cached too. An entry whose artifact files are gone is a miss.
+identity, so they are cached too. An entry whose artifact files are gone is a miss; a
+metrics artifact (:data:`METADATA_ONLY_TYPES`) holds its values in its metadata and may have
+no file at all, so it never makes a miss.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ ENTRY_FILE = "entry.json"
 EXECUTOR_OUTPUT_FILE = "executor_output.json"
 CACHED_FROM_FILE = "cached_from.json"
 """Written next to a cached task's ``executor_output.json`` in the run that reused it."""
+
+METADATA_ONLY_TYPES = frozenset(
+    {"system.Metrics", "system.ClassificationMetrics", "system.SlicedClassificationMetrics"}
+)
+"""Artifact types whose values live in the metadata: a task that only logs metrics to one
+writes no file at its URI (kfp's executor writes none), so its absence says nothing."""
 
 _ARTIFACT = "__artifact__"
 _ARTIFACT_LIST = "__artifact_list__"
@@ -165,13 +173,18 @@ def deserialize_outputs(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _artifact_uris(stored: Mapping[str, Any]) -> list[str]:
-    uris: list[str] = []
+    """The URIs of the stored outputs' artifacts that must exist (metrics types need not)."""
+    artifacts: list[Mapping[str, Any]] = []
     for value in stored.values():
         if isinstance(value, Mapping) and _ARTIFACT in value:
-            uris.append(str(value[_ARTIFACT].get("uri", "")))
+            artifacts.append(value[_ARTIFACT])
         elif isinstance(value, Mapping) and _ARTIFACT_LIST in value:
-            uris += [str(fields.get("uri", "")) for fields in value[_ARTIFACT_LIST]]
-    return [uri for uri in uris if uri]
+            artifacts += list(value[_ARTIFACT_LIST])
+    return [
+        str(fields.get("uri", ""))
+        for fields in artifacts
+        if fields.get("uri") and fields.get("schema_title") not in METADATA_ONLY_TYPES
+    ]
 
 
 class TaskCache:

@@ -11,6 +11,7 @@ epoch); the tuning and container tests use ``tests/data/components/tiny_trainer`
 """
 
 # No `from __future__ import annotations`: KFP reads the pipelines' annotations as types.
+import datetime as dt
 import json
 import re
 import shutil
@@ -33,13 +34,13 @@ from tests.examples import (
 from trainer.data import generate
 from trainer.split import week_of
 from trainer.world import WorldConfig
+from vertex_retrain.backends.local.kfp_adapter.placeholders import local_placeholders
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.local_run import (
     LOCAL_LOCATION,
     LOCAL_PROJECT,
-    cloud_placeholders,
     run_pipeline_locally,
 )
 from vertex_retrain.components.build_container import build_container
@@ -119,7 +120,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
         try:
             # The job components run as the pipeline's service account, a Vertex placeholder
             # that kfp.local cannot resolve; the local runner resolves it, as here.
-            with cloud_placeholders():
+            with local_placeholders(dt.datetime.now(dt.UTC)):
                 yield created
         finally:
             endpoints = LocalEndpoints()

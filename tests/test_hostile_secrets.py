@@ -22,6 +22,7 @@ from data.hostile.support import REPO
 from vertex_retrain.backends.local.environments.builder import build_container_image
 from vertex_retrain.backends.local.storage import local_root
 from vertex_retrain.specs import check_payload_parses
+from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
 from vertex_retrain.steps.register import RegistrationRequest, register
 from vertex_retrain.steps.train import train
@@ -111,7 +112,10 @@ def test_compiled_pipelines_pass_the_service_account_parameter_to_every_job_step
 ) -> None:
     dist, _ = compiled
     spec = next(yaml.safe_load_all((dist / "pipelines" / "weekly-retraining.yaml").read_text()))
-    assert spec["root"]["inputDefinitions"]["parameters"]["service_account"]["defaultValue"] == ""
+    # The pipeline's own account by default (Vertex resolves GCPC's placeholder), never a
+    # named account baked into the template.
+    default = spec["root"]["inputDefinitions"]["parameters"]["service_account"]["defaultValue"]
+    assert default == PIPELINE_SERVICE_ACCOUNT
     sources = _service_account_inputs(spec, spec["root"]["dag"])
     steps = {path.rsplit("/", 1)[-1] for path in sources}
     assert {"train-custom-job", "hp-tune", "deploy-model"} <= steps

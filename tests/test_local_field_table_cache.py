@@ -18,6 +18,7 @@ import pytest
 
 from vertex_retrain.backends.local.jobs.field_table_cache import (
     cache_file,
+    cache_mode,
     cached_field_table,
     warm_in_background,
 )
@@ -203,7 +204,7 @@ def test_cached_field_table_rebuilds_a_file_it_cannot_trust(
     assert not reader.is_alive(), "reading the cache blocked"
     assert dict(result[0]) == dict(job_field_table())
     info = path.lstat()
-    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600  # replaced
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == cache_mode()  # replaced
 
 
 def test_validation_with_a_forged_cache_still_refuses_what_the_protos_refuse(

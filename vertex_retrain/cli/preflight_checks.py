@@ -408,7 +408,9 @@ def pipeline_problems(
         if name.endswith("image_uri") and isinstance(value, str) and value
     ]
     problems += digest_problems(images)
-    problems += borrowed_location_problems(str(spec["pipelineInfo"]["name"]), arguments)
+    problems += borrowed_location_problems(
+        str(spec.get("pipelineInfo", {}).get("name", "pipeline")), arguments
+    )
     problems += _job_problems(spec, arguments, settings)
     problems += _cache_problems(spec)
     problems += _notification_problems(spec, arguments)

@@ -30,7 +30,7 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
-from vertex_retrain.atomic_files import atomic_write_bytes
+from vertex_retrain.atomic_files import atomic_write_bytes, umask_file_mode
 from vertex_retrain.specs import proto_fields
 from vertex_retrain.specs.proto_fields import (
     FieldTable,
@@ -49,8 +49,11 @@ KNOWN_TABLES = {
 (:func:`table_digest`). tests/test_local_field_table_cache.py fails when the installed
 release is missing here or its table changed."""
 
-CACHE_MODE = 0o600
-"""The cache file's mode: ours alone to read and write."""
+
+def cache_mode() -> int:
+    """The cache file's mode: what the umask gives, never writable by group or others (a file
+    others may write is not trusted, so it would be rebuilt on every read)."""
+    return umask_file_mode() & ~0o022
 
 
 def _aiplatform_version() -> str:
@@ -101,7 +104,7 @@ def cached_field_table(root: Path) -> FieldTable:
         return table_from_json(json.loads(data))
     table = job_field_table()
     with suppress(OSError):  # a read-only root: validation still works, only slower
-        atomic_write_bytes(path, _table_bytes(table), mode=CACHE_MODE)
+        atomic_write_bytes(path, _table_bytes(table), mode=cache_mode())
     return table
 
 

@@ -21,7 +21,13 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 from trainer.features import NOVELTY_BUCKETS, Catalogue
-from trainer.history import HISTORY_FEATURES, HistoryTensors, MemberHistory, history_features
+from trainer.history import (
+    DECAY_FEATURES,
+    HISTORY_FEATURES,
+    HistoryTensors,
+    MemberHistory,
+    history_features,
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class ModelConfig:
     embedding_dim: int = 32
     hidden_dim: int = 64
     history_hidden: int = 16  # width of the history head; 0 = no head
+    history_half_life_days: int = 0  # the head also reads decayed counts; 0 = lifetime only
 
     def to_dict(self) -> dict[str, int]:
         """JSON-ready dict."""
@@ -42,8 +49,15 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> ModelConfig:
-        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0)."""
-        return cls(**{"history_hidden": 0, **{k: int(v) for k, v in payload.items()}})
+        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0), one
+        without `history_half_life_days` the decayed counts (0)."""
+        defaults = {"history_hidden": 0, "history_half_life_days": 0}
+        return cls(**{**defaults, **{k: int(v) for k, v in payload.items()}})
+
+    @property
+    def history_features(self) -> int:
+        """Features per cell the history head reads."""
+        return HISTORY_FEATURES + (DECAY_FEATURES if self.history_half_life_days else 0)
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class CatalogueTensors:
     drink_region: torch.Tensor
     drink_launch_day: torch.Tensor
     store_region: torch.Tensor
+    drink_season: torch.Tensor
     log_q: torch.Tensor  # log of each drink's share of training purchases
     history: HistoryTensors | None = None
 
@@ -81,6 +96,7 @@ class CatalogueTensors:
             drink_region=t(catalogue.drink_region),
             drink_launch_day=t(catalogue.drink_launch_day),
             store_region=t(catalogue.store_region),
+            drink_season=t(catalogue.drink_season),
             log_q=t(log_q.astype(np.float32)),
             history=None if history is None else history.tensors(device),
         )
@@ -119,7 +135,7 @@ class DrinkRecommender(nn.Module):
         # Built last, so the towers draw the same initial weights as without the head.
         self.history = (
             nn.Sequential(
-                nn.Linear(HISTORY_FEATURES, config.history_hidden),
+                nn.Linear(config.history_features, config.history_hidden),
                 nn.ReLU(),
                 nn.Linear(config.history_hidden, 1),
             )
@@ -167,7 +183,7 @@ class DrinkRecommender(nn.Module):
             history_cells: (N,) flat positions in the (B, U) scores of the drinks the member
                 bought (`trainer.history.history_features`); required with a history head,
                 ignored without one.
-            history: (N, HISTORY_FEATURES) their features.
+            history: (N, config.history_features) their features.
         """
         q = self.query(member, store, hour, weekday, season)
         v = self.items(candidates, candidate_category, candidate_cold)
@@ -184,14 +200,20 @@ class DrinkRecommender(nn.Module):
 
 
 def candidate_context(
-    cat: CatalogueTensors, store: torch.Tensor, day: torch.Tensor, candidates: torch.Tensor
+    cat: CatalogueTensors,
+    store: torch.Tensor,
+    day: torch.Tensor,
+    season: torch.Tensor,
+    candidates: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Availability mask and novelty bucket of each candidate for each visit.
+    """Availability mask (regional menu, launched, in season) and novelty bucket of each
+    candidate for each visit.
 
     Args:
         cat: catalogue tensors.
         store: store indices (B,).
         day: day numbers (B,).
+        season: the visit's season (B,).
         candidates: drink indices (U,).
 
     Returns:
@@ -199,7 +221,10 @@ def candidate_context(
     """
     age = day[:, None] - cat.drink_launch_day[candidates][None, :]
     region = cat.drink_region[candidates][None, :]
+    drink_season = cat.drink_season[candidates][None, :]
+    in_season = (drink_season == -1) | (drink_season == season[:, None])
     available = ((region == -1) | (region == cat.store_region[store][:, None])) & (age >= 0)
+    available &= in_season
     novelty = torch.where(
         age < 0, 0, torch.where(age < 14, 1, torch.where(age < 42, 2, NOVELTY_BUCKETS - 1))
     )
@@ -218,11 +243,13 @@ def score(
     `model` may be a `DrinkRecommender` or a DistributedDataParallel wrapper around one.
     `leave_out` (training rows only): the drinks bought, taken out of the history features.
     """
-    available, novelty = candidate_context(cat, batch["store"], batch["day"], candidates)
+    available, novelty = candidate_context(
+        cat, batch["store"], batch["day"], batch["season"], candidates
+    )
     cells, history = (
         (None, None)
         if cat.history is None
-        else history_features(cat.history, batch["member"], candidates, leave_out)
+        else history_features(cat.history, batch["member"], candidates, leave_out, batch["day"])
     )
     logits = model(
         batch["member"],

@@ -162,7 +162,8 @@ def test_parse_evaluation_declaration_reads_directions_and_bounds() -> None:
         ({"confidence": {"level": 0.4}}, "confidence.level is 0.4; expected a coverage in"),
         ({"confidence": {"resamples": 99}}, "confidence.resamples is 99; expected an integer"),
         ({"confidence": {"resamples": 100_001}}, "confidence.resamples is 100001; expected"),
-        ({"confidence": {"resamples": 1e3}}, "confidence.resamples is 1000.0; expected an int"),
+        ({"confidence": {"resamples": 1e3 + 0.5}}, "confidence.resamples is 1000.5; expected an"),
+        ({"confidence": {"seed": 1.5}}, "confidence.seed is 1.5; expected an integer >= 0"),
         ({"confidence": {"seed": -1}}, "confidence.seed is -1; expected an integer >= 0"),
         ({"confidence": {"require": "yes"}}, "confidence.require is 'yes'; expected true or"),
         ({"confidence": {"levels": 0.9}}, "confidence.levels is 0.9; expected one of the keys"),
@@ -199,6 +200,12 @@ def test_parse_evaluation_declaration_confidence_defaults_and_bounds() -> None:
         {**EVALUATION, "confidence": {"level": 0.5, "resamples": 100, "seed": 3, "require": True}}
     ).confidence
     assert (edge.level, edge.resamples, edge.seed, edge.require) == (0.5, 100, 3, True)
+    # A pipeline's dict parameter carries every number as a double: 1000.0 is 1000.
+    doubled = parse_evaluation_declaration(
+        {**EVALUATION, "confidence": {"resamples": 1000.0, "seed": 3.0}}
+    )
+    assert (doubled.confidence.resamples, doubled.confidence.seed) == (1000, 3)
+    assert isinstance(doubled.confidence.resamples, int)
     top = parse_evaluation_declaration({**EVALUATION, "confidence": {"resamples": 100_000}})
     assert top.confidence.resamples == 100_000
 

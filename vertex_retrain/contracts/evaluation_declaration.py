@@ -244,18 +244,32 @@ def _confidence(value: Any) -> Confidence:
     level = _number(value.get("level", 0.95), "confidence.level")
     if not 0.5 <= level < 1:
         _fail("confidence.level", level, "a coverage in [0.5, 1), e.g. 0.95")
-    resamples = value.get("resamples", 1000)
-    if isinstance(resamples, bool) or not isinstance(resamples, int):
-        _fail("confidence.resamples", resamples, f"an integer from 100 to {MAX_RESAMPLES}")
-    if not 100 <= resamples <= MAX_RESAMPLES:
-        _fail("confidence.resamples", resamples, f"an integer from 100 to {MAX_RESAMPLES}")
-    seed = value.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        _fail("confidence.seed", seed, "an integer >= 0")
+    resamples = _integer(value.get("resamples", 1000))
+    if resamples is None or not 100 <= resamples <= MAX_RESAMPLES:
+        _fail(
+            "confidence.resamples",
+            value.get("resamples"),
+            f"an integer from 100 to {MAX_RESAMPLES}",
+        )
+    seed = _integer(value.get("seed", 0))
+    if seed is None or seed < 0:
+        _fail("confidence.seed", value.get("seed"), "an integer >= 0")
     require = value.get("require", False)
     if not isinstance(require, bool):
         _fail("confidence.require", require, "true or false")
     return Confidence(level=level, resamples=resamples, seed=seed, require=require)
+
+
+def _integer(value: Any) -> int | None:
+    """``value`` as an int, or None; an integral float counts (a pipeline parameter of type
+    dict carries every number as a double, so 1000 arrives as 1000.0)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def load_evaluation_declaration(path: str | Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainer.data import generate, week_file
+from trainer.features import read_columns
 from trainer.split import (
     load_manifest,
     main,
@@ -111,5 +112,8 @@ def test_manifest_part_says_a_training_dataset_withholds_its_gate(dataset: Path)
     training = {k: v for k, v in manifest.items() if k != "gate"} | {"withheld": {"gate": []}}
     with pytest.raises(ValueError, match="withholds its gate period"):
         manifest_part(training, "gate")
+    with pytest.raises(ValueError, match="withholds its gate period"):
+        read_columns(training, "gate")  # what training reads rows through
+    assert len(read_columns(training, "selection")["member_id"]) == manifest["selection"]["rows"]
     with pytest.raises(ValueError, match="no 'selection' part"):
         manifest_part({"train": {}}, "selection")

@@ -155,13 +155,17 @@ def read_catalogue(manifest: dict[str, Any]) -> Catalogue:
 
 
 def read_columns(manifest: dict[str, Any], part: str) -> dict[str, np.ndarray]:
-    """Member, store, drink, epoch seconds and week of the `train` or `validation` rows."""
+    """Member, store, drink, epoch seconds and week of a part's rows (`train`, `selection`,
+    `gate`); a training dataset's withheld gate part is a ValueError."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from trainer.split import manifest_part
+
+    files = manifest_part(manifest, part)["files"]
     root = resolve(manifest["data_uri"])
     names = ["member_id", "store_id", "drink_id", "timestamp", "week"]
-    tables = [pq.read_table(root / rel, columns=names) for rel in manifest[part]["files"]]
+    tables = [pq.read_table(root / rel, columns=names) for rel in files]
     table = pa.concat_tables(tables) if tables else None
     if table is None or table.num_rows == 0:
         raise ValueError(f"the manifest's {part!r} part has no rows; regenerate with more weeks")

@@ -120,8 +120,9 @@ def cache_root() -> Path:
 
 
 def dataset_folder(members: int, stores: int, weeks: int, seed: int) -> Path:
-    """The cache folder for a synthetic dataset of this scale."""
-    return cache_root() / f"drinks-{members}x{stores}x{weeks}-seed{seed}"
+    """The cache folder for a synthetic dataset of this scale (the world's default drift:
+    `-drift`, so a folder generated before the world drifted is never taken for one)."""
+    return cache_root() / f"drinks-{members}x{stores}x{weeks}-seed{seed}-drift"
 
 
 def ensure_dataset(
@@ -132,11 +133,13 @@ def ensure_dataset(
     Returns:
         The folder, and the measurement of the generation (None when it was reused).
     """
+    from trainer.world import WorldConfig
+
     folder = dataset_folder(members, stores, weeks, seed)
     info = folder / "generation.json"
     if info.is_file():
         config = json.loads(info.read_text(encoding="utf-8"))["config"]
-        wanted = {"members": members, "stores": stores, "weeks": weeks, "seed": seed}
+        wanted = WorldConfig(members=members, stores=stores, weeks=weeks, seed=seed).to_json()
         if all(config.get(key) == value for key, value in wanted.items()):
             return folder, None
     argv = [sys.executable, "-m", "trainer.data", "generate", "--members", str(members),

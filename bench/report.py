@@ -52,7 +52,8 @@ TIMEOUT_SECONDS = {"quick": 300.0, "full": 900.0}
 # The weekly pipeline at seed scale runs for most of its 45-minute target.
 TIMEOUT_OVERRIDES = {
     "bench_weekly_seed": {"quick": 900.0, "full": 7200.0},
-    "bench_quality": {"quick": 600.0, "full": 3600.0},  # an epoch at the seeds' scale
+    # Three seeds, each a generated world, an epoch at the seeds' scale and an evaluation.
+    "bench_quality": {"quick": 1800.0, "full": 5 * 3600.0},
 }
 STOP_GRACE_SECONDS = 30.0
 

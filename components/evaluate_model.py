@@ -24,6 +24,7 @@ def evaluate_model(
     gcp_resources: OutputPath(str),
     champion_alias: str = "champion",
     force_decision: str = "",
+    force_reason: str = "",
     package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
@@ -44,6 +45,7 @@ def evaluate_model(
         ("champion_score", float),
         ("reason", str),
         ("rule", dict),
+        ("evidence", dict),
     ],
 ):
     """Decides whether the candidate should replace the champion.
@@ -54,10 +56,16 @@ def evaluate_model(
     ``--metrics-output``) and writes a metrics JSON file (see
     docs/components.md#evaluation-contract). The rule is the evaluation declaration
     (docs/components.md#evaluation-declaration): the candidate wins when it reaches every
-    floor, beats the declared reference on the primary metric, and improves the primary
-    metric over the champion's by more than ``min_improvement`` (in the metric's direction)
-    with no guardrail metric worse by more than allowed. With no champion yet, floors and
-    reference alone decide.
+    floor, beats the declared reference (the strongest of those declared) on the primary
+    metric, and improves the primary metric over the champion's by more than
+    ``min_improvement`` (in the metric's direction) with no guardrail metric worse by more
+    than allowed. With no champion yet, floors and reference alone decide; with neither
+    declared, no first champion is made. A champion whose recorded data window (its version's
+    ``data_from``/``data_gate_from`` labels) overlaps the dataset's gate period is not scored
+    (a replay would judge it on data it trained on): floors and reference decide, and the
+    ``evidence`` output says so. When the entry point writes a per-entity scores file, the
+    paired bootstrap intervals of candidate minus champion and minus reference are computed
+    (and decide, with the declaration's ``confidence.require``).
 
     Args:
         backend: ``"vertex"`` or ``"local"``: where the job runs and the champion is found.
@@ -76,6 +84,8 @@ def evaluate_model(
         champion_alias: Alias of the current champion version.
         force_decision: ``"better"`` or ``"worse"`` overrides the rule (rehearsals, tests);
             the metrics are still computed and reported.
+        force_reason: Why the rule is overridden; required with ``force_decision`` and kept
+            in the decision, the run summary and the history.
         package_uri: ``gs://`` URI of the training package (the one the training ran).
         package_uris: More package URIs (used after ``package_uri``, each once).
         executor_image_uri: Prebuilt image that runs the package.
@@ -96,6 +106,11 @@ def evaluate_model(
         reason: One sentence explaining the decision.
         rule: The evaluation declaration as applied (``primary``, ``metrics`` with their
             directions, ``reference``...), for the run summary and the history.
+        evidence: What the decision rested on besides the metrics: ``reference`` (the one
+            the candidate had to beat), ``champion_comparison`` (``compared``, ``no
+            champion`` or ``not comparable: ...``), ``intervals`` (candidate minus
+            ``champion`` / ``reference:<name>``: point, low, high, level) and ``override``
+            (the forced decision and its reason).
     """
     from dataclasses import replace
 
@@ -116,6 +131,7 @@ def evaluate_model(
         python_module=python_module,
         champion_alias=champion_alias,
         force_decision=force_decision,
+        force_reason=force_reason,
         package_uris=merged_package_uris(package_uri, package_uris),
         executor_image_uri=executor_image_uri,
         image_uri=image_uri,
@@ -140,4 +156,5 @@ def evaluate_model(
         decision.champion_score,
         decision.reason,
         decision.rule,
+        decision.evidence(),
     )

@@ -46,7 +46,8 @@ def train_only(
     data_time_zone: str = "UTC",
     data_gate_thresholds: dict = {},  # noqa: B006
     data_gate_accept: str = "",
-    validation_periods: int = 1,
+    selection_periods: int = 1,
+    gate_periods: int = 1,
     training_args: list = [],  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
     machine_type: str = TRAINING.machine_type,
@@ -77,7 +78,8 @@ def train_only(
             backend=backend,
             data_uri=data_uri,
             dataset_declaration=dataset_declaration,
-            validation_periods=validation_periods,
+            selection_periods=selection_periods,
+            gate_periods=gate_periods,
             as_of=week,
         ).set_display_name("prepare-dataset")
         trained = train_custom_job(
@@ -87,7 +89,8 @@ def train_only(
             python_module=training_module,
             package_uri=package_uri,
             executor_image_uri=executor_image_uri,
-            dataset=data.outputs["dataset"],
+            # Training reads the dataset without its gate period.
+            dataset=data.outputs["training_dataset"],
             args=training_args,
             hyperparameters=hyperparameters,
             machine_type=machine_type,

@@ -21,7 +21,8 @@ __all__ = ["PARAMETER_RANGES"]
 _WEEK_S = 7 * 24 * 3600
 
 PARAMETER_RANGES: dict[str, tuple[int | float, int | float]] = {
-    "validation_periods": (1, 366),
+    "selection_periods": (0, 366),
+    "gate_periods": (1, 366),
     "max_trial_count": (1, 1000),
     "parallel_trial_count": (1, 100),
     "max_failed_trial_count": (0, 1000),

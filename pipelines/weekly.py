@@ -1,8 +1,11 @@
 """weekly_retraining: the scheduled retraining flow, from source to a served champion.
 
-data window (the run's week) -> data gate -> prepare dataset (rows before as_of) -> (optional)
-tune -> train (Spot, checkpointed) -> evaluate against the champion -> if better: register as
-champion and deploy; else: register as a challenger with traffic untouched. The training code
+data window (the run's week) -> data gate -> prepare dataset (rows before as_of, split into
+train, selection and gate periods) -> (optional) tune -> train (Spot, checkpointed) ->
+evaluate against the champion on the gate period -> if better: register as champion and
+deploy; else: register as a challenger with traffic untouched. Tuning and training get the
+dataset with the gate period withheld, so nothing they choose sees the data the candidate is
+judged on. The training code
 is hashed (source digest) and built in parallel. A gate breach stops the run before training,
 with the gate's report as the error. An exit handler writes a run summary either way, and
 records the week (local registry database, or a Vertex AI Experiments run). The whole run sits
@@ -75,7 +78,8 @@ def weekly_week(
     data_time_zone: str = "UTC",
     data_gate_thresholds: dict = {},  # noqa: B006
     data_gate_accept: str = "",
-    validation_periods: int = 1,
+    selection_periods: int = 1,
+    gate_periods: int = 1,
     training_args: list = [],  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
     tune: bool = False,
@@ -94,6 +98,7 @@ def weekly_week(
     expected_training_hours: float = TRAINING.expected_training_hours,
     service_account: str = PIPELINE_SERVICE_ACCOUNT,
     force_decision: str = "",
+    force_reason: str = "",
     traffic_percentage: int = 100,
     keep_last_n: int = 2,
     local_preemption_after_seconds: float = 0.0,
@@ -109,7 +114,10 @@ def weekly_week(
     the best trial's when ``tune``) and ``--data=<prepared dataset>``. ``tuning_parameters``
     are Vertex ``StudySpec.ParameterSpec`` objects; the trainer reports ``tuning_metric``
     with cloudml-hypertune. ``data_gate_thresholds`` overrides the gate's thresholds by name;
-    ``data_gate_accept`` lists checks a person accepts for this run.
+    ``data_gate_accept`` lists checks a person accepts for this run. The newest
+    ``gate_periods`` judge the candidate, the ``selection_periods`` before them are what
+    training and tuning choose on. ``force_decision`` (``better``/``worse``) overrides the
+    evaluation gate and needs ``force_reason``, which the summary and the history keep.
 
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
@@ -164,16 +172,18 @@ def weekly_week(
                 backend=backend,
                 data_uri=data_uri,
                 dataset_declaration=dataset_declaration,
-                validation_periods=validation_periods,
+                selection_periods=selection_periods,
+                gate_periods=gate_periods,
                 as_of=week,
             ).set_display_name("prepare-dataset")
+            # Tuning and training read the dataset without its gate period.
             common = dict(
                 backend=backend,
                 display_name=model_display_name,
                 base_output_directory=output_root,
                 python_module=training_module,
                 package_uri=package.outputs["reference"],
-                dataset=data.outputs["dataset"],
+                dataset=data.outputs["training_dataset"],
                 args=training_args,
                 executor_image_uri=executor_image_uri,
                 machine_type=machine_type,
@@ -221,6 +231,7 @@ def weekly_week(
                 package_uri=package.outputs["reference"],
                 executor_image_uri=executor_image_uri,
                 force_decision=force_decision,
+                force_reason=force_reason,
                 service_account=service_account,
                 project=project,
                 location=location,

@@ -76,7 +76,7 @@ def importable(folder: Path) -> Iterator[None]:
 
 def prepared_demand_dataset(root: Path) -> Path:
     """The daily demand example's data (3 stores, 8 items, three weeks from 2025-01-06)
-    prepared by the library's own split under `root`: two weeks train, one validates."""
+    prepared by the library's own split under `root`: a week each to train, select and gate."""
     from demand_forecast import data
     from demand_forecast.synthetic import WorldConfig
     from vertex_retrain.steps.prepare import prepare
@@ -87,7 +87,8 @@ def prepared_demand_dataset(root: Path) -> Path:
         data_uri=str(root / "data"),
         dataset_declaration=dataset_declaration(DAILY_DEMAND),
         output_dir=str(root / "prepared"),
-        validation_periods=7,
+        selection_periods=7,
+        gate_periods=7,
         as_of="2025-01-27",
     )
     return root / "prepared"

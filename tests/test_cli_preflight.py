@@ -228,7 +228,7 @@ def test_preflight_refuses_notification_emails_vertex_would_refuse(
     ("argv", "message"),
     [
         (["nope"], "no pipeline named 'nope'"),
-        ([EXPERIMENT, "--param", "validation_periods=x"], "expects NUMBER_INTEGER"),
+        ([EXPERIMENT, "--param", "selection_periods=x"], "expects NUMBER_INTEGER"),
         ([EXPERIMENT, "--param", "nope=1"], "nope"),
     ],
 )

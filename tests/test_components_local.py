@@ -149,7 +149,8 @@ def trained(world: LocalWorld) -> Trained:
         backend="local",
         data_uri=TRANSACTIONS,
         dataset_declaration=DECLARATION,
-        validation_periods=1,
+        selection_periods=1,
+        gate_periods=1,
     )
     training = train_custom_job(
         display_name="direct-training",
@@ -158,7 +159,7 @@ def trained(world: LocalWorld) -> Trained:
         package_uri=package.outputs["reference"],
         executor_image_uri=PREBUILT,
         # A single-component call cannot take the Dataset artifact, so its path goes in args.
-        args=["--data", data.outputs["dataset"].path, *FAST_TRAINING],
+        args=["--data", data.outputs["training_dataset"].path, *FAST_TRAINING],
         **CPU_JOB,
         **LOCAL,
     )
@@ -256,19 +257,26 @@ def test_build_container_local_container_image_runs_as_a_custom_training_job(
 # --- prepare_dataset ------------------------------------------------------------------------
 
 
-def test_prepare_dataset_local_splits_the_last_week_off_for_validation(
+def test_prepare_dataset_local_splits_off_a_selection_and_a_gate_week(
     world: LocalWorld, trained: Trained
 ) -> None:
     outputs = trained.data.outputs
     metadata = outputs["dataset"].metadata
-    assert outputs["train_rows"] + outputs["validation_rows"] == world.transaction_rows
-    assert outputs["validation_rows"] > 0
-    # weeks 0..7: the last one is held out
-    assert [week_of(p) for p in metadata["validation_periods"]] == [7]
-    assert [week_of(p) for p in metadata["train_periods"]] == [0, 6]
+    parts = outputs["train_rows"] + outputs["selection_rows"] + outputs["gate_rows"]
+    assert parts == world.transaction_rows
+    assert outputs["selection_rows"] > 0 and outputs["gate_rows"] > 0
+    # weeks 0..7: the last one judges the candidate, the one before selects
+    assert [week_of(p) for p in metadata["gate_periods"]] == [7]
+    assert [week_of(p) for p in metadata["selection_periods"]] == [6]
+    assert [week_of(p) for p in metadata["train_periods"]] == [0, 5]
     assert metadata["data_uri"] == TRANSACTIONS
     manifest = json.loads((Path(outputs["dataset"].path) / "manifest.json").read_text())
-    assert manifest["validation"]["rows"] == outputs["validation_rows"]
+    assert manifest["gate"]["rows"] == outputs["gate_rows"]
+    # The training jobs' dataset withholds the gate week.
+    training = outputs["training_dataset"]
+    withheld = json.loads((Path(training.path) / "manifest.json").read_text())
+    assert "gate" not in withheld and withheld["withheld"] == {"gate": manifest["gate"]["periods"]}
+    assert "gate_periods" not in training.metadata
 
 
 def test_prepare_dataset_unknown_backend_fails_and_lists_the_choices(
@@ -714,7 +722,7 @@ def small_pipeline(
             max_trial_count=2,
             parallel_trial_count=2,
             package_uris=[package.outputs["reference"]],
-            dataset=data.outputs["dataset"],
+            dataset=data.outputs["training_dataset"],
             **job,
         )
         chosen = fixed_hyperparameters(values=study.outputs["best_parameters"])
@@ -722,7 +730,7 @@ def small_pipeline(
             display_name="small-training",
             base_output_directory="gs://shop/runs/small",
             package_uris=[package.outputs["reference"]],
-            dataset=data.outputs["dataset"],
+            dataset=data.outputs["training_dataset"],
             hyperparameters=chosen.output,
             **job,
         )
@@ -731,7 +739,9 @@ def small_pipeline(
             dataset=data.outputs["dataset"],
             model_display_name=model_display_name,
             base_output_directory="gs://shop/runs/small",
-            evaluation_declaration=RULE,
+            # Trained for seconds on a small world, the candidate beats popularity, not the
+            # members' own usual: the example's four references would keep it out.
+            evaluation_declaration={**RULE, "reference": "popularity"},
             python_module="trainer.evaluate",
             package_uris=[package.outputs["reference"]],
             executor_image_uri=PREBUILT,

@@ -26,6 +26,7 @@ from vertex_retrain.contracts.dataset_manifest import (
     PeriodFile,
     content_hash,
     plan_time_split,
+    training_manifest,
 )
 from vertex_retrain.contracts.evaluation import (
     METRICS_FORMAT,
@@ -116,7 +117,7 @@ def test_reference_entry_point_leaves_out_non_finite_metrics() -> None:
 # --- the manifest ---------------------------------------------------------------------------
 
 
-def test_plan_time_split_holds_out_the_last_periods_with_every_file_of_a_period() -> None:
+def test_plan_time_split_parts_the_periods_in_time_with_every_file_of_a_period() -> None:
     day = dt.date(2026, 3, 2)
     files = [
         PeriodFile("sales/d1-b.parquet", day + dt.timedelta(days=1), 5, "b"),
@@ -126,17 +127,21 @@ def test_plan_time_split_holds_out_the_last_periods_with_every_file_of_a_period(
     ]
     dimensions = {"items.parquet": "e"}
     declaration = parse_dataset_declaration(DATASET)
-    manifest = plan_time_split("gs://b/data", declaration, files, dimensions, 2)
+    manifest = plan_time_split("gs://b/data", declaration, files, dimensions, 1, 1)
     assert manifest["train"] == {
         "periods": ["2026-03-02"],
         "files": ["sales/d0.parquet"],
         "rows": 10,
     }
-    assert manifest["validation"] == {
-        "periods": ["2026-03-03", "2026-03-04"],
-        "files": ["sales/d1-a.parquet", "sales/d1-b.parquet", "sales/d2.parquet"],
-        "rows": 15,
+    assert manifest["selection"] == {
+        "periods": ["2026-03-03"],
+        "files": ["sales/d1-a.parquet", "sales/d1-b.parquet"],
+        "rows": 12,
     }
+    assert manifest["gate"] == {"periods": ["2026-03-04"], "files": ["sales/d2.parquet"], "rows": 3}
+    no_selection = plan_time_split("gs://b/data", declaration, files, dimensions, 0, 2)
+    assert no_selection["selection"] == {"periods": [], "files": [], "rows": 0}
+    assert no_selection["gate"]["periods"] == ["2026-03-03", "2026-03-04"]
     assert manifest["dimensions"] == {"items": "items.parquet"} and manifest["period"] == "day"
     assert manifest["declaration"] == declaration.to_dict()
     assert set(manifest["sha256"]) == {f.path for f in files} | set(dimensions)
@@ -146,20 +151,47 @@ def test_plan_time_split_holds_out_the_last_periods_with_every_file_of_a_period(
     assert (MANIFEST_FORMAT, MANIFEST_NAME) == (TRAINER_MANIFEST_FORMAT, TRAINER_MANIFEST_NAME)
 
 
-@pytest.mark.parametrize(("validation", "accepted"), [(0, False), (1, True), (2, True), (3, False)])
-def test_plan_time_split_needs_a_training_and_a_validation_period(
-    validation: int, accepted: bool
+@pytest.mark.parametrize(
+    ("selection", "gate", "problem"),
+    [
+        (0, 1, ""),
+        (1, 1, ""),
+        (0, 2, ""),
+        (1, 2, "must leave a training period of the 3 period(s) in the window: at most 2"),
+        (0, 3, "must leave a training period"),
+        (1, 0, "gate_periods must be at least 1"),
+        (-1, 1, "selection_periods must be 0 or more"),
+    ],
+)
+def test_plan_time_split_needs_a_training_and_a_gate_period(
+    selection: int, gate: int, problem: str
 ) -> None:
     day = dt.date(2026, 3, 2)
     files = [PeriodFile(f"sales/{i}.parquet", day + dt.timedelta(days=i), 1, "x") for i in range(3)]
     declaration = parse_dataset_declaration(DATASET)
-    if accepted:
-        plan_time_split("gs://b", declaration, files, {}, validation)
+    if not problem:
+        manifest = plan_time_split("gs://b", declaration, files, {}, selection, gate)
+        assert len(manifest["gate"]["periods"]) == gate
+        assert len(manifest["train"]["periods"]) == 3 - selection - gate
         return
-    with pytest.raises(
-        ValueError, match=f"between 1 and 2 for the 3 period.s. in the window, got {validation}"
-    ):
-        plan_time_split("gs://b", declaration, files, {}, validation)
+    with pytest.raises(ValueError) as error:
+        plan_time_split("gs://b", declaration, files, {}, selection, gate)
+    assert problem in str(error.value)
+
+
+def test_training_manifest_withholds_the_gate_and_hashes_what_is_left() -> None:
+    day = dt.date(2026, 3, 2)
+    files = [
+        PeriodFile(f"sales/{i}.parquet", day + dt.timedelta(days=i), 1, f"{i}") for i in range(3)
+    ]
+    manifest = plan_time_split("gs://b", parse_dataset_declaration(DATASET), files, {"i": "e"})
+    training = training_manifest(manifest)
+    assert "gate" not in training and training["withheld"] == {"gate": ["2026-03-04"]}
+    assert training["sha256"] == {"sales/0.parquet": "0", "sales/1.parquet": "1", "i": "e"}
+    assert training["content_hash"] == content_hash(training["sha256"])
+    assert {k: v for k, v in manifest.items() if k not in ("gate", "sha256", "content_hash")} == {
+        k: v for k, v in training.items() if k not in ("withheld", "sha256", "content_hash")
+    }
 
 
 # --- the library imports no model code ------------------------------------------------------

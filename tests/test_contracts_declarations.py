@@ -153,7 +153,20 @@ def test_parse_evaluation_declaration_reads_directions_and_bounds() -> None:
         ({"guardrails": {"coverage": -0.1}}, "guardrails.coverage is -0.1; expected a number >= 0"),
         ({"floors": {"rmse": float("nan")}}, "floors.rmse is nan; expected a finite number"),
         ({"min_improvement": True}, "min_improvement is True; expected a finite number"),
-        ({"reference": ""}, "reference is ''; expected the name of a reference"),
+        ({"reference": ""}, "reference is ''; expected a reference name the metrics file"),
+        ({"reference": []}, "reference is []; expected a reference name"),
+        ({"reference": ["a", 3]}, "reference[1] is 3; expected a reference name"),
+        ({"reference": ["a", "a"]}, "expected a list of distinct reference names"),
+        ({"confidence": 0.95}, "confidence is 0.95; expected an object with level"),
+        ({"confidence": {"level": 1.0}}, "confidence.level is 1.0; expected a coverage in"),
+        ({"confidence": {"level": 0.4}}, "confidence.level is 0.4; expected a coverage in"),
+        ({"confidence": {"resamples": 99}}, "confidence.resamples is 99; expected an integer"),
+        ({"confidence": {"resamples": 100_001}}, "confidence.resamples is 100001; expected"),
+        ({"confidence": {"resamples": 1e3 + 0.5}}, "confidence.resamples is 1000.5; expected an"),
+        ({"confidence": {"seed": 1.5}}, "confidence.seed is 1.5; expected an integer >= 0"),
+        ({"confidence": {"seed": -1}}, "confidence.seed is -1; expected an integer >= 0"),
+        ({"confidence": {"require": "yes"}}, "confidence.require is 'yes'; expected true or"),
+        ({"confidence": {"levels": 0.9}}, "confidence.levels is 0.9; expected one of the keys"),
         ({"gaurdrails": {}}, "gaurdrails is {}; expected one of the keys primary"),
     ],
 )
@@ -163,6 +176,38 @@ def test_parse_evaluation_declaration_names_the_field_value_and_alternatives(
     with pytest.raises(EvaluationDeclarationError) as error:
         parse_evaluation_declaration({**EVALUATION, **change})
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [(None, ()), ("naive", ("naive",)), (["naive", "mean"], ("naive", "mean"))],
+)
+def test_parse_evaluation_declaration_reads_one_or_several_references(
+    reference: Any, expected: tuple[str, ...]
+) -> None:
+    raw = {**EVALUATION, "reference": reference} if reference is not None else dict(EVALUATION)
+    raw.pop("reference") if reference is None else None
+    declaration = parse_evaluation_declaration(raw)
+    assert declaration.references == expected
+    assert declaration.has_bar is bool(expected or declaration.floors)
+    assert parse_evaluation_declaration(declaration.to_dict()) == declaration
+
+
+def test_parse_evaluation_declaration_confidence_defaults_and_bounds() -> None:
+    plain = parse_evaluation_declaration(EVALUATION).confidence
+    assert (plain.level, plain.resamples, plain.seed, plain.require) == (0.95, 1000, 0, False)
+    edge = parse_evaluation_declaration(
+        {**EVALUATION, "confidence": {"level": 0.5, "resamples": 100, "seed": 3, "require": True}}
+    ).confidence
+    assert (edge.level, edge.resamples, edge.seed, edge.require) == (0.5, 100, 3, True)
+    # A pipeline's dict parameter carries every number as a double: 1000.0 is 1000.
+    doubled = parse_evaluation_declaration(
+        {**EVALUATION, "confidence": {"resamples": 1000.0, "seed": 3.0}}
+    )
+    assert (doubled.confidence.resamples, doubled.confidence.seed) == (1000, 3)
+    assert isinstance(doubled.confidence.resamples, int)
+    top = parse_evaluation_declaration({**EVALUATION, "confidence": {"resamples": 100_000}})
+    assert top.confidence.resamples == 100_000
 
 
 def test_parse_evaluation_declaration_refuses_an_empty_one_with_how_to_pass_it() -> None:

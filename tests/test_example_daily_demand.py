@@ -70,21 +70,25 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
     summary = first.summary
     window = summary["data_window"]
     assert window["as_of"] == FIRST_MONDAY.isoformat()
-    validation_days = [(FIRST_MONDAY - dt.timedelta(days=n)).isoformat() for n in range(7, 0, -1)]
-    assert window["validation_periods"] == validation_days  # daily periods, a week of them
+    gate_days = [(FIRST_MONDAY - dt.timedelta(days=n)).isoformat() for n in range(7, 0, -1)]
+    assert window["gate_periods"] == gate_days  # daily periods, a week of them
+    selection_days = [(FIRST_MONDAY - dt.timedelta(days=n)).isoformat() for n in range(14, 7, -1)]
+    assert window["selection_periods"] == selection_days  # the week before: what training chose on
     assert window["train_periods"][0] == "2025-01-06"
-    assert window["train_periods"][-1] == "2025-01-26"
+    assert window["train_periods"][-1] == "2025-01-19"
     assert summary["data_gate"]["passed"] is True
     metrics, decision = summary["metrics"], summary["decision"]
     # The first champion has no champion to beat, but must beat last week's sales.
     assert decision["is_better"] is True
-    assert decision["reason"] == "no champion yet: the candidate becomes the first champion"
+    assert decision["reason"] == (
+        "no champion yet: the candidate beat reference 'seasonal_naive', and becomes the champion"
+    )
     assert metrics["candidate_rmse"] < metrics["reference_seasonal_naive_rmse"]
 
     # Week 2: next Monday, after the nightly feed appended the week's sales.
     summary = second.summary
     assert summary["data_window"]["as_of"] == (FIRST_MONDAY + dt.timedelta(days=7)).isoformat()
-    assert summary["data_window"]["validation_periods"][0] == FIRST_MONDAY.isoformat()
+    assert summary["data_window"]["gate_periods"][0] == FIRST_MONDAY.isoformat()
     assert summary["data_window"]["content_hash"] != window["content_hash"]
     assert summary["data_gate"]["passed"] is True
     assert "build-container" in cached_tasks(second.run_dir)  # same code: the build is reused

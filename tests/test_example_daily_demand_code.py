@@ -155,7 +155,7 @@ def test_demand_features_lag_7_reads_training_days_then_the_last_training_week()
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared dataset (the library's own split) of three weeks: two train, one validates."""
+    """A prepared dataset (the library's own split) of three weeks: train, selection, gate."""
     return prepared_demand_dataset(tmp_path_factory.mktemp("demand-code"))
 
 
@@ -170,10 +170,10 @@ def test_demand_task_trains_on_the_flags_and_writes_the_model_dir(model_dir: Pat
     assert model.regressor.n_iter_ == 25 and model.regressor.max_leaf_nodes == 7
     assert model.metadata["hyperparameters"]["max_iter"] == 25
     assert model.metadata["trained_on"]["days"][0] == "2025-01-06"
-    assert model.metadata["validation"]["days"][-1] == "2025-01-26"
-    assert model.profile.last_day == dt.date(2025, 1, 19)
+    assert model.metadata["selection"]["days"][-1] == "2025-01-19"
+    assert model.profile.last_day == dt.date(2025, 1, 12)
     metric = json.loads((model_dir.parent.parent.parent / "hypertune.json").read_text())
-    assert float(metric["rmse"]) == pytest.approx(model.metadata["validation"]["rmse"])
+    assert float(metric["rmse"]) == pytest.approx(model.metadata["selection"]["rmse"])
 
 
 def test_demand_task_refuses_bad_flags_and_data_with_exit_2(

@@ -55,10 +55,10 @@ def _files(folder: Path) -> list[str]:
 
 BAD_OVERRIDES = [
     (
-        "validation_periods=ten",
-        "'validation_periods' expects NUMBER_INTEGER (an integer), got 'ten'",
+        "selection_periods=ten",
+        "'selection_periods' expects NUMBER_INTEGER (an integer), got 'ten'",
     ),
-    ("validation_periods=1e999", "'validation_periods' expects NUMBER_INTEGER"),
+    ("selection_periods=1e999", "'selection_periods' expects NUMBER_INTEGER"),
     (
         "local_preemption_after_seconds=nan",
         "'local_preemption_after_seconds' expects NUMBER_DOUBLE",
@@ -67,7 +67,7 @@ BAD_OVERRIDES = [
     ("timeout_seconds=" + "9" * 5000, "parameter 'timeout_seconds'"),
     ("no_such_param=1", "unknown parameter 'no_such_param'"),
     ("=3", "no parameter name before '='"),
-    ("validation_periods", "expected NAME=VALUE"),
+    ("selection_periods", "expected NAME=VALUE"),
     ("as_of=2026-01-01", "given more than once"),
 ]
 

@@ -27,11 +27,11 @@ def test_configure_gives_required_parameters_defaults_and_keeps_the_graph() -> N
         data_uri="gs://mine/sales",
         dataset_declaration=DATASET,
         evaluation_declaration=EVALUATION,
-        validation_periods=7,
+        selection_periods=7,
     )
     parameters = _parameters(mine)
     assert parameters["data_uri"]["defaultValue"] == "gs://mine/sales"
-    assert parameters["validation_periods"]["defaultValue"] == 7
+    assert parameters["selection_periods"]["defaultValue"] == 7
     assert parameters["dataset_declaration"]["defaultValue"]["table"]["period"] == "day"
     assert "defaultValue" not in parameters["training_module"]  # still the team's to give
     spec = compile_to_dict(mine)
@@ -54,14 +54,14 @@ def test_configure_on_the_weekly_wrapper_reaches_the_outer_parameters() -> None:
     [
         ({"dataset_uri": "gs://x"}, ValueError, "has no parameter 'dataset_uri'; its parameters"),
         (
-            {"validation_periods": "7"},
+            {"selection_periods": "7"},
             TypeError,
-            "'validation_periods' takes values of type int; got '7'",
+            "'selection_periods' takes values of type int; got '7'",
         ),
         (
-            {"validation_periods": True},
+            {"selection_periods": True},
             TypeError,
-            "'validation_periods' takes values of type int; got True",
+            "'selection_periods' takes values of type int; got True",
         ),
         ({"training_args": "--epochs 1"}, TypeError, "'training_args' takes values of type list"),
         ({"dataset_declaration": {"format": "v0"}}, DatasetDeclarationError, "format is 'v0'"),

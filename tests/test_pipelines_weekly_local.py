@@ -156,8 +156,17 @@ def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
     first_run: FirstRun,
 ) -> None:
     old_champion = ModelRegistry().get_version(MODEL, "champion")
-    outcome = _run({"force_decision": "better", "hyperparameters": _other_model(0.03)})
+    outcome = _run(
+        {
+            "force_decision": "better",
+            "force_reason": "drill: move the alias",
+            "hyperparameters": _other_model(0.03),
+        }
+    )
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
+    assert outcome.summary is not None
+    override = outcome.summary["decision"]["evidence"]["override"]
+    assert override["decision"] == "better" and override["reason"] == "drill: move the alias"
     registry = ModelRegistry()
     new_champion = registry.get_version(MODEL, "champion")
     assert new_champion.version_id != old_champion.version_id
@@ -183,15 +192,16 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
     outcome = _run({"as_of": as_of.isoformat()})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     week_two = outcome.summary["data_window"]
-    # Fresh data: the new week validates, last week's validation week now trains.
-    weeks = [[week_of(p) for p in w["validation_periods"]] for w in (week_one, week_two)]
+    # Fresh data: the new week is the gate, last week's gate week now selects.
+    weeks = [[week_of(p) for p in w["gate_periods"]] for w in (week_one, week_two)]
     assert weeks == [[7], [8]]
-    assert [week_of(p) for p in week_two["train_periods"]] == [0, 7]
+    assert [week_of(p) for p in week_two["selection_periods"]] == [7]
+    assert [week_of(p) for p in week_two["train_periods"]] == [0, 6]
     assert week_two["as_of"] == as_of.isoformat()
     assert week_two["content_hash"] != week_one["content_hash"]
     gate = outcome.summary["data_gate"]
     assert gate["passed"] is True and gate["verdict"].startswith(
-        f"data gate passed for the period starting {week_two['validation_periods'][0]}"
+        f"data gate passed for the period starting {week_two['gate_periods'][0]}"
     )
     # Only the build (same code) comes from the cache; everything keyed on the week ran.
     cached = cached_tasks(outcome.run_dir)
@@ -207,6 +217,52 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
     newest = ModelRegistry().list_versions(MODEL)[-1]
     assert newest.labels["data_as_of"] == as_of.isoformat()
     assert newest.labels["data_from"] == "2023-01-02"
+    assert newest.labels["data_gate_from"] == week_two["gate_periods"][0]
+
+
+def test_weekly_retraining_replay_does_not_judge_the_champion_on_its_training_data(
+    first_run: FirstRun,
+) -> None:
+    from vertex_retrain.steps.summary import render_markdown
+
+    assert first_run.outcome.summary is not None
+    # A week earlier than the first run: its gate week (6) is one the champion selected on.
+    replayed = dt.date.fromisoformat(first_run.outcome.summary["data_window"]["as_of"])
+    outcome = _run({"as_of": (replayed - dt.timedelta(days=7)).isoformat()})
+    assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
+    summary = outcome.summary
+    assert [week_of(p) for p in summary["data_window"]["gate_periods"]] == [6]
+    decision = summary["decision"]
+    comparison = decision["evidence"]["champion_comparison"]
+    assert comparison.startswith(
+        "not comparable: the gate period (2023-02-13 to 2023-02-19) lies in the champion's "
+        "training window (2023-01-02 to "
+    )
+    # The champion was not scored there: the decision rests on the floors and references.
+    assert decision["champion_score"] == -1.0
+    assert "champion" not in decision["evidence"]["intervals"]
+    assert f"reference:{decision['evidence']['reference']}" in decision["evidence"]["intervals"]
+    assert not any(key.startswith("champion_") for key in summary["metrics"])
+    assert f"**Champion:** {comparison}" in render_markdown(summary)
+
+
+def test_weekly_retraining_first_candidate_below_the_reference_is_not_deployed(
+    local_root: Path,
+) -> None:
+    # A model of its own (no champion yet) that barely trains: it cannot beat the references.
+    name = "first-below-reference"
+    untrained = {"learning_rate": 1e-9, "embedding_dim": 32}
+    outcome = _run(
+        {"model_display_name": name, "endpoint_display_name": name, "hyperparameters": untrained}
+    )
+    assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
+    decision = outcome.summary["decision"] if outcome.summary else {}
+    assert decision["is_better"] is False
+    assert decision["evidence"]["champion_comparison"] == "no champion"
+    assert "does not beat reference" in decision["reason"]
+    versions = ModelRegistry().list_versions(name)
+    assert len(versions) == 1 and "champion" not in versions[0].aliases
+    assert name not in {e.display_name for e in LocalEndpoints().list_endpoints()}
 
 
 def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(

@@ -256,10 +256,75 @@ def test_local_backend_record_run_goes_to_the_registry_database(root: Path) -> N
     assert [r.run for r in RunHistory().weeks("guess-your-order")] == ["weekly-retraining-20261123"]
 
 
+EVIDENCE: dict[str, Any] = {
+    "reference": "popularity",
+    "champion_comparison": "compared",
+    "intervals": {
+        "champion": {
+            "other": "champion",
+            "point": 0.01,
+            "low": 0.004,
+            "high": 0.016,
+            "level": 0.95,
+            "resamples": 1000,
+            "entities": 199,
+        },
+    },
+    "override": {},
+}
+
+
 def _record_two_weeks() -> None:
     history = RunHistory()
     history.record(_record(run="w1", as_of="2026-11-16", spot_fallback={}))
     history.record(_record(run="w2", as_of="2026-11-23"))
+
+
+def test_record_keeps_the_decisions_evidence_interval_comparison_and_override() -> None:
+    replay = "not comparable: the gate period lies in the champion's training window"
+    evidence = {
+        **EVIDENCE,
+        "reference": "usual",
+        "champion_comparison": replay,
+        "override": {"decision": "better", "reason": "drill", "rule_said": "..."},
+    }
+    facts = {**FACTS, "decision": {**FACTS["decision"], "evidence": evidence}}
+    record = record_from_summary(facts, model="m", backend="local")
+    assert record.decision["reference"] == "usual"  # the one it had to beat, not the first
+    assert record.decision["champion_comparison"] == replay
+    assert record.decision["intervals"]["champion"]["low"] == 0.004
+    assert record.decision["override"]["reason"] == "drill"
+    params = record.experiment_params()
+    assert params["override_reason"] == "drill" and params["champion_comparison"] == replay
+    assert RunRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    listed = record_from_summary(
+        {**FACTS, "decision": {**FACTS["decision"], "rule": {"reference": ["a", "b"]}}},
+        model="m",
+        backend="local",
+    )
+    assert listed.decision["reference"] == "a"  # without evidence: the first declared
+
+
+def test_history_shows_the_interval_and_marks_forced_and_replayed_weeks(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = RunHistory()
+    with_evidence = {**FACTS, "decision": {**FACTS["decision"], "evidence": EVIDENCE}}
+    history.record(replace(record_from_summary(with_evidence, model="m", backend="local"), run="a"))
+    forced = {
+        **EVIDENCE,
+        "intervals": {},
+        "champion_comparison": "not comparable: a replay",
+        "override": {"decision": "better", "reason": "drill", "rule_said": "x"},
+    }
+    facts = {**FACTS, "decision": {**FACTS["decision"], "evidence": forced}}
+    history.record(replace(record_from_summary(facts, model="m", backend="local"), run="b"))
+    assert main(["history", "m", "--no-plot"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "! = decision forced, ~ = champion not comparable (a replay)" in lines[0]
+    assert "CI-LOW" in lines[1].split()
+    assert "+0.004c" in lines[2].split()
+    assert lines[3].split()[1] == "champion!~"
 
 
 def test_history_prints_the_weeks_as_a_table_and_writes_the_plot(
@@ -270,10 +335,10 @@ def test_history_prints_the_weeks_as_a_table_and_writes_the_plot(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("guess-your-order: ndcg_at_10 of each model")
     assert lines[1].split() == [
-        "AS", "OF", "OUTCOME", "ROWS", "CANDIDATE", "CHAMPION", "REFERENCE", "GOODPUT", "COST",
+        "AS", "OF", "OUTCOME", "ROWS", "CAND", "CHAMP", "REF", "CI-LOW", "GOODPUT", "COST",
     ]  # fmt: skip
     assert lines[2].split() == [
-        "2026-11-16", "champion", "353", "0.23", "0.22", "0.2", "0.9", "0.71", "USD",
+        "2026-11-16", "champion", "353", "0.23", "0.22", "0.2", "-", "0.9", "0.71", "USD",
     ]  # fmt: skip
     assert lines[3].split()[0] == "2026-11-23" and lines[3].endswith("USD*")
     plot = root / "history" / "guess-your-order.png"

@@ -74,9 +74,10 @@ def _run(request: EvaluationRequest, tmp_path: Path) -> Any:
 def test_evaluate_local_job_without_champion_makes_the_candidate_the_first(
     package: str, tmp_path: Path
 ) -> None:
-    request = _request(package, "first")
+    request = _request(package, "first", evaluation_declaration={**RULE, "reference": "constant"})
     decision = _run(request, tmp_path)
     assert decision.is_better and decision.champion_score == -1.0
+    assert decision.champion_comparison == "no champion" and decision.intervals == {}
     assert decision.candidate_score == 0.5
     assert decision.reference_metrics == {"constant": {"score": 0.1}}
     written = json.loads(to_local_path(metrics_uri(request.output_directory)).read_text())
@@ -117,6 +118,57 @@ def test_evaluate_local_job_refuses_a_first_candidate_beyond_a_floor(
     decision = _run(_request(package, "floor", evaluation_declaration=rule), tmp_path)
     assert decision.is_better is False and decision.champion_score == -1.0
     assert "score is 0.5000, beyond the required minimum 0.6000" in decision.reason
+
+
+def test_evaluate_local_job_first_candidate_needs_something_to_beat(
+    package: str, tmp_path: Path
+) -> None:
+    decision = _run(_request(package, "no-bar"), tmp_path)
+    assert decision.is_better is False and "nothing to beat" in decision.reason
+
+
+def test_evaluate_refuses_a_forced_decision_without_a_reason_before_any_job(
+    package: str, tmp_path: Path
+) -> None:
+    request = _request(package, "forced", force_decision="better")
+    with pytest.raises(ValueError, match="give force_reason"):
+        _run(request, tmp_path)
+    assert not (tmp_path / "gcp_resources").exists()
+    forced = _run(replace(request, force_reason="a drill"), tmp_path)
+    assert forced.is_better and forced.override["reason"] == "a drill"
+
+
+def test_evaluate_local_replay_does_not_score_a_champion_on_its_own_training_window(
+    package: str, tmp_path: Path
+) -> None:
+    champion = _model("gs://b/models/replay/champion", 0.9)
+    ModelRegistry().upload_version(
+        "replay",
+        artifact_uri=champion,
+        container_spec=SERVING,
+        aliases=["champion"],
+        labels={"data_from": "2026-01-05", "data_gate_from": "2026-03-02"},
+    )
+    manifest = {"period": "week", "gate": {"periods": ["2026-02-16"], "files": [], "rows": 1}}
+    replayed = to_local_path("gs://b/datasets/replay/manifest.json")
+    replayed.parent.mkdir(parents=True, exist_ok=True)
+    replayed.write_text(json.dumps(manifest))
+    rule = {**RULE, "reference": "constant"}
+    request = _request(
+        package, "replay", dataset_uri="gs://b/datasets/replay", evaluation_declaration=rule
+    )
+    decision = _run(request, tmp_path)
+    # The champion (0.9) would win on its own training data; it is not even scored.
+    written = json.loads(to_local_path(metrics_uri(request.output_directory)).read_text())
+    assert written["champion"] is None and decision.champion_score == -1.0
+    assert decision.champion_comparison.startswith("not comparable: the gate period")
+    assert decision.is_better and "beat reference 'constant'" in decision.reason
+    # The week after the champion's window is judged against it as usual.
+    manifest["gate"]["periods"] = ["2026-03-02"]
+    replayed.write_text(json.dumps(manifest))
+    later = _run(replace(request, output_directory="gs://b/evaluations/later"), tmp_path)
+    assert later.champion_comparison == "compared" and later.champion_score == 0.9
+    assert later.is_better is False
 
 
 def test_evaluate_local_job_first_candidate_must_beat_the_declared_reference(

@@ -25,7 +25,8 @@ from vertex_retrain.steps.prepare import DataWindowError, SchemaMismatchError, p
 
 DECLARATION = dataset_declaration(DRINK_SHOPS)
 CONTRACT_KEYS = (
-    "format", "data_uri", "period", "train", "validation", "dimensions", "sha256", "content_hash",
+    "format", "data_uri", "period", "train", "selection", "gate", "dimensions", "sha256",
+    "content_hash",
 )  # fmt: skip
 """The manifest keys both writers (the library's step and the trainer's split) define."""
 
@@ -36,13 +37,16 @@ def dataset(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
-def _prepare(dataset: Path, out: Path, validation_weeks: int = 1, as_of: str = "") -> dict:
+def _prepare(
+    dataset: Path, out: Path, gate_weeks: int = 1, as_of: str = "", selection_weeks: int = 1
+) -> dict:
     return prepare(
         backend="local",
         data_uri=str(dataset),
         dataset_declaration=DECLARATION,
         output_dir=str(out),
-        validation_periods=validation_weeks,
+        selection_periods=selection_weeks,
+        gate_periods=gate_weeks,
         as_of=as_of,
     ).manifest
 
@@ -54,15 +58,16 @@ def _rewrite(path: Path, table: pa.Table) -> None:
 def test_prepare_local_writes_the_manifest_the_reference_trainer_reads(
     dataset: Path, tmp_path: Path
 ) -> None:
-    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2)
-    assert part_weeks(manifest, "train") == [0, 1, 2]
-    assert part_weeks(manifest, "validation") == [3, 4]
+    manifest = _prepare(dataset, tmp_path / "split", gate_weeks=2)
+    assert part_weeks(manifest, "train") == [0, 1]
+    assert part_weeks(manifest, "selection") == [2]
+    assert part_weeks(manifest, "gate") == [3, 4]
     assert manifest["train"]["periods"][0] == START_DATE.isoformat()
-    assert manifest["validation"]["files"] == [week_file(3), week_file(4)]
+    assert manifest["gate"]["files"] == [week_file(3), week_file(4)]
     assert load_manifest(str(tmp_path / "split")) == manifest
     # The trainer's own split of the same folder agrees on every key the contract defines;
     # each writer adds keys of its own (readers ignore keys they do not know).
-    trainers = plan_time_split(str(dataset), validation_weeks=2)
+    trainers = plan_time_split(str(dataset), selection_weeks=1, gate_weeks=2)
     assert {key: trainers[key] for key in CONTRACT_KEYS} == {
         key: manifest[key] for key in CONTRACT_KEYS
     }
@@ -81,10 +86,11 @@ def test_prepare_local_maps_gs_uris_under_the_local_root(
         output_dir=str(tmp_path / "out"),
     )
     assert prepared.manifest["data_uri"] == "gs://bucket/data"
-    assert prepared.summary()["validation_periods"] == [
-        (START_DATE + dt.timedelta(days=28)).isoformat()
+    assert prepared.summary()["gate_periods"] == [(START_DATE + dt.timedelta(days=28)).isoformat()]
+    assert prepared.summary()["selection_periods"] == [
+        (START_DATE + dt.timedelta(days=21)).isoformat()
     ]
-    assert prepared.train_rows + prepared.validation_rows == sum(
+    assert prepared.train_rows + prepared.selection_rows + prepared.gate_rows == sum(
         pq.ParquetFile(path).metadata.num_rows
         for path in (to_local_path("gs://bucket/data") / "transactions").glob("*.parquet")
     )
@@ -137,8 +143,12 @@ def test_prepare_refuses_nulls_in_a_key_column(dataset: Path, tmp_path: Path) ->
 
 def test_prepare_refuses_missing_parts_and_impossible_splits(dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "split"
-    with pytest.raises(ValueError, match="validation_periods must be between 1 and 4"):
-        _prepare(dataset, out, validation_weeks=5)
+    with pytest.raises(ValueError, match=r"must leave a training period of the 5 period\(s\)"):
+        _prepare(dataset, out, gate_weeks=4)
+    with pytest.raises(ValueError, match="gate_periods must be at least 1"):
+        _prepare(dataset, out, gate_weeks=0)
+    with pytest.raises(ValueError, match="selection_periods must be 0 or more"):
+        _prepare(dataset, out, selection_weeks=-1)
     with pytest.raises(FileNotFoundError, match="no dataset folder"):
         _prepare(tmp_path / "nowhere", out)
     (dataset / "drinks.parquet").unlink()
@@ -169,10 +179,12 @@ def test_prepare_point_in_time_no_row_at_or_after_as_of_reaches_the_split(
 ) -> None:
     # Wednesday of week 3: week 3 is in progress, week 4 is after the cut.
     as_of = START_DATE + dt.timedelta(days=7 * 3 + 2)
-    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=1, as_of=as_of.isoformat())
-    assert part_weeks(manifest, "train") == [0, 1] and part_weeks(manifest, "validation") == [2]
+    manifest = _prepare(dataset, tmp_path / "split", gate_weeks=1, as_of=as_of.isoformat())
+    assert part_weeks(manifest, "train") == [0]
+    assert part_weeks(manifest, "selection") == [1] and part_weeks(manifest, "gate") == [2]
     cut = dt.datetime.combine(as_of, dt.time())
-    used = manifest["train"]["files"] + manifest["validation"]["files"]
+    used = [*manifest["train"]["files"], *manifest["selection"]["files"]]
+    used += manifest["gate"]["files"]
     newest = max(
         pc.max(pq.read_table(dataset / rel, columns=["timestamp"])["timestamp"]).as_py()
         for rel in used
@@ -182,7 +194,11 @@ def test_prepare_point_in_time_no_row_at_or_after_as_of_reaches_the_split(
     assert window["as_of"] == as_of.isoformat()
     assert window["left_out"]["in_progress"] == [week_file(3)]
     assert window["left_out"]["after_as_of"] == [week_file(4)]
-    assert window["labels"] == {"data_as_of": as_of.isoformat(), "data_from": "2023-01-02"}
+    assert window["labels"] == {
+        "data_as_of": as_of.isoformat(),
+        "data_from": "2023-01-02",
+        "data_gate_from": (START_DATE + dt.timedelta(days=14)).isoformat(),
+    }
     assert set(manifest["sha256"]) == set(used) | {"drinks.parquet", "stores.parquet"}
 
 
@@ -190,8 +206,8 @@ def test_prepare_on_a_week_boundary_keeps_the_week_that_just_ended(
     dataset: Path, tmp_path: Path
 ) -> None:
     as_of = (START_DATE + dt.timedelta(days=7 * 4)).isoformat()
-    manifest = _prepare(dataset, tmp_path / "split", validation_weeks=2, as_of=as_of)
-    assert part_weeks(manifest, "validation") == [2, 3]
+    manifest = _prepare(dataset, tmp_path / "split", gate_weeks=2, as_of=as_of)
+    assert part_weeks(manifest, "gate") == [2, 3]
     assert manifest["window"]["left_out"]["after_as_of"] == [week_file(4)]
 
 
@@ -214,3 +230,31 @@ def test_prepare_refuses_a_bad_as_of_in_one_line(
         _prepare(dataset, tmp_path / "split", as_of=as_of)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "split").exists()
+
+
+@pytest.mark.parametrize("selection_weeks", [0, 1, 2])
+def test_prepare_training_dataset_withholds_the_gate_period(
+    dataset: Path, tmp_path: Path, selection_weeks: int
+) -> None:
+    prepared = prepare(
+        backend="local",
+        data_uri=str(dataset),
+        dataset_declaration=DECLARATION,
+        output_dir=str(tmp_path / "all"),
+        training_output_dir=str(tmp_path / "training"),
+        selection_periods=selection_weeks,
+        gate_periods=1,
+    )
+    full = prepared.manifest
+    training = json.loads((tmp_path / "training" / "manifest.json").read_text())
+    assert part_weeks(full, "gate") == [4]
+    assert part_weeks(full, "selection") == list(range(4 - selection_weeks, 4))
+    assert "gate" not in training and training["withheld"] == {"gate": full["gate"]["periods"]}
+    assert training["train"] == full["train"] and training["selection"] == full["selection"]
+    # Nothing of the gate period is named anywhere in what a training job reads.
+    assert week_file(4) not in json.dumps(training)
+    assert set(training["sha256"]) == set(full["sha256"]) - {week_file(4)}
+    assert training["content_hash"] != full["content_hash"]
+    summary = prepared.training_summary()
+    assert summary["gate_withheld"] == full["gate"]["periods"] and summary["gate_rows"] == 0
+    assert summary["content_hash"] == training["content_hash"]

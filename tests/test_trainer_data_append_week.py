@@ -28,8 +28,8 @@ def test_append_week_writes_the_next_week_from_the_same_world(tmp_path: Path) ->
     assert [w["week"] for w in info["weeks"]] == [0, 1, 2, 3]
     assert info["config"]["weeks"] == 3  # the world's, unchanged
     assert info["rows"] == sum(w["rows"] for w in info["weeks"])
-    # The trainer's own split sees the new week as the validation week.
-    assert part_weeks(plan_time_split(str(folder)), "validation") == [3]
+    # The trainer's own split sees the new week as the gate week.
+    assert part_weeks(plan_time_split(str(folder)), "gate") == [3]
     assert append_week(folder)["week"] == 4
 
 

@@ -28,7 +28,7 @@ from trainer.world import WorldConfig
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("encoded")
     generate(WorldConfig(members=250, stores=12, weeks=6, seed=8), root / "data")
-    loaded: dict[str, object] = make_time_split(str(root / "data"), str(root / "split"), 2)
+    loaded: dict[str, object] = make_time_split(str(root / "data"), str(root / "split"), 1, 1)
     return loaded
 
 
@@ -38,9 +38,9 @@ def test_encoded_rows_equal_the_parquet_encoding(manifest: dict, tmp_path: Path)
     train_columns = read_columns(manifest, "train")
     vocab = np.unique(train_columns["member_id"])
     train = encode_rows(train_columns, vocab, catalogue)
-    validation = encode_rows(read_columns(manifest, "validation"), vocab, catalogue)
+    selection = encode_rows(read_columns(manifest, "selection"), vocab, catalogue)
     assert np.array_equal(data.member_vocab, vocab)
-    for part, reference in ((data.train, train), (data.validation, validation)):
+    for part, reference in ((data.train, train), (data.selection, selection)):
         rows = part.rows()
         for key in encoded.ROW_KEYS:
             assert np.array_equal(getattr(rows, key), getattr(reference, key)), key
@@ -80,7 +80,7 @@ def test_encoded_cache_is_reused_and_rebuilt_when_incomplete(
 
 
 def test_encoded_cache_key_changes_with_the_split(manifest: dict) -> None:
-    other = {**manifest, "validation": {**manifest["validation"], "files": []}}
+    other = {**manifest, "selection": {**manifest["selection"], "files": []}}
     assert encoded.cache_key(other) != encoded.cache_key(manifest)
     assert encoded.default_cache_root(manifest) == Path(manifest["data_uri"]) / "_encoded"
 
@@ -117,6 +117,6 @@ def test_encoded_meta_records_rows_and_types(manifest: dict, tmp_path: Path) -> 
     data = encoded.load_or_build(manifest, read_catalogue(manifest), tmp_path)
     meta = json.loads((data.folder / "meta.json").read_text())
     assert meta["format"] == encoded.FORMAT
-    assert meta["rows"] == {"train": len(data.train), "validation": len(data.validation)}
+    assert meta["rows"] == {"train": len(data.train), "selection": len(data.selection)}
     assert meta["rows"]["train"] == manifest["train"]["rows"]
     assert meta["columns"]["week"] == "int16"

@@ -66,7 +66,7 @@ def test_model_mixes_history_into_bought_drinks_only() -> None:
         drink_ids=np.arange(4), drink_names=list("abcd"), drink_category=np.zeros(4, np.int64),
         drink_cold=np.zeros(4, np.int64), drink_region=np.full(4, -1),
         drink_launch_day=np.zeros(4, np.int64), store_ids=np.arange(2),
-        store_region=np.zeros(2, np.int64),
+        store_region=np.zeros(2, np.int64), drink_season=np.full(4, -1),
     )  # fmt: skip
     torch.manual_seed(0)
     model = DrinkRecommender(ModelConfig(2, 2, 4, 1, 8, 8, 4)).eval()
@@ -123,17 +123,17 @@ def test_segment_masks_find_habitual_and_new_members_and_new_drinks() -> None:
         drink_ids=np.arange(5), drink_names=list("abcde"), drink_category=np.zeros(5, np.int64),
         drink_cold=np.zeros(5, np.int64), drink_region=np.full(5, -1),
         drink_launch_day=np.array([0, 0, 0, 0, 90]), store_ids=np.arange(1),
-        store_region=np.zeros(1, np.int64),
+        store_region=np.zeros(1, np.int64), drink_season=np.full(5, -1),
     )  # fmt: skip
     cat = CatalogueTensors.build(catalogue, None, torch.device("cpu"))
     counts = torch.tensor([[0, 0, 0, 0, 0], [8, 1, 0, 0, 1], [2, 2, 2, 2, 2]])
     batch = {"member": torch.tensor([1, 2, 0, 1]), "day": torch.tensor([100, 100, 100, 200]),
              "drink": torch.tensor([0, 4, 1, 4])}  # fmt: skip
     masks = segment_masks(cat, batch, counts)
-    assert SEGMENTS == ("habitual", "new_members", "new_drinks")
+    assert SEGMENTS == ("habitual", "new_drinks", "other", "old_drinks", "new_members")
     assert masks.tolist() == [
-        [True, False, False],  # top three = 10 of 10 purchases
-        [False, False, True],  # top three = 6 of 10; drink 4 launched 10 days earlier
-        [False, True, False],  # unknown member
-        [True, False, False],  # drink 4 launched 110 days earlier: no longer new
+        [True, False, False, True, False],  # top three = 10 of 10 purchases
+        [False, True, False, False, False],  # top three = 6 of 10; drink 4 launched 10 days ago
+        [False, False, True, True, True],  # unknown member
+        [True, False, False, True, False],  # drink 4 launched 110 days earlier: no longer new
     ]

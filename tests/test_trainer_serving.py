@@ -179,7 +179,7 @@ def test_predictor_scores_known_members_with_their_purchase_history(
 
 
 def test_load_artifact_reads_models_without_a_history_head(tmp_path: Path) -> None:
-    generate(WorldConfig(members=30, stores=5, weeks=2, seed=4), tmp_path / "data")
+    generate(WorldConfig(members=30, stores=5, weeks=3, seed=4), tmp_path / "data")
     catalogue = read_catalogue(plan_time_split(str(tmp_path / "data")))
     config = ModelConfig(20, 5, int(catalogue.drink_ids.size), catalogue.n_categories, 8, 16, 0)
     popularity = np.ones((5, catalogue.drink_ids.size))

@@ -156,9 +156,9 @@ def test_task_writes_artifact_progress_tensorboard_and_hypertune(reference: Path
         assert int.from_bytes(data[8:12], "little") == masked_crc32c(data[:8])
         record = data[12 : 12 + length]
         assert int.from_bytes(data[12 + length : 16 + length], "little") == masked_crc32c(record)
-        tags += [t for t in (b"train/loss", b"validation/ndcg_at_10") if t in record]
+        tags += [t for t in (b"train/loss", b"selection/ndcg_at_10") if t in record]
         data = data[16 + length :]
-    assert tags.count(b"train/loss") == training["steps"] and b"validation/ndcg_at_10" in tags
+    assert tags.count(b"train/loss") == training["steps"] and b"selection/ndcg_at_10" in tags
 
 
 def test_task_outputs_follow_aip_env_through_gcs_fuse_root(dataset: Path, tmp_path: Path) -> None:
@@ -337,9 +337,9 @@ def test_task_rejects_bad_flags_and_missing_data(tmp_path: Path) -> None:
 
 def test_encode_rows_time_features_match_parquet_columns(dataset: Path) -> None:
     manifest = json.loads(dataset.read_text())
-    columns = read_columns(manifest, "validation")
+    columns = read_columns(manifest, "selection")
     rows = encode_rows(columns, columns["member_id"][:0], read_catalogue(manifest))
-    table = pq.read_table(Path(manifest["data_uri"]) / manifest["validation"]["files"][0])
+    table = pq.read_table(Path(manifest["data_uri"]) / manifest["selection"]["files"][0])
     for name in ("hour", "weekday", "season"):
         assert (getattr(rows, name) == table.column(name).to_numpy()).all(), name
     assert (rows.member == 0).all()  # an empty vocabulary makes every member unknown

@@ -20,7 +20,15 @@ ROLES = ("candidate", "champion")
 """The models whose metrics a week records (the evaluation's ``<role>_<metric>`` keys); the
 references' metrics arrive as ``reference_<name>_<metric>``."""
 
-_WINDOW_KEYS = ("source", "first_row", "last_row", "train_rows", "validation_rows")
+_WINDOW_KEYS = (
+    "source",
+    "first_row",
+    "last_row",
+    "train_rows",
+    "selection_rows",
+    "gate_rows",
+    "gate_periods",
+)
 """What the record keeps of the summary's ``data_window`` besides ``as_of``."""
 
 
@@ -36,13 +44,17 @@ class RunRecord:
         recorded_at: When the record was written (UTC, RFC 3339).
         as_of: The end of the run's data window (``YYYY-MM-DD``), "" when unknown.
         window: How the window was set (``source``: parameter, schedule...), its first and
-            last row's time, and the training and validation rows.
+            last row's time, the training, selection and gate rows, and the gate periods.
         data: The data gate: ``passed``, ``verdict`` and the period's ``statistics``.
         candidate: The candidate's metrics.
         champion: The champion's metrics (empty without a champion).
         references: Each reference's metrics on the same rows, by name.
-        decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``, and of
-            the rule: ``primary_metric``, ``reference`` and the declared ``metrics``.
+        decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``, of the
+            rule: ``primary_metric``, ``reference`` (the one the candidate had to beat) and the
+            declared ``metrics``; and what it rested on: ``champion_comparison``
+            (``compared``, ``no champion``, ``not comparable: ...``), ``intervals`` (candidate
+            minus ``champion`` / ``reference:<name>``: point, low, high, level) and
+            ``override`` (a forced decision and its reason).
         cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``,
             the job's ``scheduling_strategy`` and whether the run ``trained`` at all.
         goodput: Useful training steps / executed steps.
@@ -92,6 +104,8 @@ class RunRecord:
             "data_gate": _gate_word(self.data),
             "decision": _decision_word(self.decision),
             "decision_reason": str(self.decision.get("reason", "")),
+            "champion_comparison": str(self.decision.get("champion_comparison", "")),
+            "override_reason": str((self.decision.get("override") or {}).get("reason", "")),
             "spot_fallback": "yes" if self.spot_fallback else "no",
         }
         return {key: value for key, value in params.items() if value != ""}
@@ -172,7 +186,7 @@ def metrics_by_role(
 
 def _decision(decision: Mapping[str, Any]) -> dict[str, Any]:
     """What the record keeps of the decision; the rule becomes its primary metric, its
-    reference and its declared metrics."""
+    reference and its declared metrics; the evidence its comparison, intervals and override."""
     kept = {
         key: decision[key]
         for key in ("is_better", "reason", "candidate_score", "champion_score")
@@ -181,8 +195,16 @@ def _decision(decision: Mapping[str, Any]) -> dict[str, Any]:
     rule = decision.get("rule")
     if isinstance(rule, Mapping):
         kept["primary_metric"] = str(rule.get("primary", ""))
-        kept["reference"] = str(rule.get("reference") or "")
+        declared = rule.get("reference") or ""
+        kept["reference"] = declared if isinstance(declared, str) else str(declared[0])
         kept["metrics"] = [str(name) for name in rule.get("metrics") or {}]
+    evidence = decision.get("evidence")
+    if isinstance(evidence, Mapping):
+        if evidence.get("reference"):
+            kept["reference"] = str(evidence["reference"])
+        kept["champion_comparison"] = str(evidence.get("champion_comparison", ""))
+        kept["intervals"] = dict(evidence.get("intervals") or {})
+        kept["override"] = dict(evidence.get("override") or {})
     return kept
 
 

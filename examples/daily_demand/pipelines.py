@@ -80,8 +80,10 @@ COMMON = dict(
     # Each store sells every item every day: a store's family mix is worth comparing from 20
     # rows a day (the default wants 100, a weekly volume).
     data_gate_thresholds={"min_group_rows_for_mix": 20},
-    # The last week validates (every weekday once); the days before it train.
-    validation_periods=7,
+    # The last week is the gate (every weekday once), the week before it is for tuning; the
+    # days before them train.
+    selection_periods=7,
+    gate_periods=7,
     training_args=["--seed=0", "--min_samples_leaf=20"],
     hyperparameters={"learning_rate": 0.1, "max_iter": 200, "max_leaf_nodes": 31},
 )

@@ -33,8 +33,8 @@ from typing import Any, TextIO
 HERE = Path(__file__).resolve().parent
 
 SAMPLE_SCALE: dict[str, int] = {"members": 10000, "stores": 50, "weeks": 26, "seed": 7}
-"""Small enough for a few minutes on two cores, large enough for the model to beat the
-popularity reference (the seeds' full scale is 500,000 members, 2,000 shops, 156 weeks)."""
+"""Small enough for a few minutes on two cores (the seeds' full scale is 500,000 members,
+2,000 shops, 156 weeks); the world drifts as its defaults say."""
 
 # Two weeks must fit in about two minutes: one epoch of large batches is enough for the
 # candidate to beat popularity by far on the sample data (ndcg@10 about 0.62 against 0.25).
@@ -218,8 +218,8 @@ def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
         if window:
             print(
                 f"  data: {window.get('first_row')} .. {window.get('last_row')}; train weeks "
-                f"{window.get('train_periods')}, validation {window.get('validation_periods')} "
-                f"({window.get('validation_rows')} rows); content "
+                f"{window.get('train_periods')}, selection {window.get('selection_periods')}, "
+                f"gate {window.get('gate_periods')} ({window.get('gate_rows')} rows); content "
                 f"{str(window.get('content_hash', ''))[:12]}",
                 file=out,
             )

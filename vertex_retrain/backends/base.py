@@ -175,10 +175,12 @@ class RegisteredVersion:
 
 @dataclass(frozen=True)
 class AliasHolder:
-    """The version holding an alias, and where its model artifacts are."""
+    """The version holding an alias, where its model artifacts are, and its labels (its data
+    window among them: ``data_from``, ``data_gate_from``, ``data_as_of``)."""
 
     version_id: str
     artifact_uri: str
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

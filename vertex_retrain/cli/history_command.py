@@ -24,9 +24,10 @@ COLUMNS = (
     Column("as_of", "AS OF"),
     Column("outcome", "OUTCOME"),
     Column("rows", "ROWS"),
-    Column("candidate", "CANDIDATE"),
-    Column("champion", "CHAMPION"),
-    Column("reference", "REFERENCE"),
+    Column("candidate", "CAND"),
+    Column("champion", "CHAMP"),
+    Column("reference", "REF"),
+    Column("interval", "CI-LOW"),
     Column("goodput", "GOODPUT"),
     Column("cost", "COST"),
 )
@@ -49,12 +50,17 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     """One table row: the week, its outcome and data, the metric per role, goodput, cost.
 
     The metric is ``metric``, else the one the run's decision was made on; the reference
-    column is the declared reference's value of it.
+    column is the value of it of the reference the candidate had to beat (the strongest
+    declared). ``CI-LOW`` is the lower end of the primary metric's bootstrap interval (95% or
+    as declared) of candidate minus champion (``c``), or minus that reference (``r``) when no
+    champion was compared: ``+0.004c``; ``--json`` has the whole interval.
 
-    The outcome is the decision (``champion``, ``challenger``), ``gate`` when the data gate
-    stopped the run, else the run's state. The cost is the plan of the job's scheduling
-    strategy (Spot's for ``SPOT``, on-demand's otherwise), after a fallback the Spot attempts
-    and on-demand training together, marked ``*``, and none for a run that trained nothing.
+    The outcome is the decision (``champion``, ``challenger``), marked ``!`` when a person
+    forced it (``--json`` has the reason) and ``~`` when the champion could not be judged on
+    the gate period (a replay), ``gate`` when the data gate stopped the run, else the run's
+    state. The cost is the plan of the job's scheduling strategy (Spot's for ``SPOT``,
+    on-demand's otherwise), after a fallback the Spot attempts and on-demand training
+    together, marked ``*``, and none for a run that trained nothing.
     """
     statistics = record.data.get("statistics") or {}
     fallback = record.spot_fallback
@@ -76,6 +82,7 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
         "candidate": record.candidate.get(name),
         "champion": record.champion.get(name),
         "reference": record.references.get(reference, {}).get(name),
+        "interval": _interval(record),
         "goodput": record.goodput,
         "cost": cost,
     }
@@ -88,9 +95,23 @@ def _pays_on_demand(cost: dict[str, Any]) -> bool:
     return strategy != "SPOT"
 
 
+def _interval(record: RunRecord) -> str | None:
+    intervals = record.decision.get("intervals") or {}
+    for key, mark in (("champion", "c"), (f"reference:{record.decision.get('reference')}", "r")):
+        found = intervals.get(key)
+        if found:
+            return f"{float(found['low']):+.3f}{mark}"
+    return None
+
+
 def _outcome(record: RunRecord) -> str:
     if "is_better" in record.decision:
-        return "champion" if record.decision["is_better"] else "challenger"
+        word = "champion" if record.decision["is_better"] else "challenger"
+        if record.decision.get("override"):
+            word += "!"
+        if str(record.decision.get("champion_comparison", "")).startswith("not comparable"):
+            word += "~"
+        return word
     if record.data.get("passed") is False:
         return "gate"
     return record.state or "-"
@@ -172,7 +193,10 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if name:
             shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
             what = ", ".join(shown_metrics) or "no metric"
-            heading = f"{name}: {what} of each model, * = Spot fell back to on-demand"
+            heading = (
+                f"{name}: {what} of each model; ! = decision forced, ~ = champion not "
+                "comparable (a replay), * = Spot fell back to on-demand"
+            )
             out.write(printable(heading) + "\n")
         render_table(
             out,

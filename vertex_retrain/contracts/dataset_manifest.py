@@ -4,18 +4,26 @@ The manifest is the whole interface between the split and the model code, so a t
 no library import to read it. ``<prepared dataset folder>/manifest.json`` holds::
 
     {
-      "format": "vertex-retrain-dataset-manifest/v1",
+      "format": "vertex-retrain-dataset-manifest/v2",
       "data_uri": "gs://bucket/sales",                # the dataset folder, as given
       "declaration": {...},                           # the dataset declaration it was read by
       "period": "day",                                # day | week
-      "train":      {"periods": ["2026-01-05", ...], "files": ["sales/2026-01-05.parquet", ...],
-                     "rows": 123456},
-      "validation": {"periods": ["2026-03-02"], "files": [...], "rows": 2345},
+      "train":     {"periods": ["2026-01-05", ...], "files": ["sales/2026-01-05.parquet", ...],
+                    "rows": 123456},
+      "selection": {"periods": ["2026-02-23"], "files": [...], "rows": 2345},
+      "gate":      {"periods": ["2026-03-02"], "files": [...], "rows": 2345},
       "dimensions": {"items": "items.parquet"},       # relative to data_uri
       "sha256": {"sales/2026-01-05.parquet": "<hex>", ...},   # every file above
       "content_hash": "<hex>",                        # see content_hash()
       "window": {"as_of": "2026-03-09", ...}          # the run's data window
     }
+
+Three parts, in time order: ``train`` (what the model learns from), ``selection`` (the periods
+after it, for what training chooses: early stopping, the tuning objective) and ``gate`` (the
+newest periods, on which the candidate is judged against the champion and the references,
+untouched by anything training chooses). ``selection`` may be empty. The training and tuning
+jobs get a copy that withholds the gate part (:func:`training_manifest`): no ``gate`` key, its
+files out of ``sha256`` and ``content_hash``, and ``"withheld": {"gate": [periods]}``.
 
 A period is named by its first day (ISO date). File paths are relative to ``data_uri``, which
 keeps the URI as given (``gs://`` stays ``gs://``), so a job resolves the same files wherever
@@ -35,14 +43,19 @@ from vertex_retrain.contracts.dataset import DatasetDeclaration
 __all__ = [
     "MANIFEST_FORMAT",
     "MANIFEST_NAME",
+    "PARTS",
     "PeriodFile",
-    "check_validation_periods",
+    "check_split",
     "content_hash",
     "plan_time_split",
+    "training_manifest",
 ]
 
-MANIFEST_FORMAT = "vertex-retrain-dataset-manifest/v1"
-"""The ``format`` value of a manifest of this shape."""
+MANIFEST_FORMAT = "vertex-retrain-dataset-manifest/v2"
+"""The ``format`` value of a manifest of this shape (v1 had ``train`` and ``validation``)."""
+
+PARTS = ("train", "selection", "gate")
+"""The manifest's parts, oldest periods first."""
 
 MANIFEST_NAME = "manifest.json"
 """The manifest's file name inside the prepared dataset folder."""
@@ -75,17 +88,26 @@ def content_hash(sha256_by_path: Mapping[str, str]) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def check_validation_periods(validation_periods: int, n_periods: int) -> None:
-    """Raises ValueError unless ``validation_periods`` leaves a training and a validation period.
+def check_split(selection_periods: int, gate_periods: int, n_periods: int) -> None:
+    """Raises ValueError unless the counts leave a training period and a gate period.
 
     Args:
-        validation_periods: Final periods asked to be held out.
+        selection_periods: Periods for selection, before the gate (0 or more).
+        gate_periods: The newest periods, held out for the gate (1 or more).
         n_periods: Periods in the window.
     """
-    if not 1 <= validation_periods < n_periods:
+    if gate_periods < 1:
         raise ValueError(
-            f"validation_periods must be between 1 and {n_periods - 1} for the {n_periods} "
-            f"period(s) in the window, got {validation_periods}"
+            f"gate_periods must be at least 1 (the newest periods judge the candidate), got "
+            f"{gate_periods}"
+        )
+    if selection_periods < 0:
+        raise ValueError(f"selection_periods must be 0 or more, got {selection_periods}")
+    if selection_periods + gate_periods >= n_periods:
+        raise ValueError(
+            f"selection_periods ({selection_periods}) + gate_periods ({gate_periods}) must "
+            f"leave a training period of the {n_periods} period(s) in the window: at most "
+            f"{max(n_periods - 1, 0)} together"
             + ("; the window needs at least 2 periods" if n_periods < 2 else "")
         )
 
@@ -95,10 +117,12 @@ def plan_time_split(
     declaration: DatasetDeclaration,
     files: Sequence[PeriodFile],
     dimension_sha256: Mapping[str, str],
-    validation_periods: int = 1,
+    selection_periods: int = 1,
+    gate_periods: int = 1,
     window: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Builds the manifest: the last ``validation_periods`` periods validate, the rest train.
+    """Builds the manifest: the last ``gate_periods`` periods are the gate, the
+    ``selection_periods`` before them selection, the rest train.
 
     A random split of a time series would leak the future into training, so whole periods
     are held out.
@@ -108,18 +132,20 @@ def plan_time_split(
         declaration: The dataset declaration the files were read by.
         files: Every fact-table file in the window with its period, rows and digest.
         dimension_sha256: Digest of each dimension's file, by path.
-        validation_periods: Final periods held out.
+        selection_periods: Periods before the gate for selection (0 or more).
+        gate_periods: The newest periods, for the gate.
         window: The run's data window, recorded under ``"window"``.
 
     Returns:
         The manifest (see the module docstring).
 
     Raises:
-        ValueError: ``validation_periods`` leaves no training or no validation period.
+        ValueError: The counts leave no training or no gate period.
     """
     periods = sorted({f.period for f in files})
-    check_validation_periods(validation_periods, len(periods))
-    cut = periods[len(periods) - validation_periods]
+    check_split(selection_periods, gate_periods, len(periods))
+    gate_cut = periods[len(periods) - gate_periods]
+    cut = periods[len(periods) - gate_periods - selection_periods]
     ordered = sorted(files, key=lambda f: (f.period, f.path))
 
     def part(chosen: list[PeriodFile]) -> dict[str, Any]:
@@ -136,7 +162,8 @@ def plan_time_split(
         "declaration": declaration.to_dict(),
         "period": declaration.table.period,
         "train": part([f for f in ordered if f.period < cut]),
-        "validation": part([f for f in ordered if f.period >= cut]),
+        "selection": part([f for f in ordered if cut <= f.period < gate_cut]),
+        "gate": part([f for f in ordered if f.period >= gate_cut]),
         "dimensions": {name: d.file for name, d in declaration.dimensions.items()},
         "sha256": sha256,
         "content_hash": content_hash(sha256),
@@ -144,3 +171,21 @@ def plan_time_split(
     if window is not None:
         manifest["window"] = dict(window)
     return manifest
+
+
+def training_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest a training or tuning job gets: the same, with the gate part withheld.
+
+    The ``gate`` key goes, its files leave ``sha256`` and ``content_hash`` covers what is
+    left; ``withheld`` names the gate's periods, so a reader knows what it cannot see.
+    """
+    gate = manifest["gate"]
+    held = set(gate["files"])
+    sha256 = {path: digest for path, digest in manifest["sha256"].items() if path not in held}
+    out = {key: value for key, value in manifest.items() if key != "gate"}
+    out.update(
+        sha256=sha256,
+        content_hash=content_hash(sha256),
+        withheld={"gate": list(gate["periods"])},
+    )
+    return out

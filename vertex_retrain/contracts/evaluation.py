@@ -14,13 +14,18 @@ and reads back the file it wrote at ``--metrics-output``::
       "format": "vertex-retrain-evaluation-metrics/v1",
       "candidate": {"rmse": 11.2, "mae": 7.9, ...},
       "champion": {"rmse": 11.6, ...} | null,          # null exactly when no champion flag
-      "references": {"seasonal_naive": {"rmse": 13.0, ...}}   # optional, on the same rows
+      "references": {"seasonal_naive": {"rmse": 13.0, ...}},  # optional, on the same rows
+      "scores": {"file": "scores.parquet", "metric": "mae"}     # optional, see below
     }
 
 A reference is a simple predictor scored on the same rows (last year's value, popularity...);
 the evaluation declaration may require the candidate to beat one
 (:mod:`.evaluation_declaration`). ``"baseline": {...}`` is read as the reference named
 ``baseline``.
+
+``scores`` names a per-entity scores file written beside the metrics file (a plain file
+name, no folder) and the metric it holds (:mod:`.evaluation_scores`): the library resamples its
+entities for the paired bootstrap interval of the primary metric.
 
 Metric names are non-empty strings and values finite numbers (booleans are refused); a
 metric that has no finite value is left out. Other top-level keys are ignored. The entry
@@ -45,6 +50,7 @@ __all__ = [
     "METRICS_OUTPUT_FLAG",
     "EvaluationContractError",
     "EvaluationMetrics",
+    "ScoresFile",
     "evaluation_args",
     "parse_metrics",
 ]
@@ -63,6 +69,19 @@ class EvaluationContractError(ValueError):
 
 
 @dataclass(frozen=True)
+class ScoresFile:
+    """The per-entity scores file a metrics file names.
+
+    Attributes:
+        file: Its name, in the metrics file's folder.
+        metric: The metric it holds per entity.
+    """
+
+    file: str
+    metric: str
+
+
+@dataclass(frozen=True)
 class EvaluationMetrics:
     """A validated metrics file.
 
@@ -70,11 +89,13 @@ class EvaluationMetrics:
         candidate: The candidate's metrics.
         champion: The champion's metrics, or None when no champion was scored.
         references: Each reference's metrics on the same rows, by name (empty when none).
+        scores: The per-entity scores file, or None when the entry point wrote none.
     """
 
     candidate: dict[str, float]
     champion: dict[str, float] | None
     references: dict[str, dict[str, float]] = field(default_factory=dict)
+    scores: ScoresFile | None = None
 
 
 def evaluation_args(
@@ -143,11 +164,29 @@ def parse_metrics(payload: Any, *, expect_champion: bool, source: str) -> Evalua
         else None
     )
     return EvaluationMetrics(
-        candidate=candidate, champion=champion, references=_references(payload, source)
+        candidate=candidate,
+        champion=champion,
+        references=_references(payload, source),
+        scores=_scores(payload.get("scores"), source),
     )
 
 
-_SHAPE = '"format", "candidate", "champion" and optionally "references"'
+_SHAPE = '"format", "candidate", "champion" and optionally "references" and "scores"'
+
+
+def _scores(value: Any, source: str) -> ScoresFile | None:
+    if value is None:
+        return None
+    shape = 'an object {"file": "scores.parquet", "metric": "<metric>"}'
+    if not isinstance(value, Mapping):
+        _fail(source, "scores", value, shape)
+    name, metric = value.get("file"), value.get("metric")
+    # A plain name: the file sits beside the metrics file, never elsewhere.
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        _fail(source, "scores.file", name, "a file name beside the metrics file (no folder)")
+    if not isinstance(metric, str) or not metric:
+        _fail(source, "scores.metric", metric, "the name of the metric the file holds")
+    return ScoresFile(file=name, metric=metric)
 
 
 def _references(payload: Mapping[str, Any], source: str) -> dict[str, dict[str, float]]:

@@ -8,7 +8,7 @@ The file is a list with one mapping per schedule, whose keys are the fields of
       pipeline: pipelines.py:weekly               # its source, for the checks before a change
       cron: "0 2 * * *"
       time_zone: Europe/Amsterdam
-      parameter_values: {validation_periods: 7}   # optional: {} takes the template's defaults
+      parameter_values: {gate_periods: 7}   # optional: {} takes the template's defaults
       max_concurrent_run_count: 1                 # optional (1)
       paused: false                               # optional (false)
 

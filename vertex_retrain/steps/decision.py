@@ -1,6 +1,14 @@
 """The champion/challenger rule: the declared primary metric, a minimum gain, guardrails,
-floors and an optional reference, each in its metric's direction
-(:mod:`vertex_retrain.contracts.evaluation_declaration`)."""
+floors and references, each in its metric's direction
+(:mod:`vertex_retrain.contracts.evaluation_declaration`).
+
+The gate is on by default: a candidate that reaches no floor and beats no reference has
+nothing to show, so with no champion to compare with (none yet, or one that cannot be judged
+on this gate period) a declaration without a reference or a floor deploys nothing. Forcing
+the outcome needs a reason, which the decision keeps. With paired bootstrap intervals
+(:mod:`vertex_retrain.steps.paired_bootstrap`) the reason states them, and with
+``confidence.require`` the rule decides on their bounds.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_retrain.contracts.evaluation_declaration import EvaluationDeclaration
+from vertex_retrain.steps.paired_bootstrap import Interval
 
 NO_CHAMPION_SCORE = -1.0
 """Reported as the champion's score when there is no champion yet."""
 
 FORCE_VALUES = ("", "better", "worse")
 """What ``force_decision`` accepts."""
+
+CHAMPION = "champion"
+"""The interval key of candidate minus champion; a reference's is ``reference:<name>``."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,13 @@ class Decision:
         candidate_metrics: Every metric of the candidate.
         champion_metrics: Every metric of the champion (empty without one).
         reference_metrics: Each reference's metrics on the same rows, by name.
+        reference: The declared reference the candidate had to beat (the strongest of the
+            declared ones), or "".
+        champion_comparison: How the champion was judged: ``compared``, ``no champion`` or
+            ``not comparable: <why>`` (the decision then rested on floors and references).
+        intervals: Paired bootstrap intervals of the primary metric, candidate minus
+            ``champion`` and minus ``reference:<name>``.
+        override: ``{"decision", "reason", "rule_said"}`` when the outcome was forced.
     """
 
     is_better: bool
@@ -41,12 +60,17 @@ class Decision:
     candidate_metrics: Mapping[str, float] = field(default_factory=dict)
     champion_metrics: Mapping[str, float] = field(default_factory=dict)
     reference_metrics: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    reference: str = ""
+    champion_comparison: str = "no champion"
+    intervals: Mapping[str, Interval] = field(default_factory=dict)
+    override: Mapping[str, str] = field(default_factory=dict)
 
     def reported_metrics(self) -> dict[str, float]:
         """Flattens the metrics for a KFP ``Metrics`` artifact.
 
-        Keys: ``candidate_<metric>``, ``champion_<metric>``, ``reference_<name>_<metric>``
-        and ``is_better``.
+        Keys: ``candidate_<metric>``, ``champion_<metric>``, ``reference_<name>_<metric>``,
+        ``interval_<other>_{point,low,high}`` (``other`` being ``champion`` or
+        ``reference_<name>``) and ``is_better``.
         """
         groups: list[tuple[str, Mapping[str, float]]] = [
             ("candidate", self.candidate_metrics),
@@ -59,8 +83,54 @@ class Decision:
             reported.update(
                 {f"{prefix}_{k}": float(v) for k, v in metrics.items() if math.isfinite(v)}
             )
+        for other, interval in sorted(self.intervals.items()):
+            key = other.replace(":", "_")
+            reported.update(
+                {
+                    f"interval_{key}_{end}": getattr(interval, end)
+                    for end in ("point", "low", "high")
+                }
+            )
         reported["is_better"] = 1.0 if self.is_better else 0.0
         return reported
+
+    def evidence(self) -> dict[str, Any]:
+        """What the decision rested on besides the metrics, for the summary and the history."""
+        return {
+            "reference": self.reference,
+            "champion_comparison": self.champion_comparison,
+            "intervals": {other: i.to_dict() for other, i in sorted(self.intervals.items())},
+            "override": dict(self.override),
+        }
+
+
+def strongest_reference(
+    declaration: EvaluationDeclaration, references: Mapping[str, Mapping[str, float]]
+) -> str:
+    """The declared reference the candidate must beat: the best of the declared ones on the
+    primary metric (in its direction), or "" when none is declared.
+
+    Raises:
+        ValueError: A declared reference is missing from the metrics file, or lacks the
+            primary metric.
+    """
+    if not declaration.references:
+        return ""
+    missing = [name for name in declaration.references if name not in references]
+    if missing:
+        raise ValueError(
+            f"the evaluation declaration's reference {missing[0]!r} is not in the metrics file; "
+            f"it reports {sorted(references) or 'no reference'}. Make the evaluation entry "
+            "point write it under \"references\", or drop it from the declaration's 'reference'"
+        )
+    primary = declaration.primary
+    values = {
+        name: _metric(references[name], primary, f"reference {name!r}")
+        for name in declaration.references
+    }
+    sign = 1.0 if declaration.directions[primary] == "higher" else -1.0
+    # Ties go to the first declared: the order of the declaration is a team's preference.
+    return max(declaration.references, key=lambda name: sign * values[name])
 
 
 def decide(
@@ -70,32 +140,53 @@ def decide(
     *,
     references: Mapping[str, Mapping[str, float]] | None = None,
     force: str = "",
+    force_reason: str = "",
+    champion_comparison: str = "",
+    intervals: Mapping[str, Interval] | None = None,
 ) -> Decision:
     """Applies the declared rule.
 
-    The candidate becomes the champion when it reaches every floor, beats the declared
-    reference on the primary metric, and (when there is a champion) improves the primary
-    metric by more than ``min_improvement`` with no guardrail metric worse by more than
-    allowed. A tie is not an improvement: moving the alias for nothing churns deployments.
+    The candidate becomes the champion when it reaches every floor, beats the strongest
+    declared reference on the primary metric, and (when there is a champion to compare with)
+    improves the primary metric by more than ``min_improvement`` with no guardrail metric
+    worse by more than allowed. Without a champion to compare with, it needs a reference or
+    a floor to pass: with neither declared, nothing shows it is any good. A tie is not an
+    improvement: moving the alias for nothing churns deployments. With
+    ``confidence.require`` the gains over the champion and the reference are taken at the
+    bound of their intervals.
 
     Args:
         candidate: The candidate's metrics.
-        champion: The champion's metrics, or None when there is no champion.
+        champion: The champion's metrics, or None when there is none to compare with.
         declaration: The evaluation declaration.
         references: Each reference's metrics on the same rows, by name.
         force: ``"better"`` or ``"worse"`` overrides the outcome (the reason says so).
+        force_reason: Why; required with ``force``, kept in the decision.
+        champion_comparison: How the champion was judged, when there is more to say than
+            ``compared`` or ``no champion``: ``not comparable: <why>`` for a champion that
+            cannot be judged on this gate period (``champion`` is then None), or a note on
+            one that was compared.
+        intervals: Bootstrap intervals of candidate minus ``champion`` and minus
+            ``reference:<name>`` on the primary metric.
 
     Returns:
         The decision.
 
     Raises:
         ValueError: A metric the rule names is missing or not finite (checked every run, not
-            only on the run it would decide), the declared reference is missing from the
-            metrics file, or ``force`` is not one of :data:`FORCE_VALUES`.
+            only on the run it would decide), a declared reference is missing from the
+            metrics file, ``force`` is not one of :data:`FORCE_VALUES` or comes without a
+            reason, or ``confidence.require`` is set and an interval the rule needs is missing.
     """
     if force not in FORCE_VALUES:
         raise ValueError(f"force_decision must be '', 'better' or 'worse'; got {force!r}")
+    if force and not force_reason.strip():
+        raise ValueError(
+            f"force_decision={force!r} overrides the evaluation gate: give force_reason, a "
+            "sentence saying why (it is kept in the run summary and the history)"
+        )
     references = dict(references or {})
+    intervals = dict(intervals or {})
     named = [declaration.primary, *declaration.guardrails, *declaration.floors]
     for name in dict.fromkeys(named):
         _metric(candidate, name, "candidate")
@@ -106,16 +197,40 @@ def decide(
     champion_score = (
         NO_CHAMPION_SCORE if champion is None else _metric(champion, primary, "champion")
     )
-    refused = _floor_or_reference(candidate, declaration, references)
+    reference = strongest_reference(declaration, references)
+    refused = _floor_or_reference(candidate, declaration, references, reference, intervals)
+    comparison = champion_comparison or ("compared" if champion is not None else "no champion")
     if refused:
         is_better, reason = False, refused
+    elif champion is None and not declaration.has_bar:
+        is_better, reason = (
+            False,
+            (
+                f"{'no champion yet' if not champion_comparison else 'no comparable champion'} and "
+                "nothing to beat: the evaluation declaration names no reference and no floor, so "
+                "nothing shows the candidate is any good; declare a reference or a floor, or "
+                "override with force_decision and force_reason"
+            ),
+        )
     elif champion is None:
-        is_better, reason = True, "no champion yet: the candidate becomes the first champion"
+        passed = [
+            *(["reached every floor"] if declaration.floors else []),
+            *([f"beat reference {reference!r}"] if reference else []),
+        ]
+        is_better, reason = (
+            True,
+            (
+                (champion_comparison or "no champion yet")
+                + f": the candidate {' and '.join(passed)}, and becomes the champion"
+            ),
+        )
     else:
-        is_better, reason = _compare(candidate, champion, declaration)
+        is_better, reason = _compare(candidate, champion, declaration, intervals)
+    override: dict[str, str] = {}
     if force:
+        override = {"decision": force, "reason": force_reason.strip(), "rule_said": reason}
         is_better = force == "better"
-        reason = f"forced to '{force}' (the rule said: {reason})"
+        reason = f"forced to '{force}' ({force_reason.strip()}); the rule said: {reason}"
     return Decision(
         is_better=is_better,
         candidate_score=candidate_score,
@@ -125,13 +240,40 @@ def decide(
         candidate_metrics=dict(candidate),
         champion_metrics=dict(champion or {}),
         reference_metrics={name: dict(m) for name, m in references.items()},
+        reference=reference,
+        champion_comparison=comparison,
+        intervals=intervals,
+        override=override,
     )
+
+
+def gain_bound(declaration: EvaluationDeclaration, interval: Interval) -> float:
+    """The interval's worst gain in the primary metric's direction (its lower bound of
+    candidate minus other for a ``higher`` metric; minus its upper bound for ``lower``)."""
+    if declaration.directions[declaration.primary] == "higher":
+        return interval.low
+    return -interval.high
+
+
+def _interval(
+    declaration: EvaluationDeclaration, intervals: Mapping[str, Interval], other: str
+) -> Interval | None:
+    found = intervals.get(other)
+    if found is None and declaration.confidence.require:
+        raise ValueError(
+            f"the evaluation declaration requires a confidence interval (confidence.require) "
+            f"but there is none for candidate minus {other}: the evaluation entry point must "
+            "write a scores file of the primary metric (docs/components.md#evaluation-contract)"
+        )
+    return found
 
 
 def _floor_or_reference(
     candidate: Mapping[str, float],
     declaration: EvaluationDeclaration,
     references: Mapping[str, Mapping[str, float]],
+    reference: str,
+    intervals: Mapping[str, Interval],
 ) -> str:
     """Why the candidate cannot be champion whatever the champion scores ("" if it can)."""
     for name, floor in sorted(declaration.floors.items()):
@@ -139,23 +281,23 @@ def _floor_or_reference(
         if not declaration.reaches(name, value, floor):
             bound = "minimum" if declaration.directions[name] == "higher" else "maximum"
             return f"the candidate's {name} is {value:.4f}, beyond the required {bound} {floor:.4f}"
-    reference = declaration.reference
-    if reference is None:
+    if not reference:
         return ""
-    if reference not in references:
-        raise ValueError(
-            f"the evaluation declaration's reference {reference!r} is not in the metrics file; it "
-            f"reports {sorted(references) or 'no reference'}. Make the evaluation entry point "
-            "write it under \"references\", or drop 'reference' from the declaration"
-        )
     primary = declaration.primary
     value = _metric(candidate, primary, "candidate")
     against = _metric(references[reference], primary, f"reference {reference!r}")
-    gain = declaration.gain(primary, value, against)
-    if gain <= 0:
+    strongest = " (the strongest declared)" if len(declaration.references) > 1 else ""
+    if declaration.gain(primary, value, against) <= 0:
         return (
-            f"the candidate's {primary} {value:.4f} does not beat reference {reference!r} "
-            f"({against:.4f})"
+            f"the candidate's {primary} {value:.4f} does not beat reference {reference!r}"
+            f"{strongest} ({against:.4f})"
+        )
+    interval = _interval(declaration, intervals, f"reference:{reference}")
+    required = declaration.confidence.require
+    if required and interval is not None and gain_bound(declaration, interval) <= 0:
+        return (
+            f"the candidate's {primary} beats reference {reference!r}{strongest} by "
+            f"{interval.describe()}, but the interval does not exclude 0 (confidence.require)"
         )
     return ""
 
@@ -164,17 +306,28 @@ def _compare(
     candidate: Mapping[str, float],
     champion: Mapping[str, float],
     declaration: EvaluationDeclaration,
+    intervals: Mapping[str, Interval],
 ) -> tuple[bool, str]:
     primary = declaration.primary
     gain = declaration.gain(
         primary, _metric(candidate, primary, "candidate"), _metric(champion, primary, "champion")
     )
     direction = declaration.directions[primary]
+    interval = _interval(declaration, intervals, CHAMPION)
+    shown = f" (candidate - champion {interval.describe()})" if interval is not None else ""
     if gain <= declaration.min_improvement:
         return False, (
-            f"{primary} ({direction} is better) improved by {gain:+.4f}; promotion needs more "
-            f"than {declaration.min_improvement:+.4f}"
+            f"{primary} ({direction} is better) improved by {gain:+.4f}{shown}; promotion needs "
+            f"more than {declaration.min_improvement:+.4f}"
         )
+    if declaration.confidence.require and interval is not None:
+        bound = gain_bound(declaration, interval)
+        if bound <= declaration.min_improvement:
+            return False, (
+                f"{primary} ({direction} is better) improved by {gain:+.4f}{shown}, but at the "
+                f"interval's bound only by {bound:+.4f}; promotion needs more than "
+                f"{declaration.min_improvement:+.4f} there (confidence.require)"
+            )
     for name, allowed in sorted(declaration.guardrails.items()):
         worse = -declaration.gain(
             name, _metric(candidate, name, "candidate"), _metric(champion, name, "champion")
@@ -186,7 +339,8 @@ def _compare(
             )
     return (
         True,
-        f"{primary} ({direction} is better) improved by {gain:+.4f} and every guardrail held",
+        f"{primary} ({direction} is better) improved by {gain:+.4f}{shown} and every guardrail "
+        "held",
     )
 
 

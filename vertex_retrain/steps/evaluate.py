@@ -3,7 +3,9 @@
 The model-specific scoring runs in the user's training package, as a CustomJob on the chosen
 backend (:mod:`vertex_retrain.contracts.evaluation` declares its flags and its metrics file),
 so this library never imports model code and full-scale scoring gets a real machine. What
-stays here is generic: finding the champion, reading the metrics back and the decision rule.
+stays here is generic: finding the champion and checking that its data window lets it be
+judged on the gate period (:mod:`vertex_retrain.steps.champion_window`), reading the metrics
+and the per-entity scores back, the paired bootstrap intervals and the decision rule.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vertex_retrain.contracts.dataset_manifest import MANIFEST_NAME
 from vertex_retrain.contracts.evaluation import (
     EvaluationContractError,
     EvaluationMetrics,
@@ -20,12 +23,15 @@ from vertex_retrain.contracts.evaluation import (
     parse_metrics,
 )
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
+from vertex_retrain.contracts.evaluation_scores import ScoresContractError
 from vertex_retrain.rules.idempotency import task_key
 from vertex_retrain.specs.defaults import EVALUATION
 from vertex_retrain.specs.display_names import EVALUATION_JOB_SUFFIX
 from vertex_retrain.steps.backend import readable_path
 from vertex_retrain.steps.champion import find_alias_holder
-from vertex_retrain.steps.decision import Decision, decide
+from vertex_retrain.steps.champion_window import ChampionWindow, champion_window
+from vertex_retrain.steps.decision import FORCE_VALUES, Decision, decide, strongest_reference
+from vertex_retrain.steps.entity_scores import primary_intervals, read_entity_scores
 from vertex_retrain.steps.job_request import TrainingRequest
 from vertex_retrain.steps.train import TrainingJobFailedError, train
 
@@ -62,6 +68,7 @@ class EvaluationRequest:
         python_module: The evaluation entry point of a Python-package job.
         champion_alias: Alias of the current champion version.
         force_decision: ``"better"`` or ``"worse"`` overrides the rule.
+        force_reason: Why the rule is overridden; required with ``force_decision``.
         package_uris: The training package (the same wheel the training job ran).
         executor_image_uri: Prebuilt image that runs the package.
         image_uri: A custom container instead of a package; its entrypoint receives ``args``
@@ -84,6 +91,7 @@ class EvaluationRequest:
     python_module: str = ""
     champion_alias: str = "champion"
     force_decision: str = ""
+    force_reason: str = ""
     package_uris: list[str] = field(default_factory=list)
     executor_image_uri: str = EVALUATION.executor_image_uri
     image_uri: str = ""
@@ -172,6 +180,15 @@ def evaluate(
             "evaluate_model needs the package's evaluation entry point: pass python_module "
             "(the pipelines' evaluation_module), e.g. 'mypackage.evaluate', or image_uri"
         )
+    if request.force_decision not in FORCE_VALUES:
+        raise ValueError(
+            f"force_decision must be '', 'better' or 'worse'; got {request.force_decision!r}"
+        )
+    if request.force_decision and not request.force_reason.strip():
+        raise ValueError(
+            f"force_decision={request.force_decision!r} overrides the evaluation gate: give "
+            "force_reason, a sentence saying why (kept in the run summary and the history)"
+        )
     champion = find_alias_holder(
         backend=request.backend,
         display_name=request.model_display_name,
@@ -179,7 +196,13 @@ def evaluate(
         project=request.project,
         location=request.location,
     )
-    champion_uri = champion.artifact_uri if champion is not None else None
+    window = (
+        judge_window(request.backend, request.dataset_uri, champion.labels)
+        if champion is not None
+        else None
+    )
+    compared = champion is not None and window is not None and window.comparable
+    champion_uri = champion.artifact_uri if compared and champion is not None else None
     job = evaluation_job_request(request, champion_uri)
     try:
         job_key = (
@@ -193,13 +216,41 @@ def evaluate(
             f"the evaluation job ({_entry_point(job)}) failed:\n{failure}"
         ) from failure
     metrics = read_metrics(request.backend, request.output_directory, champion_uri is not None)
+    reference = strongest_reference(declaration, metrics.references)
+    try:
+        scores = read_entity_scores(
+            request.backend, request.output_directory, metrics, declaration.primary
+        )
+    except (FileNotFoundError, ScoresContractError, ValueError) as error:
+        raise EvaluationJobFailedError(str(error)) from error
     return decide(
         metrics.candidate,
         metrics.champion,
         declaration,
         references=metrics.references,
         force=request.force_decision,
+        force_reason=request.force_reason,
+        champion_comparison=window.note if window is not None else "",
+        intervals={} if scores is None else primary_intervals(scores, declaration, reference),
     )
+
+
+def judge_window(backend: str, dataset_uri: str, labels: dict[str, str]) -> ChampionWindow:
+    """Whether a champion with these labels may be judged on the dataset's gate period.
+
+    A dataset without a manifest naming a gate period (one ``prepare_dataset`` did not write)
+    cannot say: the champion is compared, and the note says why.
+    """
+    path = readable_path(backend, dataset_uri) / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        return champion_window(labels, manifest)
+    except (OSError, ValueError, AttributeError):
+        return ChampionWindow(
+            True,
+            f"compared as is: the dataset ({dataset_uri}) has no manifest naming a gate "
+            "period, so the champion's data window cannot be checked against it",
+        )
 
 
 def read_metrics(backend: str, output_directory: str, expect_champion: bool) -> EvaluationMetrics:

@@ -6,7 +6,9 @@ import of model code, and the result is the manifest of
 (:mod:`vertex_retrain.contracts.data_window`): the periods after, and the period in progress,
 are left out whole, so nothing from after the cut reaches training or evaluation. Only Parquet
 metadata and the time column are read to plan the split; every file in the window is hashed
-so the manifest names exact bytes.
+so the manifest names exact bytes. The split has three parts (train, selection, gate); the
+training and tuning jobs get a second manifest that withholds the gate part, so nothing they
+choose can see the periods the candidate is judged on.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from vertex_retrain.contracts.dataset import (
 from vertex_retrain.contracts.dataset_manifest import (
     MANIFEST_NAME,
     PeriodFile,
-    check_validation_periods,
+    check_split,
     plan_time_split,
+    training_manifest,
 )
 from vertex_retrain.steps.backend import readable_path
 from vertex_retrain.steps.table_files import ScannedFile, open_dataset, scan_file
@@ -48,7 +51,18 @@ from vertex_retrain.steps.window import window_end
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
-__all__ = ["DataWindowError", "PreparedDataset", "SchemaMismatchError", "prepare", "select_window"]
+__all__ = [
+    "GATE_LABEL",
+    "DataWindowError",
+    "PreparedDataset",
+    "SchemaMismatchError",
+    "prepare",
+    "select_window",
+]
+
+GATE_LABEL = "data_gate_from"
+"""The window label naming the gate's first period: a model trained on this dataset saw
+nothing from that day on (its window is ``data_from`` up to it)."""
 
 
 @dataclass(frozen=True)
@@ -63,13 +77,19 @@ class PreparedDataset:
         return int(self.manifest["train"]["rows"])
 
     @property
-    def validation_rows(self) -> int:
-        """Rows in the validation periods."""
-        return int(self.manifest["validation"]["rows"])
+    def selection_rows(self) -> int:
+        """Rows in the selection periods."""
+        return int(self.manifest["selection"]["rows"])
+
+    @property
+    def gate_rows(self) -> int:
+        """Rows in the gate periods."""
+        return int(self.manifest["gate"]["rows"])
 
     @property
     def labels(self) -> dict[str, str]:
-        """The window as labels for the registered version."""
+        """The window as labels for the registered version: ``data_as_of``, ``data_from``
+        and ``data_gate_from``."""
         return dict(self.manifest["window"]["labels"])
 
     def summary(self) -> dict[str, Any]:
@@ -82,11 +102,23 @@ class PreparedDataset:
             "first_row": window["first_row"],
             "last_row": window["last_row"],
             "train_periods": [train[0], train[-1]] if train else [],
-            "validation_periods": self.manifest["validation"]["periods"],
+            "selection_periods": self.manifest["selection"]["periods"],
+            "gate_periods": self.manifest["gate"]["periods"],
             "train_rows": self.train_rows,
-            "validation_rows": self.validation_rows,
+            "selection_rows": self.selection_rows,
+            "gate_rows": self.gate_rows,
             "content_hash": self.manifest["content_hash"],
         }
+
+    def training_summary(self) -> dict[str, Any]:
+        """Metadata for the training jobs' ``Dataset``: the gate's periods withheld."""
+        summary = self.summary()
+        summary.update(
+            content_hash=training_manifest(self.manifest)["content_hash"],
+            gate_rows=0,
+            gate_withheld=summary.pop("gate_periods"),
+        )
+        return summary
 
 
 def prepare(
@@ -95,7 +127,9 @@ def prepare(
     data_uri: str,
     dataset_declaration: Mapping[str, Any],
     output_dir: str,
-    validation_periods: int = 1,
+    training_output_dir: str = "",
+    selection_periods: int = 1,
+    gate_periods: int = 1,
     as_of: str = "",
     now: dt.datetime | None = None,
 ) -> PreparedDataset:
@@ -108,8 +142,11 @@ def prepare(
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
         data_uri: The dataset folder the declaration describes.
         dataset_declaration: The dataset declaration (its JSON object).
-        output_dir: Folder that receives ``manifest.json``.
-        validation_periods: Final periods of the window held out for validation.
+        output_dir: Folder that receives ``manifest.json`` (all three parts).
+        training_output_dir: Folder that receives the training jobs' ``manifest.json``, the
+            gate part withheld (empty: not written).
+        selection_periods: Periods before the gate for selection (0 or more).
+        gate_periods: The newest periods of the window, on which the candidate is judged.
         as_of: The window end, ``YYYY-MM-DD`` (or a time); empty: today, by ``now``.
         now: The clock (a test's); the system's by default.
 
@@ -122,8 +159,8 @@ def prepare(
         SchemaMismatchError: A file's columns or types differ from the declaration (the
             message names the file, the column, the type found and the type expected).
         DataWindowError: ``as_of`` is malformed, in the future, or leaves no period.
-        ValueError: A file holds several periods or nulls in a key column, or
-            ``validation_periods`` leaves no training period.
+        ValueError: A file holds several periods or nulls in a key column, or the period
+            counts leave no training or no gate period.
     """
     import pyarrow.parquet as pq
 
@@ -143,7 +180,7 @@ def prepare(
         dimension = declaration.dimensions[name]
         _check_table(pq.ParquetFile(path), dimension.columns, (dimension.key,),
                      f"dimension {name!r}", f"{shown}/{dimension.file}")  # fmt: skip
-    check_validation_periods(validation_periods, len({item.period for item in chosen}))
+    check_split(selection_periods, gate_periods, len({item.period for item in chosen}))
     files = [
         PeriodFile(item.rel, item.period or dt.date.min, item.rows, _sha256(item.path))
         for item in chosen
@@ -157,10 +194,17 @@ def prepare(
             declaration.dimensions[name].file: _sha256(path)
             for name, path in folder.dimensions.items()
         },
-        validation_periods,
+        selection_periods,
+        gate_periods,
         window=_window_record(end, selection, periods),
     )
+    manifest["window"]["labels"][GATE_LABEL] = manifest["gate"]["periods"][0]
     atomic_write_json(readable_path(backend, output_dir) / MANIFEST_NAME, manifest)
+    if training_output_dir:
+        atomic_write_json(
+            readable_path(backend, training_output_dir) / MANIFEST_NAME,
+            training_manifest(manifest),
+        )
     return PreparedDataset(manifest)
 
 

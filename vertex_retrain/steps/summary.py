@@ -11,7 +11,12 @@ from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
-from vertex_retrain.steps.summary_week import fallback_facts, notice_facts, week_lines
+from vertex_retrain.steps.summary_week import (
+    evidence_lines,
+    fallback_facts,
+    notice_facts,
+    week_lines,
+)
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
 
@@ -42,7 +47,14 @@ def build_summary(
     if evaluation is not None:
         facts["decision"] = {
             key: evaluation.parameters.get(key)
-            for key in ("is_better", "reason", "rule", "candidate_score", "champion_score")
+            for key in (
+                "is_better",
+                "reason",
+                "rule",
+                "candidate_score",
+                "champion_score",
+                "evidence",
+            )
         }
         facts["metrics"] = evaluation.artifacts.get("metrics", {}).get("metadata", {})
     training = _first(outputs, "train-custom-job")
@@ -175,6 +187,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
     if decision:
         verdict = "new champion" if decision.get("is_better") else "challenger only"
         lines += [f"**Decision:** {verdict}: {decision.get('reason')}", ""]
+        lines += evidence_lines(decision.get("evidence") or {})
     metrics = facts.get("metrics") or {}
     if metrics:
         lines += ["| metric | value |", "| --- | --- |"]

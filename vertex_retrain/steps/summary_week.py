@@ -1,7 +1,9 @@
-"""The week's parts of the run summary: the Spot fallback's cost, the record, the notice.
+"""The week's parts of the run summary: the Spot fallback's cost, the record, the notice,
+and what the decision rested on.
 
 ``fallback_facts`` and ``notice_facts`` build the summary's entries; ``week_lines`` renders
-them (and where the week was recorded) as Markdown lines for
+them (and where the week was recorded) and ``evidence_lines`` the decision's evidence
+(champion comparison, intervals, override) as Markdown lines for
 :func:`vertex_retrain.steps.summary.render_markdown`.
 """
 
@@ -63,6 +65,32 @@ def fallback_facts(
         spot_plan=float(spot),
     )
     return facts
+
+
+def interval_text(interval: Mapping[str, Any]) -> str:
+    """``+0.0123 (95% interval +0.0040 to +0.0210)`` from an interval's JSON form."""
+    return (
+        f"{float(interval['point']):+.4f} ({float(interval['level']):.0%} interval "
+        f"{float(interval['low']):+.4f} to {float(interval['high']):+.4f})"
+    )
+
+
+def evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
+    """The decision's evidence as Markdown lines: how the champion was judged, the
+    intervals, and a forced decision with its reason."""
+    lines: list[str] = []
+    comparison = evidence.get("champion_comparison")
+    if comparison:
+        lines.append(f"**Champion:** {comparison}")
+    for other, interval in sorted((evidence.get("intervals") or {}).items()):
+        lines.append(f"**Candidate - {other}:** {interval_text(interval)}")
+    override = evidence.get("override") or {}
+    if override:
+        lines.append(
+            f"**Override:** forced to '{override.get('decision')}' because: "
+            f"{override.get('reason')} (the rule said: {override.get('rule_said')})"
+        )
+    return [*lines, ""] if lines else []
 
 
 def notice_facts(backend: str, recipients: Sequence[str]) -> dict[str, Any]:

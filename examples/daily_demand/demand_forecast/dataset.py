@@ -1,10 +1,11 @@
 """The prepared dataset, as the library's ``prepare_dataset`` hands it to the entry points.
 
 ``--data`` is a folder holding ``manifest.json`` (vertex-retrain's dataset manifest,
-``vertex-retrain-dataset-manifest/v1``): the data folder's URI, the files of the training and
-of the validation days (relative to it), and the dimension files. Files are read under the
-Cloud Storage mount (:func:`demand_forecast.paths.mounted`). Only the columns this model uses
-are read; the library has already checked them against ``dataset.yaml``.
+``vertex-retrain-dataset-manifest/v2``): the data folder's URI, the files of the training, the
+selection and the gate days (relative to it), and the dimension files. Training gets a
+dataset that withholds the gate days (no ``gate`` part); evaluation gets all three. Files are
+read under the Cloud Storage mount (:func:`demand_forecast.paths.mounted`). Only the columns
+this model uses are read; the library has already checked them against ``dataset.yaml``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from demand_forecast.paths import mounted
 
-MANIFEST_FORMAT = "vertex-retrain-dataset-manifest/v1"
+MANIFEST_FORMAT = "vertex-retrain-dataset-manifest/v2"
 MANIFEST_NAME = "manifest.json"
 SALES_COLUMNS = ("day", "store", "item", "units", "price", "on_promo")
 ITEMS_DIMENSION = "items"
@@ -65,11 +66,13 @@ class Item:
 
 @dataclass(frozen=True)
 class PreparedData:
-    """The training and validation days of a prepared dataset, and the items dimension."""
+    """The training, selection and gate days of a prepared dataset (selection and gate
+    empty when the dataset has none, or withholds them), and the items dimension."""
 
     manifest: dict[str, Any]
     train: Sales
-    validation: Sales
+    selection: Sales
+    gate: Sales
     items: dict[str, Item]
 
 
@@ -101,6 +104,18 @@ def load_manifest(data: str) -> dict[str, Any]:
 
 def _data_file(manifest: dict[str, Any], relative: str) -> Path:
     return mounted(f"{str(manifest['data_uri']).rstrip('/')}/{relative}")
+
+
+def no_sales() -> Sales:
+    """No rows."""
+    return Sales(
+        day=np.zeros(0, dtype="datetime64[D]"),
+        store=np.zeros(0, dtype=str),
+        item=np.zeros(0, dtype=str),
+        units=np.zeros(0),
+        price=np.zeros(0),
+        on_promo=np.zeros(0, dtype=bool),
+    )
 
 
 def read_sales(paths: Sequence[Path]) -> Sales:
@@ -137,7 +152,7 @@ def read_items(path: Path) -> dict[str, Item]:
 
 
 def read_prepared(data: str) -> PreparedData:
-    """Reads the training and validation days and the items dimension of ``--data``.
+    """Reads the training, selection and gate days and the items dimension of ``--data``.
 
     Raises:
         FileNotFoundError: The manifest or a file it names is missing.
@@ -151,8 +166,11 @@ def read_prepared(data: str) -> PreparedData:
             f"{sorted(dimensions) or 'none'}); declare it in dataset.yaml"
         )
     parts = {}
-    for part in ("train", "validation"):
-        files = manifest[part]["files"]
-        parts[part] = read_sales([_data_file(manifest, f) for f in files])
+    for part in ("train", "selection", "gate"):
+        files = (manifest.get(part) or {}).get("files") or []
+        if part == "train" or files:
+            parts[part] = read_sales([_data_file(manifest, f) for f in files])
+        else:
+            parts[part] = no_sales()
     items = read_items(_data_file(manifest, dimensions[ITEMS_DIMENSION]))
-    return PreparedData(manifest, parts["train"], parts["validation"], items)
+    return PreparedData(manifest, parts["train"], parts["selection"], parts["gate"], items)

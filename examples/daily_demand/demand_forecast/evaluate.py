@@ -10,11 +10,12 @@ and reads back the metrics file it writes::
      "champion": {"rmse": ..., "mae": ...} | null,
      "references": {"seasonal_naive": {"rmse": ..., "mae": ...}}}
 
-Every forecaster is scored on the same rows, the validation days: the models with lags from
-the training days (as they were trained), the seasonal naive reference with the actual units a
-week earlier. The package does not import the library, so the names are repeated here. Paths
-are read and written under the ``/gcs`` mount (:func:`demand_forecast.paths.mounted`). A
-missing model or dataset: one line on stderr, exit status 2.
+Every forecaster is scored on the same rows, the gate days (the newest, which no training or
+tuning saw): the models with lags from the training days (as they were trained, as they would
+serve), the seasonal naive reference with the actual units a week earlier. The package does
+not import the library, so the names are repeated here. Paths are read and written under
+the ``/gcs`` mount (:func:`demand_forecast.paths.mounted`). A missing model or dataset: one
+line on stderr, exit status 2.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def evaluation_report(candidate_dir: str, champion_dir: str, data_uri: str) -> d
 
     Raises:
         FileNotFoundError: A model folder or the dataset is missing.
-        ValueError: The dataset has no validation rows, or a model cannot be loaded.
+        ValueError: The dataset has no gate rows, or a model cannot be loaded.
     """
     from demand_forecast.dataset import read_prepared
     from demand_forecast.features import history_of
@@ -73,24 +74,25 @@ def evaluation_report(candidate_dir: str, champion_dir: str, data_uri: str) -> d
     from demand_forecast.reference import error_metrics, seasonal_naive
 
     data = read_prepared(data_uri)
-    if not len(data.validation):
-        raise ValueError(f"--data={data_uri}: the validation days hold no rows to score")
-    actual = data.validation.units
+    if not len(data.gate):
+        raise ValueError(
+            f"--data={data_uri}: the gate days hold no rows to score (a training dataset "
+            "withholds them: evaluate on the prepared dataset)"
+        )
+    actual = data.gate.units
     trained_history = history_of(data.train)
 
     def scores(model_dir: str) -> dict[str, float]:
         model = load_model(mounted(model_dir))
-        return error_metrics(actual, model.predict_sales(data.validation, trained_history))
+        return error_metrics(actual, model.predict_sales(data.gate, trained_history))
 
-    everything = history_of(data.train.concat(data.validation))
+    everything = history_of(data.train.concat(data.selection).concat(data.gate))
     return {
         "format": METRICS_FORMAT,
         "candidate": scores(candidate_dir),
         "champion": scores(champion_dir) if champion_dir else None,
-        "references": {
-            REFERENCE: error_metrics(actual, seasonal_naive(data.validation, everything))
-        },
-        "rows": len(data.validation),
+        "references": {REFERENCE: error_metrics(actual, seasonal_naive(data.gate, everything))},
+        "rows": len(data.gate),
     }
 
 

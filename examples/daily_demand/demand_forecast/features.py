@@ -7,9 +7,10 @@ A row (store, item, day, price, on promotion) becomes :data:`FEATURES`:
 - ``store_item_mean`` and ``store_item_weekday_mean``: the pair's average units over the
   training days, overall and on that weekday;
 - ``lag_7``: the pair's units one week earlier. Where that day is a training day it is read
-  from the training rows; where it lies after the training days (the validation days, or a
-  forecast served later) it is the pair's units on the same weekday of the last training week,
-  the newest the model knows; before that, unknown (NaN, which the regressor handles).
+  from the training rows; where it lies after the training days (the selection and gate
+  days, or a forecast served later) it is the pair's units on the same weekday of the last
+  training week, the newest the model knows; before that, unknown (NaN, which the regressor
+  handles).
 
 Everything a forecast needs is in :class:`Profile`, saved with the model, so serving reads no
 data.

@@ -4,7 +4,7 @@ A model folder (AIP_MODEL_DIR) holds::
 
     model.joblib    the fitted HistGradientBoostingRegressor (joblib, i.e. a pickle)
     model.json      format, scikit-learn version, features, hyperparameters, the training
-                    days and data, the validation metrics, and the feature profile
+                    days and data, the selection metrics, and the feature profile
 
 Loading ``model.joblib`` unpickles it, which can run code: load models only from folders
 your own jobs write. A pickle is bound to the scikit-learn release that wrote it, so
@@ -129,7 +129,7 @@ def fit_regressor(
         min_samples_leaf=int(hyperparameters["min_samples_leaf"]),
         l2_regularization=float(hyperparameters["l2_regularization"]),
         categorical_features=list(CATEGORICAL),
-        # Early stopping would hold out a random part of the days: the validation days
+        # Early stopping would hold out a random part of the days: the selection days
         # are the held-out part, and the run must be repeatable.
         early_stopping=False,
         random_state=int(hyperparameters["seed"]),

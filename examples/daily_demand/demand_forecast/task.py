@@ -1,13 +1,13 @@
 """Training entry point: ``python -m demand_forecast.task --data=DATASET [--name=value ...]``.
 
 The trainer contract of vertex-retrain's ``train_custom_job``: ``--data`` is the prepared
-dataset folder (its ``manifest.json`` names the training and validation days), the
+dataset folder (its ``manifest.json`` names the training and selection days), the
 hyperparameters arrive as ``--name=value`` flags (integral floats accepted where a whole
 number is expected, as a tuning service may send them), and the model goes to
 ``AIP_MODEL_DIR`` (a ``gs://`` URI on Vertex, read and written under the ``/gcs`` mount as
 Vertex documents; ``--output_dir`` when the variable is unset, e.g. run by hand).
 
-The regressor trains on the training days only; its RMSE and MAE on the validation days are
+The regressor trains on the training days only; its RMSE and MAE on the selection days are
 logged, saved with the model and, when cloudml-hypertune is installed (the prebuilt images
 ship it), reported as the tuning metric ``rmse`` (lower is better). Bad flags or data: one
 line on stderr, exit status 2.
@@ -103,7 +103,7 @@ def report_tuning_metric(value: float) -> bool:
 
 
 def train(args: argparse.Namespace) -> dict[str, Any]:
-    """Fits the model on the training days, scores the validation days and saves it.
+    """Fits the model on the training days, scores the selection days and saves it.
 
     Returns:
         The saved metadata.
@@ -135,14 +135,14 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         },
     }
     model = DemandModel(regressor, profile, metadata)
-    if len(data.validation):
-        scores = error_metrics(data.validation.units, model.predict_sales(data.validation, history))
-        metadata["validation"] = {
-            "days": manifest["validation"]["periods"],
-            "rows": len(data.validation),
+    if len(data.selection):
+        scores = error_metrics(data.selection.units, model.predict_sales(data.selection, history))
+        metadata["selection"] = {
+            "days": manifest["selection"]["periods"],
+            "rows": len(data.selection),
             **scores,
         }
-        log.info("validation rmse %.4f, mae %.4f", scores["rmse"], scores["mae"])
+        log.info("selection rmse %.4f, mae %.4f", scores["rmse"], scores["mae"])
         report_tuning_metric(scores["rmse"])
     folder = mounted(os.environ.get("AIP_MODEL_DIR") or args.output_dir)
     save_model(model, folder)

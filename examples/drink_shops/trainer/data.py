@@ -72,6 +72,7 @@ def drinks_table(world: World) -> pa.Table:
                 pa.date32(),
             ),
             "base_price": pa.array(world.drink_price, pa.float32()),
+            "season_id": pa.array(world.drink_season, pa.int8()),
         }
     )
 
@@ -184,14 +185,7 @@ def generate(config: WorldConfig, out: str | Path, workers: int = 0) -> dict[str
     size = sum(w["bytes"] for w in weeks)
     summary: dict[str, Any] = {
         "format": FORMAT,
-        "config": {
-            "members": config.members,
-            "stores": config.stores,
-            "weeks": config.weeks,
-            "seed": config.seed,
-            "drinks": config.drinks,
-            "clusters": config.clusters,
-        },
+        "config": config.to_json(),
         "start_date": START_DATE.isoformat(),
         "schema": {field.name: str(field.type) for field in SCHEMA},
         "weeks": weeks,
@@ -230,7 +224,7 @@ def append_week(out: str | Path) -> dict[str, Any]:
     info: dict[str, Any] = json.loads(info_path.read_text(encoding="utf-8"))
     if info.get("format") != FORMAT:
         raise ValueError(f"{info_path}: format {info.get('format')!r}, expected {FORMAT!r}")
-    world = build_world(WorldConfig(**info["config"]))
+    world = build_world(WorldConfig.from_json(info["config"]))
     week = max(entry["week"] for entry in info["weeks"]) + 1
     entry = _write_week(world, root, week)
     info["weeks"].append(entry)
@@ -253,6 +247,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     gen.add_argument("--weeks", type=int, required=True)
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--drinks", type=int, default=96)
+    defaults = WorldConfig(members=1, stores=len(REGIONS), weeks=1, seed=0)
+    gen.add_argument(
+        "--habit-weeks",
+        type=float,
+        default=defaults.habit_weeks,
+        help="mean weeks a favourite lasts (0: favourites never change)",
+    )
+    gen.add_argument(
+        "--launch-boost",
+        type=float,
+        default=defaults.launch_boost,
+        help="extra odds of a recent launch becoming a new habit (0: none)",
+    )
+    gen.add_argument(
+        "--seasonal-share",
+        type=float,
+        default=defaults.seasonal_share,
+        help="share of drinks sold in one season only (0: none)",
+    )
     gen.add_argument("--out", required=True, help="output folder (local, gs:// or /gcs/)")
     gen.add_argument(
         "--workers", type=int, default=0, help="parallel processes (0: one per core when large)"
@@ -274,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             weeks=args.weeks,
             seed=args.seed,
             drinks=args.drinks,
+            habit_weeks=args.habit_weeks,
+            launch_boost=args.launch_boost,
+            seasonal_share=args.seasonal_share,
         )
     except ValueError as error:
         parser.error(str(error))

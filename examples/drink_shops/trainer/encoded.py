@@ -2,13 +2,14 @@
 
 Encoding 89 million Parquet rows into vocabulary indices takes most of a cold start, and as
 int64 arrays it took 143 bytes per row of memory. `load_or_build` encodes a manifest's train
-and validation rows once, streaming one record batch at a time, into `.npy` columns of the
-smallest integer type that holds them (17 bytes per row), and later runs, restarts after a
-preemption included, map those files instead of decoding Parquet again.
+and selection rows once (training never reads the gate period), streaming one record batch
+at a time, into `.npy` columns of the smallest integer type that holds them (17 bytes per
+row), and later runs, restarts after a preemption included, map those files instead of
+decoding Parquet again.
 
 Layout: `<data_uri>/_encoded/<key>/` with `meta.json` (written last: a folder without it is
 incomplete and is rebuilt), `member_vocab.npy` and `<part>.<column>.npy` for the parts `train`
-and `validation`. The key hashes the manifest's content hash, its split and `FORMAT`, so new
+and `selection`. The key hashes the manifest's content hash, its split and `FORMAT`, so new
 data, another split or another encoding never reuse stale files. Every file is written under a
 temporary name and renamed into place, and the encoding is deterministic, so jobs that build
 the same cache at once (tuning trials, replicas) leave the same bytes whichever finishes last.
@@ -31,11 +32,12 @@ import numpy as np
 
 from trainer.features import UNKNOWN_MEMBER, Catalogue, Rows, lookup, time_features
 from trainer.paths import atomic_write_json, resolve
+from trainer.split import manifest_part
 
 log = logging.getLogger(__name__)
-FORMAT = "drinkshop-encoded/v1"
+FORMAT = "drinkshop-encoded/v2"
 CACHE_DIR = "_encoded"
-PARTS = ("train", "validation")
+PARTS = ("train", "selection")
 ROW_KEYS = ("member", "store", "hour", "weekday", "season", "day", "drink")  # `Rows` fields
 _SOURCE = ["member_id", "store_id", "drink_id", "timestamp", "week"]
 _BATCH_ROWS = 262_144  # Parquet rows decoded at once while building
@@ -57,7 +59,7 @@ class EncodedPart:
         return {key: self.columns[key][index].astype(np.int64) for key in keys}
 
     def rows(self) -> Rows:
-        """All rows as int64 `Rows` (meant for the validation part, which is small)."""
+        """All rows as int64 `Rows` (meant for the selection part, which is small)."""
         everything = np.arange(len(self))
         return Rows(**self.take(everything))
 
@@ -70,7 +72,7 @@ class EncodedDataset:
         folder: the cache folder.
         member_vocab: sorted member ids seen in training; index i+1 is `member_vocab[i]`.
         train: training rows.
-        validation: validation rows (members unseen in training are `UNKNOWN_MEMBER`).
+        selection: selection rows (members unseen in training are `UNKNOWN_MEMBER`).
         built: True when this call encoded the data, False when it reused the cache.
         seconds: time this call took.
     """
@@ -78,7 +80,7 @@ class EncodedDataset:
     folder: Path
     member_vocab: np.ndarray
     train: EncodedPart
-    validation: EncodedPart
+    selection: EncodedPart
     built: bool
     seconds: float
 
@@ -131,7 +133,7 @@ def load_or_build(
     vocab, parts = loaded
     seconds = time.perf_counter() - began
     log.info("%s encoded rows from %s in %.1f s", "built" if built else "mapped", folder, seconds)
-    return EncodedDataset(folder, vocab, parts["train"], parts["validation"], built, seconds)
+    return EncodedDataset(folder, vocab, parts["train"], parts["selection"], built, seconds)
 
 
 def _load(folder: Path) -> tuple[np.ndarray, dict[str, EncodedPart]] | None:
@@ -166,7 +168,7 @@ def _load(folder: Path) -> tuple[np.ndarray, dict[str, EncodedPart]] | None:
 def _build(manifest: dict[str, Any], catalogue: Catalogue, folder: Path) -> None:
     """Encode both parts into `folder`; `meta.json` goes last."""
     root = resolve(manifest["data_uri"])
-    files = {part: [root / rel for rel in manifest[part]["files"]] for part in PARTS}
+    files = {part: [root / rel for rel in manifest_part(manifest, part)["files"]] for part in PARTS}
     folder.mkdir(parents=True, exist_ok=True)
     vocab = _member_vocabulary(files["train"])
     _write_npy(folder / "member_vocab.npy", vocab)
@@ -386,3 +388,22 @@ def member_counts(part: EncodedPart, n_members: int, n_drinks: int) -> np.ndarra
         flat = member[chunk].astype(np.int64) * n_drinks + drink[chunk]
         np.add(counts, np.bincount(flat, minlength=counts.size), out=counts, casting="unsafe")
     return counts.reshape(n_members + 1, n_drinks)
+
+
+def member_decayed(
+    part: EncodedPart, n_members: int, n_drinks: int, as_of_day: int, half_life_days: float
+) -> np.ndarray:
+    """Purchases per (member index, drink), each weighing 2 ** (-(as_of_day - its day) /
+    half_life_days): float32 (n_members + 1, drinks)."""
+    member, drink, day = part.columns["member"], part.columns["drink"], part.columns["day"]
+    decayed = np.zeros((n_members + 1) * n_drinks, dtype=np.float64)
+    for chunk in _chunks(len(part)):
+        flat = member[chunk].astype(np.int64) * n_drinks + drink[chunk]
+        weight = np.exp2(-(as_of_day - day[chunk].astype(np.float64)) / half_life_days)
+        decayed += np.bincount(flat, weights=weight, minlength=decayed.size)
+    return decayed.reshape(n_members + 1, n_drinks).astype(np.float32)
+
+
+def last_day(part: EncodedPart) -> int:
+    """The newest day (days since 1970-01-01) of a part's rows."""
+    return max(int(part.columns["day"][chunk].max()) for chunk in _chunks(len(part)))

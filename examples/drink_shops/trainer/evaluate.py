@@ -2,10 +2,13 @@
 
 `evaluate_model` runs this entry point as a CustomJob from the training wheel, so full-scale
 scoring gets a real machine, and compares what it writes. It scores the candidate (and the
-champion) with `trainer.scoring` and writes a metrics file. The flags and the file are
-vertex-retrain's evaluation contract (docs/components.md#evaluation-contract); the trainer does
-not import the library, so the names are repeated here and tests/test_contracts.py checks that
-both sides agree. The metric code itself is `trainer.metrics`.
+champion) on the dataset's gate weeks, the same rows for both, with `trainer.scoring`, and
+writes a metrics file and, beside it, the per-member scores file the library's paired
+bootstrap resamples (`scores.parquet`: one row per member, its rows as `weight`, and each
+model's and reference's mean NDCG@10 over them). The flags and the files are vertex-retrain's
+evaluation contract (docs/components.md#evaluation-contract); the trainer does not import the
+library, so the names are repeated here and tests/test_contracts.py checks that both sides
+agree. The metric code itself is `trainer.metrics`.
 """
 
 from __future__ import annotations
@@ -15,12 +18,19 @@ import logging
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainer.paths import atomic_write_json, resolve
+from trainer.paths import atomic_write_bytes, atomic_write_json, resolve
+
+if TYPE_CHECKING:
+    from trainer.scoring import ScoredModel
 
 METRICS_FORMAT = "vertex-retrain-evaluation-metrics/v1"
 """The contract's `format` value for the metrics file."""
+SCORES_FILE = "scores.parquet"
+"""The per-entity scores file, written beside the metrics file."""
+SCORED_METRIC = "ndcg_at_10"
+"""The metric the scores file holds per member (the evaluation declaration's primary)."""
 
 log = logging.getLogger("trainer.evaluate")
 
@@ -57,37 +67,78 @@ def finite_metrics(metrics: Mapping[str, float], whose: str) -> dict[str, float]
     return kept
 
 
+def entity_scores(candidate: ScoredModel, champion: ScoredModel | None) -> bytes:
+    """The scores file: per member, its gate rows (`weight`) and each role's mean NDCG@10.
+
+    Columns `entity`, `weight`, `candidate`, `champion` (with a champion) and
+    `reference:<name>` per reference; the row-weighted mean of a column is that role's
+    NDCG@10 in the metrics file.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from trainer.data import parquet_bytes
+    from trainer.metrics import RANKERS
+    from trainer.scoring import REFERENCES
+
+    members, inverse = np.unique(candidate.member_ids, return_inverse=True)
+    weight = np.bincount(inverse, minlength=members.size)
+
+    def mean(gains: np.ndarray) -> np.ndarray:
+        return np.asarray(np.bincount(inverse, weights=gains, minlength=members.size) / weight)
+
+    columns: dict[str, Any] = {
+        "entity": pa.array(members, pa.int64()),
+        "weight": pa.array(weight, pa.int64()),
+        "candidate": mean(candidate.gains[:, 0]),
+    }
+    if champion is not None:
+        if not np.array_equal(champion.member_ids, candidate.member_ids):
+            raise ValueError("the champion was scored on other rows than the candidate")
+        columns["champion"] = mean(champion.gains[:, 0])
+    for i, prefix in enumerate(RANKERS[1:], start=1):
+        columns[f"reference:{REFERENCES[prefix]}"] = mean(candidate.gains[:, i])
+    return parquet_bytes(pa.table(columns))
+
+
 def evaluation_report(args: argparse.Namespace) -> dict[str, Any]:
-    """Scores the candidate (and the champion) on the dataset's validation weeks.
+    """Scores the candidate (and the champion) on the dataset's gate weeks; writes the
+    per-member scores file beside the metrics file.
 
     Returns:
-        The metrics file's content: `format`, `candidate`, `champion` (or None) and the
-        `references` on the same rows: per-store `popularity` and "reorder your `usual`".
+        The metrics file's content: `format`, `candidate`, `champion` (or None), the
+        `references` on the same rows (per-store `popularity`, "reorder your `usual`" and
+        `usual_plus_launches`) and `scores` (the scores file and the metric it holds).
     """
-    from trainer.scoring import evaluate_exported_model
+    from trainer.scoring import score_exported_model
 
     if args.num_threads:
         import torch
 
         torch.set_num_threads(args.num_threads)
-    candidate = evaluate_exported_model(
+    candidate = score_exported_model(
         args.candidate_model_dir, args.data, baseline_weeks=args.baseline_weeks
     )
     champion = None
     if args.champion_model_dir:
-        scores = evaluate_exported_model(
+        champion = score_exported_model(
             args.champion_model_dir, args.data, baseline_weeks=args.baseline_weeks
         )
-        champion = finite_metrics(scores["model"], "champion")
+    folder, slash, _ = args.metrics_output.rpartition("/")
+    scores_path = resolve(f"{folder}{slash}{SCORES_FILE}")  # gs:// keeps its two slashes
+    atomic_write_bytes(scores_path, entity_scores(candidate, champion))
     return {
         "format": METRICS_FORMAT,
-        "candidate": finite_metrics(candidate["model"], "candidate"),
-        "champion": champion,
+        "candidate": finite_metrics(candidate.metrics["model"], "candidate"),
+        "champion": (
+            None if champion is None else finite_metrics(champion.metrics["model"], "champion")
+        ),
         "references": {
             name: finite_metrics(metrics, name)
-            for name, metrics in candidate.items()
+            for name, metrics in candidate.metrics.items()
             if name != "model"
         },
+        "scores": {"file": SCORES_FILE, "metric": SCORED_METRIC},
     }
 
 

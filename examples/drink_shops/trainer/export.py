@@ -222,6 +222,12 @@ def load_artifact(model_dir: Path) -> Artifact:
                 model.config.n_members,
                 model.config.n_drinks,
             )
+            if (history.decayed is not None) != bool(model.config.history_half_life_days):
+                found = "present" if history.decayed is not None else "missing"
+                raise ArtifactError(
+                    f"{HISTORY_FILE}: decayed counts {found}, but the model's "
+                    f"history_half_life_days is {model.config.history_half_life_days}"
+                )
     except ArtifactError:
         raise
     except (

@@ -30,6 +30,7 @@ class Catalogue:
     drink_launch_day: np.ndarray  # int64 days since 1970-01-01
     store_ids: np.ndarray  # int64, sorted
     store_region: np.ndarray  # int64
+    drink_season: np.ndarray  # int64, the only season a drink is sold in; -1 = all year
 
     @property
     def n_categories(self) -> int:
@@ -47,14 +48,16 @@ class Catalogue:
             "drink_launch_day": self.drink_launch_day.tolist(),
             "store_ids": self.store_ids.tolist(),
             "store_region": self.store_region.tolist(),
+            "drink_season": self.drink_season.tolist(),
         }
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> Catalogue:
-        """Inverse of `to_json`."""
+        """Inverse of `to_json`; a catalogue from before seasonal menus sells all year."""
         arrays = {
             k: np.asarray(v, dtype=np.int64) for k, v in payload.items() if k != "drink_names"
         }
+        arrays.setdefault("drink_season", np.full(arrays["drink_ids"].size, -1, dtype=np.int64))
         return cls(drink_names=list(payload["drink_names"]), **arrays)
 
 
@@ -102,20 +105,26 @@ def lookup(vocabulary: np.ndarray, ids: np.ndarray, offset: int = 0) -> np.ndarr
     return np.where(found, pos_clipped + offset, -1)
 
 
-def availability(catalogue: Catalogue, store: np.ndarray, day: np.ndarray) -> np.ndarray:
-    """Which drinks each (store, day) can sell: on the regional menu and already launched.
+def availability(
+    catalogue: Catalogue, store: np.ndarray, day: np.ndarray, season: np.ndarray
+) -> np.ndarray:
+    """Which drinks each (store, day) can sell: on the regional menu, launched, in season.
 
     Args:
         catalogue: the catalogue.
         store: store vocabulary indices, shape (n,).
         day: day numbers, shape (n,).
+        season: the day's season (`time_features`), shape (n,).
 
     Returns:
         bool array (n, drinks).
     """
     region = catalogue.store_region[store][:, None]
     on_menu = (catalogue.drink_region[None, :] == -1) | (catalogue.drink_region[None, :] == region)
-    return on_menu & (catalogue.drink_launch_day[None, :] <= np.asarray(day)[:, None])
+    drink_season = catalogue.drink_season[None, :]
+    in_season = (drink_season == -1) | (drink_season == np.asarray(season)[:, None])
+    launched = catalogue.drink_launch_day[None, :] <= np.asarray(day)[:, None]
+    return on_menu & in_season & launched
 
 
 def read_catalogue(manifest: dict[str, Any]) -> Catalogue:
@@ -127,6 +136,11 @@ def read_catalogue(manifest: dict[str, Any]) -> Catalogue:
     drinks = pq.read_table(root / dimensions["drinks"]).sort_by("drink_id")
     stores = pq.read_table(root / dimensions["stores"]).sort_by("store_id")
     launch = drinks.column("launch_date").to_numpy().astype("datetime64[D]").astype(np.int64)
+    season = (
+        drinks.column("season_id").to_numpy().astype(np.int64)
+        if "season_id" in drinks.column_names
+        else np.full(drinks.num_rows, -1, dtype=np.int64)  # data from before seasonal menus
+    )
     return Catalogue(
         drink_ids=drinks.column("drink_id").to_numpy().astype(np.int64),
         drink_names=[str(name) for name in drinks.column("name").to_pylist()],
@@ -136,17 +150,22 @@ def read_catalogue(manifest: dict[str, Any]) -> Catalogue:
         drink_launch_day=launch,
         store_ids=stores.column("store_id").to_numpy().astype(np.int64),
         store_region=stores.column("region_id").to_numpy().astype(np.int64),
+        drink_season=season,
     )
 
 
 def read_columns(manifest: dict[str, Any], part: str) -> dict[str, np.ndarray]:
-    """Member, store, drink, epoch seconds and week of the `train` or `validation` rows."""
+    """Member, store, drink, epoch seconds and week of a part's rows (`train`, `selection`,
+    `gate`); a training dataset's withheld gate part is a ValueError."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from trainer.split import manifest_part
+
+    files = manifest_part(manifest, part)["files"]
     root = resolve(manifest["data_uri"])
     names = ["member_id", "store_id", "drink_id", "timestamp", "week"]
-    tables = [pq.read_table(root / rel, columns=names) for rel in manifest[part]["files"]]
+    tables = [pq.read_table(root / rel, columns=names) for rel in files]
     table = pa.concat_tables(tables) if tables else None
     if table is None or table.num_rows == 0:
         raise ValueError(f"the manifest's {part!r} part has no rows; regenerate with more weeks")

@@ -21,7 +21,13 @@ import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
 from trainer.features import NOVELTY_BUCKETS, Catalogue
-from trainer.history import HISTORY_FEATURES, HistoryTensors, MemberHistory, history_features
+from trainer.history import (
+    DECAY_FEATURES,
+    HISTORY_FEATURES,
+    HistoryTensors,
+    MemberHistory,
+    history_features,
+)
 
 MAX_SIZE = 2**31 - 1
 """The largest size a model's config may give (a table's rows, a layer's width)."""
@@ -38,6 +44,7 @@ class ModelConfig:
     embedding_dim: int = 32
     hidden_dim: int = 64
     history_hidden: int = 16  # width of the history head; 0 = no head
+    history_half_life_days: int = 0  # the head also reads decayed counts; 0 = lifetime only
 
     def to_dict(self) -> dict[str, int]:
         """JSON-ready dict."""
@@ -45,7 +52,8 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, payload: Any) -> ModelConfig:
-        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0).
+        """Inverse of `to_dict`; a config without `history_hidden` predates the head (0), one
+        without `history_half_life_days` the decayed counts (0).
 
         Raises:
             ValueError: not an object of exactly these sizes, each an integer in its range
@@ -54,13 +62,13 @@ class ModelConfig:
         names = [f.name for f in fields(cls)]
         if not isinstance(payload, dict):
             raise ValueError(f"'model' is {type(payload).__name__}; expected an object of {names}")
-        values = {"history_hidden": 0, **payload}
+        values = {"history_hidden": 0, "history_half_life_days": 0, **payload}
         unknown = sorted(set(map(str, values)) - set(names))
         missing = [name for name in names if name not in values]
         if unknown or missing:
             raise ValueError(f"'model' has unknown keys {unknown} or lacks {missing}")
         for name in names:
-            lowest = 0 if name == "history_hidden" else 1
+            lowest = 0 if name in {"history_hidden", "history_half_life_days"} else 1
             value = values[name]
             if type(value) is not int or not lowest <= value <= MAX_SIZE:
                 raise ValueError(
@@ -68,6 +76,11 @@ class ModelConfig:
                     f"to {MAX_SIZE}"
                 )
         return cls(**values)
+
+    @property
+    def history_features(self) -> int:
+        """Features per cell the history head reads."""
+        return HISTORY_FEATURES + (DECAY_FEATURES if self.history_half_life_days else 0)
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class CatalogueTensors:
     drink_region: torch.Tensor
     drink_launch_day: torch.Tensor
     store_region: torch.Tensor
+    drink_season: torch.Tensor
     log_q: torch.Tensor  # log of each drink's share of training purchases
     history: HistoryTensors | None = None
 
@@ -105,6 +119,7 @@ class CatalogueTensors:
             drink_region=t(catalogue.drink_region),
             drink_launch_day=t(catalogue.drink_launch_day),
             store_region=t(catalogue.store_region),
+            drink_season=t(catalogue.drink_season),
             log_q=t(log_q.astype(np.float32)),
             history=None if history is None else history.tensors(device),
         )
@@ -143,7 +158,7 @@ class DrinkRecommender(nn.Module):
         # Built last, so the towers draw the same initial weights as without the head.
         self.history = (
             nn.Sequential(
-                nn.Linear(HISTORY_FEATURES, config.history_hidden),
+                nn.Linear(config.history_features, config.history_hidden),
                 nn.ReLU(),
                 nn.Linear(config.history_hidden, 1),
             )
@@ -191,7 +206,7 @@ class DrinkRecommender(nn.Module):
             history_cells: (N,) flat positions in the (B, U) scores of the drinks the member
                 bought (`trainer.history.history_features`); required with a history head,
                 ignored without one.
-            history: (N, HISTORY_FEATURES) their features.
+            history: (N, config.history_features) their features.
         """
         q = self.query(member, store, hour, weekday, season)
         v = self.items(candidates, candidate_category, candidate_cold)
@@ -208,14 +223,20 @@ class DrinkRecommender(nn.Module):
 
 
 def candidate_context(
-    cat: CatalogueTensors, store: torch.Tensor, day: torch.Tensor, candidates: torch.Tensor
+    cat: CatalogueTensors,
+    store: torch.Tensor,
+    day: torch.Tensor,
+    season: torch.Tensor,
+    candidates: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Availability mask and novelty bucket of each candidate for each visit.
+    """Availability mask (regional menu, launched, in season) and novelty bucket of each
+    candidate for each visit.
 
     Args:
         cat: catalogue tensors.
         store: store indices (B,).
         day: day numbers (B,).
+        season: the visit's season (B,).
         candidates: drink indices (U,).
 
     Returns:
@@ -223,7 +244,10 @@ def candidate_context(
     """
     age = day[:, None] - cat.drink_launch_day[candidates][None, :]
     region = cat.drink_region[candidates][None, :]
+    drink_season = cat.drink_season[candidates][None, :]
+    in_season = (drink_season == -1) | (drink_season == season[:, None])
     available = ((region == -1) | (region == cat.store_region[store][:, None])) & (age >= 0)
+    available &= in_season
     novelty = torch.where(
         age < 0, 0, torch.where(age < 14, 1, torch.where(age < 42, 2, NOVELTY_BUCKETS - 1))
     )
@@ -242,11 +266,13 @@ def score(
     `model` may be a `DrinkRecommender` or a DistributedDataParallel wrapper around one.
     `leave_out` (training rows only): the drinks bought, taken out of the history features.
     """
-    available, novelty = candidate_context(cat, batch["store"], batch["day"], candidates)
+    available, novelty = candidate_context(
+        cat, batch["store"], batch["day"], batch["season"], candidates
+    )
     cells, history = (
         (None, None)
         if cat.history is None
-        else history_features(cat.history, batch["member"], candidates, leave_out)
+        else history_features(cat.history, batch["member"], candidates, leave_out, batch["day"])
     )
     logits = model(
         batch["member"],

@@ -1,8 +1,9 @@
 """One week of synthetic transactions, drawn from the world with its own seeded generator.
 
-Visits follow each member's rate, weekday rhythm and preferred daypart; a visit orders a
-favourite out of habit, or else a drink chosen by Gumbel-max over a utility of taste,
-popularity, novelty, weather and time of day among what the shop sells that day.
+Visits follow each member's rate, weekday rhythm and preferred daypart; a visit orders one of
+the member's favourites of that week (`trainer.drift`) out of habit, or else a drink chosen by
+Gumbel-max over a utility of taste, popularity, novelty, weather and time of day among what
+the shop sells that day (its region's menu, launched, in season).
 `trainer.gumbel` makes that choice exactly as `Generator.gumbel` would, screening cells with
 float32 scores and computing the float64 utility only for the few contenders.
 """
@@ -14,6 +15,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
+from trainer.drift import SEASONS, favourites_at
 from trainer.gumbel import gumbel_argmax
 from trainer.world import (
     REGIONS,
@@ -87,15 +89,15 @@ def sample_week(world: World, week: int) -> pa.Table:
     store = _choose_store(world, rng, member)
     region = world.store_region[store]
     temperature = temps[region, weekday]
-    drink = _choose_drink(world, rng, member, store, week, hour, temperature)
+    day = 7 * week + weekday
+    month = (np.datetime64(START_DATE.isoformat(), "D") + day).astype("datetime64[M]")
+    season = season_of_month(month.astype(np.int64) % 12 + 1)
+    drink = _choose_drink(world, rng, member, store, week, hour, temperature, season)
 
     u = rng.random(n)
     quantity = (1 + (u < 0.12) + (u < 0.03)).astype(np.int8)
     price = np.round(world.drink_price[drink] * region_price_factor(region)).astype(np.float32)
-    day = 7 * week + weekday
     seconds = _EPOCH_START + day * 86400 + hour * 3600 + rng.integers(0, 60, n) * 60
-    month = (np.datetime64(START_DATE.isoformat(), "D") + day).astype("datetime64[M]")
-    season = season_of_month(month.astype(np.int64) % 12 + 1)
 
     # Members come in ascending order, so a stable sort by minute of the week orders by
     # (time, member), as a lexsort would; 16-bit keys let numpy use a radix sort.
@@ -137,14 +139,18 @@ def _choose_drink(
     week: int,
     hour: np.ndarray,
     temperature: np.ndarray,
+    season: np.ndarray,
 ) -> np.ndarray:
     """A favourite out of habit, else a choice by taste, weather, time of day and novelty."""
     n = member.size
     slot = np.searchsorted(_FAVOURITE_CDF, rng.random(n), side="left")
-    favourite = world.member_favourites[member, slot]
+    favourite = favourites_at(world, member, slot, week)
     store_region = world.store_region[store]
     fav_region = world.drink_region[favourite]
-    fav_on_menu = (fav_region == -1) | (fav_region == store_region)
+    fav_season = world.drink_season[favourite]
+    fav_on_menu = ((fav_region == -1) | (fav_region == store_region)) & (
+        (fav_season == -1) | (fav_season == season)
+    )
     habitual = (rng.random(n) < world.member_habit[member]) & fav_on_menu
     drink = favourite.astype(np.int64)
 
@@ -156,16 +162,19 @@ def _choose_drink(
     sign = np.where(world.drink_cold, 1.0, -1.0)
     # A visit falls in at most one of the three boosted dayparts, so adding its daypart's row
     # adds exactly what three masked additions would (the other two add 0.0, which is exact);
-    # the same row adds -inf for drinks off the region's menu or not launched yet.
+    # the same row adds -inf for drinks off the region's or the season's menu or not launched
+    # yet. Rows are (season, daypart, region).
     boost = np.zeros((4, category.size))
     boost[1] = 1.0 * (category == 3)  # before 11:00: coffee
     boost[2] = 0.4 * ((category == 1) | (category == 4))  # 13:00-18:00: fruit tea, smoothies
     boost[3] = 0.3 * (category == 0)  # from 18:00: milk tea
     on_menu = (world.drink_region == -1) | (world.drink_region == np.arange(len(REGIONS))[:, None])
-    off_menu = np.where(on_menu & (age >= 0), 0.0, -np.inf)
-    context = (boost[:, None, :] + off_menu[None, :, :]).reshape(-1, category.size)
+    in_season = (world.drink_season == -1) | (world.drink_season == np.arange(SEASONS)[:, None])
+    sold = on_menu[None, :, :] & in_season[:, None, :] & (age >= 0)
+    off_menu = np.where(sold, 0.0, -np.inf)
+    context = (boost[None, :, None, :] + off_menu[:, None, :, :]).reshape(-1, category.size)
     daypart = np.select([hour < 11, (hour >= 13) & (hour < 18), hour >= 18], [1, 2, 3], 0)
-    context_row = daypart * len(REGIONS) + store_region
+    context_row = (season.astype(np.int64) * len(boost) + daypart) * len(REGIONS) + store_region
     scale = 2.0 / np.sqrt(TASTE_DIM)
     # float32 copies for the approximate scores `gumbel_argmax` screens cells with.
     base32, sign32 = base.astype(np.float32), sign.astype(np.float32)

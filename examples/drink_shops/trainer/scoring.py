@@ -1,56 +1,80 @@
-"""Scoring an exported model on a dataset's validation weeks (champion/challenger evaluation).
+"""Scoring an exported model on a dataset's gate weeks (champion/challenger evaluation).
 
 The evaluation job (`python -m trainer.evaluate`, run by the pipeline's `evaluate_model`)
-scores the candidate and the current champion on the same held-out week, with the same
-per-store popularity baseline, using the code `trainer.task` uses at the end of training, so
-the numbers are comparable with the training report.
+scores the candidate and the current champion on the same gate weeks, with the same
+references, using the code `trainer.task` uses at the end of training (there on the selection
+weeks), so the numbers are comparable with the training report.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-REFERENCES = {"baseline_": "popularity", "usual_": "usual"}
+if TYPE_CHECKING:
+    import numpy as np
+
+REFERENCES = {
+    "baseline_": "popularity",
+    "usual_": "usual",
+    "launches_": "usual_plus_launches",
+    "recent_": "recent_usual",
+}
 """Metric name prefix of each reference ranker -> its name in the metrics file."""
 
 
-def evaluate_exported_model(
-    model_dir: str, dataset: str, *, baseline_weeks: int = 4
-) -> dict[str, dict[str, float]]:
-    """Scores an exported model on the validation weeks of ``dataset``.
+@dataclass(frozen=True)
+class ScoredModel:
+    """A model and the references scored on one part of a dataset.
+
+    Attributes:
+        metrics: ``{"model": {...}, "popularity": {...}, "usual": {...},
+            "usual_plus_launches": {...}, "recent_usual": {...}}`` (see ``split_references``).
+        member_ids: int64 (rows,): each row's member id, as in the data.
+        gains: float64 (rows, rankers): each row's NDCG@10 gain of the model and of each
+            reference, in `trainer.metrics.RANKERS` order.
+    """
+
+    metrics: dict[str, dict[str, float]]
+    member_ids: np.ndarray
+    gains: np.ndarray
+
+
+def score_exported_model(
+    model_dir: str, dataset: str, *, part: str = "gate", baseline_weeks: int = 4
+) -> ScoredModel:
+    """Scores an exported model on a part of ``dataset`` (the gate weeks by default).
 
     The training weeks are streamed (`trainer.reference`) for the popularity baseline and
-    the "usual" reference; only the validation rows are held, encoded. A model with a history
+    the "usual" references; only the scored rows are held, encoded. A model with a history
     head scores with the history exported with it, as it would serve.
 
     Args:
         model_dir: A folder written by ``trainer.task`` (local, ``gs://`` or ``/gcs/``).
         dataset: A ``manifest.json``, a folder holding one, or a generated dataset folder.
+        part: The manifest part to score: ``gate`` (evaluation) or ``selection``.
         baseline_weeks: Recent training weeks counted by the popularity baseline.
-
-    Returns:
-        ``{"model": {...}, "popularity": {...}, "usual": {...}}``: Recall@10 and NDCG@10 of
-        the model (with its margins over "usual" and by segment), of the per-store
-        popularity baseline and of "reorder your usual", on the same rows.
 
     Raises:
         FileNotFoundError: No model or no dataset at the given place.
-        ValueError: The model was trained on a different catalogue of drinks and shops, or
-            its artifact fails verification.
+        ValueError: The model was trained on a different catalogue of drinks and shops, its
+            artifact fails verification, or the manifest lacks the part (a training dataset
+            withholds its gate weeks).
     """
     import numpy as np
     import torch
 
     from trainer.export import load_artifact
     from trainer.features import encode_rows, read_catalogue, read_columns
-    from trainer.metrics import evaluate
+    from trainer.metrics import score_rows, summarize
     from trainer.model import CatalogueTensors
     from trainer.paths import resolve
     from trainer.reference import count_training_rows
-    from trainer.split import load_manifest
+    from trainer.split import load_manifest, manifest_part
     from trainer.train import rows_to_tensors
 
     manifest = load_manifest(dataset)
+    manifest_part(manifest, part)  # a clear error before any model is read
     artifact = load_artifact(resolve(model_dir))
     catalogue = artifact.catalogue
     data_catalogue = read_catalogue(manifest)
@@ -61,16 +85,31 @@ def evaluate_exported_model(
                 f"the dataset {dataset}; score it on data from the same catalogue"
             )
     counts = count_training_rows(manifest, artifact.member_vocab, catalogue, baseline_weeks)
-    validation = encode_rows(read_columns(manifest, "validation"), artifact.member_vocab, catalogue)
+    columns = read_columns(manifest, part)
+    rows = encode_rows(columns, artifact.member_vocab, catalogue)
     device = torch.device("cpu")
-    metrics = evaluate(
+    scored = score_rows(
         artifact.model,
         CatalogueTensors.build(catalogue, None, device, artifact.history),
-        rows_to_tensors(validation, device),
+        rows_to_tensors(rows, device),
         torch.as_tensor(counts.popularity),
         torch.as_tensor(counts.member_counts),
+        torch.as_tensor(counts.recent_counts),
     )
-    return split_references(metrics)
+    return ScoredModel(
+        metrics=split_references(summarize(scored)),
+        member_ids=columns["member_id"],
+        gains=scored.gains.numpy(),
+    )
+
+
+def evaluate_exported_model(
+    model_dir: str, dataset: str, *, part: str = "gate", baseline_weeks: int = 4
+) -> dict[str, dict[str, float]]:
+    """The metrics of `score_exported_model`: the model's and each reference's, on `part`."""
+    return score_exported_model(
+        model_dir, dataset, part=part, baseline_weeks=baseline_weeks
+    ).metrics
 
 
 def split_references(metrics: dict[str, Any]) -> dict[str, dict[str, float]]:

@@ -5,6 +5,10 @@ AIP_TENSORBOARD_LOG_DIR (gs:// and /gcs/ map through GCS_FUSE_ROOT; unset means 
 --output_dir); the cluster comes from CLUSTER_SPEC / MASTER_ADDR / MASTER_PORT / WORLD_SIZE /
 RANK; the tuning metric goes to cloudml-hypertune. SIGTERM checkpoints and exits with 143.
 
+The model learns from the manifest's `train` weeks; the metrics it reports (and the tuning
+metric) are measured on its `selection` weeks. It never reads the `gate` weeks, on which the
+evaluation job judges it (a training dataset from the pipeline does not even list them).
+
 The rows are read through the pre-encoded cache beside the dataset (`trainer.encoded`): the
 first run encodes the Parquet files once, every later run and restart maps the result.
 """
@@ -72,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=16,
         help="width of the history head over the member's purchase counts (0: two towers only)",
     )
+    p.add_argument(
+        "--history_half_life_weeks",
+        type=float,
+        default=4.0,
+        help="the history head also reads counts decayed with this half-life (0: lifetime only)",
+    )
     p.add_argument("--batch_size", type=integer, default=512, help="rows per replica per step")
     p.add_argument("--epochs", type=integer, default=5)
     p.add_argument("--weight_decay", type=float, default=0.0, help="AdamW decoupled weight decay")
@@ -125,6 +135,7 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
     for name in (
         "weight_decay",
         "history_hidden",
+        "history_half_life_weeks",
         "checkpoint_every_steps",
         "checkpoint_every_seconds",
         "num_threads",
@@ -165,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     from trainer.metrics import evaluate
     from trainer.model import CatalogueTensors, DrinkRecommender, ModelConfig, purchase_log_share
     from trainer.optim import TrainingOptimizer, wrap_ddp
+    from trainer.purchase_log import PurchaseLog
+    from trainer.reference import RECENT_HALF_LIFE_DAYS
     from trainer.resume import checkpoint_bound
     from trainer.scalars import ScalarWriter
     from trainer.split import load_manifest
@@ -201,10 +214,24 @@ def run(args: argparse.Namespace) -> int:
     )
     popularity = encoded.store_popularity(data.train, n_stores, n_drinks, args.baseline_weeks)
     log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
-    # The members' training purchases: the history head's input and the "usual" reference.
-    history = MemberHistory.from_counts(
-        encoded.member_counts(data.train, int(member_vocab.size), n_drinks)
-    )
+    # The members' training purchases: the history head's input and the "usual" reference;
+    # decayed as of the day after training too when the head reads them (habits drift), with
+    # the purchases in time for the training rows' as-of features.
+    counts = encoded.member_counts(data.train, int(member_vocab.size), n_drinks)
+    half_life = round(7 * args.history_half_life_weeks) if args.history_hidden else 0
+    if half_life:
+        as_of_day = encoded.last_day(data.train) + 1
+        history = MemberHistory.from_counts(
+            counts,
+            encoded.member_decayed(
+                data.train, int(member_vocab.size), n_drinks, as_of_day, half_life
+            ),
+            as_of_day,
+            float(half_life),
+            PurchaseLog.build(data.train, int(member_vocab.size)),
+        )
+    else:
+        history = MemberHistory.from_counts(counts)
     config = ModelConfig(
         n_members=int(member_vocab.size),
         n_stores=int(catalogue.store_ids.size),
@@ -213,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         embedding_dim=args.embedding_dim,
         hidden_dim=args.hidden_dim,
         history_hidden=args.history_hidden,
+        history_half_life_days=half_life,
     )
     cat = CatalogueTensors.build(
         catalogue, log_q, device, history if config.history_hidden else None
@@ -272,9 +300,24 @@ def run(args: argparse.Namespace) -> int:
         optimizer.finish()  # the member rows as AdamW would have left them
         pop_tensor = torch.as_tensor(popularity, device=device)
         usual = torch.as_tensor(history.counts, device=device)
-        val_tensors = rows_to_tensors(data.validation.rows(), device)
+        # "recent usual", decayed as the evaluation job decays it (the history's own decayed
+        # table when the half-lives agree).
+        recent_table = (
+            history.decayed
+            if history.decayed is not None and history.half_life_days == RECENT_HALF_LIFE_DAYS
+            else encoded.member_decayed(data.train, int(member_vocab.size), n_drinks,
+                                        encoded.last_day(data.train) + 1, RECENT_HALF_LIFE_DAYS)
+        )  # fmt: skip
+        recent_usual = torch.as_tensor(recent_table, device=device)
+        selection = rows_to_tensors(data.selection.rows(), device)
         faults.pause("evaluate", result.step)
-        metrics: dict[str, Any] = evaluate(raw_model, cat, val_tensors, pop_tensor, usual)
+        metrics: dict[str, Any] = evaluate(
+            raw_model, cat, selection, pop_tensor, usual, recent_usual
+        )
+        metrics["periods"] = {
+            "train": manifest["train"]["periods"],
+            "selection": manifest["selection"]["periods"],
+        }
         metrics["training"] = {
             "steps": result.step,
             "total_steps": result.total_steps,
@@ -309,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
                 "baseline_recall_at_10",
                 "baseline_ndcg_at_10",
             ):
-                writer.add_scalar(f"validation/{name}", metrics[name], result.step)
+                writer.add_scalar(f"selection/{name}", metrics[name], result.step)
             writer.close()
         import hypertune
 

@@ -2,14 +2,24 @@
 
 Everything here is drawn from generators seeded by `(seed, purpose)`, so the world is a pure
 function of the seed and the scale, and each week's transactions can be drawn independently.
+
+The world drifts (`WorldConfig`'s drift options, on by default): a member's favourites change
+(`habit_weeks`), a drink launched lately becomes a new habit for some members (`launch_boost`),
+and some drinks are sold in one season only, every year (`seasonal_share`). With all three at
+0 the world is version 1's: favourites drawn once at week 0 and never changed, every drink sold
+all year. The drift is drawn by counter-based hashes (`trainer.drift`), not by the generators,
+so the generators' streams, and the rows a drift-free world samples, are unchanged.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from trainer import drift
 
 START_DATE = dt.date(2023, 1, 2)  # a Monday, so week w starts on START_DATE + 7w
 CATEGORIES = ("milk tea", "fruit tea", "pure tea", "coffee", "smoothie", "cheese foam")
@@ -20,6 +30,9 @@ _REGION_PRICE_FACTOR = np.array([1.08, 1.0, 0.95, 0.97, 1.05], dtype=np.float32)
 TASTE_DIM = 8
 NEW_DRINK_SHARE = 0.25  # share of the catalogue launched after week 0
 REGIONAL_SHARE = 0.3  # share of drinks sold in one region only
+ALWAYS_ON_MENU = 4  # drinks 0..3: sold everywhere, all year, from week 0
+DRIFT_FIELDS = ("habit_weeks", "launch_boost", "seasonal_share")
+"""`WorldConfig`'s drift options; a dataset that predates them was generated without drift."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,15 @@ class WorldConfig:
         seed: the only source of randomness.
         drinks: size of the catalogue over the whole history (including later launches).
         clusters: number of member taste clusters.
+        habit_weeks: mean weeks a favourite lasts: each of a member's three favourite slots
+            moves on to another drink of the member's taste after an exponentially
+            distributed time of this mean (26: about twice a year; 0: favourites never
+            change, version 1's world).
+        launch_boost: how much likelier a drink launched in the last six weeks is to become
+            the new favourite when a slot moves on (4: five times as likely as an older drink
+            of the same taste), so new drinks become habits for the members they suit.
+        seasonal_share: share of the catalogue sold in one season only, every year (0.1; 0:
+            every drink all year). The catalogue's `season_id` says which season.
     """
 
     members: int
@@ -41,17 +63,42 @@ class WorldConfig:
     seed: int
     drinks: int = 96
     clusters: int = 12
+    habit_weeks: float = 26.0
+    launch_boost: float = 4.0
+    seasonal_share: float = 0.1
 
     def __post_init__(self) -> None:
         for name in ("members", "stores", "weeks", "drinks", "clusters"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("habit_weeks", "launch_boost"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0 (0: off), got {getattr(self, name)}")
+        if not 0 <= self.seasonal_share < 1:
+            raise ValueError(
+                f"seasonal_share must be in [0, 1) (0: off), got {self.seasonal_share}"
+            )
         if self.stores < len(REGIONS):
             raise ValueError(
                 f"stores must be >= {len(REGIONS)} (one per region), got {self.stores}"
             )
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
+
+    @property
+    def drifts(self) -> bool:
+        """Whether any drift option is on."""
+        return any(getattr(self, name) for name in DRIFT_FIELDS)
+
+    def to_json(self) -> dict[str, float | int]:
+        """The config as `generation.json` records it."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> WorldConfig:
+        """The config `generation.json` recorded; without drift options, a drift-free world
+        (the dataset was generated before they existed, and appending must continue it)."""
+        return cls(**{**{name: 0 for name in DRIFT_FIELDS}, **payload})
 
 
 @dataclass(frozen=True)
@@ -74,7 +121,9 @@ class World:
     member_weekend: np.ndarray  # bool, weekend-heavy visitor
     member_daypart: np.ndarray  # int8, preferred daypart 0..3
     member_habit: np.ndarray  # float32, probability of ordering a favourite
-    member_favourites: np.ndarray  # int32 (members, 3)
+    member_favourites: np.ndarray  # int32 (members, 3): the favourites at week 0
+    drink_season: np.ndarray  # int8, the only season a drink is sold in; -1 = all year
+    member_candidates: np.ndarray  # int32 (members, CANDIDATES): drinks a new habit comes from
 
 
 def rng_for(seed: int, *keys: int) -> np.random.Generator:
@@ -101,7 +150,7 @@ def build_world(config: WorldConfig) -> World:
     launch = np.where(launched_later, d_rng.integers(1, max(config.weeks, 2), n_drinks), 0)
     launch_week = launch.astype(np.int16)
     # Keep at least a few nationwide drinks on the menu from day one so every store sells.
-    launch_week[:4], region[:4] = 0, -1
+    launch_week[:ALWAYS_ON_MENU], region[:ALWAYS_ON_MENU] = 0, -1
     price = (35 + 5 * d_rng.integers(0, 12, n_drinks)).astype(np.float32)
     popularity = d_rng.normal(0.0, 0.7, n_drinks).astype(np.float32)
     centroids_d = d_rng.normal(0.0, 1.0, (len(CATEGORIES), TASTE_DIM))
@@ -123,6 +172,14 @@ def build_world(config: WorldConfig) -> World:
     favourites = _pick_favourites(
         m_rng, taste_m, taste_d, popularity, region, launch_week, store_region[home]
     )
+    season = drift.seasonal_drinks(config.seed, n_drinks, config.seasonal_share, ALWAYS_ON_MENU)
+    candidates = (
+        drift.habit_candidates(
+            config.seed, taste_m, taste_d, popularity, region, store_region[home], season, TASTE_DIM
+        )
+        if config.habit_weeks > 0
+        else np.zeros((n, 0), dtype=np.int32)
+    )
     return World(
         config=config,
         drink_category=category,
@@ -141,6 +198,8 @@ def build_world(config: WorldConfig) -> World:
         member_daypart=daypart,
         member_habit=habit,
         member_favourites=favourites,
+        drink_season=season,
+        member_candidates=candidates,
     )
 
 

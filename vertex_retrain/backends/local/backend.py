@@ -257,7 +257,7 @@ class LocalBackend:
             version = self.registry.get_version(display_name, alias)
         except RegistryNotFoundError:
             return None
-        return AliasHolder(version.version_id, version.artifact_uri)
+        return AliasHolder(version.version_id, version.artifact_uri, dict(version.labels))
 
     def deploy(self, spec: DeploySpec) -> DeploymentOutcome:
         """Starts and checks the version's server before any traffic moves (see deployment)."""

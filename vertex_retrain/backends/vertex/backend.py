@@ -291,7 +291,10 @@ class VertexBackend:
         )
         if found is None:
             return None
-        return AliasHolder(str(found.get("versionId", "")), str(found.get("artifactUri", "")))
+        labels = {str(k): str(v) for k, v in (found.get("labels") or {}).items()}
+        return AliasHolder(
+            str(found.get("versionId", "")), str(found.get("artifactUri", "")), labels
+        )
 
     def deploy(self, spec: DeploySpec) -> DeploymentOutcome:
         """Deploys to the endpoint of that display name (created if missing).

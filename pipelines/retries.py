@@ -6,9 +6,9 @@ such task is safe to run again: a job launcher finds the job its first attempt s
 key of its inputs and adopts it (:mod:`vertex_retrain.rules.idempotency`), registration finds
 the version it made, deployment the model it deployed. So the templates give these tasks
 kfp's ``set_retry`` policy with exponential backoff (``retryPolicy`` in the compiled IR, which
-Vertex AI Pipelines honours), and the local runner honours the same policy (kfp.local 2.17's
-``task_executor`` reads ``retryPolicy``; tests/test_pipelines_retries.py runs a task that
-fails once).
+Vertex AI Pipelines honours). The local runner runs each task once unless asked to honour the
+policy (``run --local --retries``; docs/local-backend.md says why), and
+tests/test_pipelines_retries.py runs a task that fails once both ways.
 
 Call :func:`retry_google_calls` at the end of a pipeline function's body: it sets the policy
 on every task created so far in that pipeline whose component is in :data:`RETRIED_COMPONENTS`.

@@ -1,5 +1,6 @@
 """Retries: every task that calls a Google API or runs a job has a retry policy with backoff in
-the compiled IR, and the local runner honours a task's retry policy."""
+the compiled IR; the local runner honours a task's retry policy with ``retries=True``
+(``--retries``) and otherwise runs each task once."""
 
 from __future__ import annotations
 
@@ -68,11 +69,46 @@ def test_retries_outside_a_pipeline_body_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("pipeline", "succeeds"), [(flaky_retried, True), (flaky, False)])
-def test_retries_local_runner_retries_a_task_that_fails_once(
+def test_retries_local_runner_with_retries_honours_the_policy(
     root: Path, tmp_path: Path, pipeline: Any, succeeds: bool
 ) -> None:
     tally = tmp_path / "tally.txt"
     console = io.StringIO()
-    outcome = run_pipeline_locally(pipeline, {"tally": str(tally)}, console=console)
+    outcome = run_pipeline_locally(pipeline, {"tally": str(tally)}, console=console, retries=True)
     assert outcome.succeeded is succeeds, console.getvalue()[-2000:]
     assert tally.read_text(encoding="utf-8").split() == ["attempt"] * (2 if succeeds else 1)
+
+
+def test_retries_local_runner_runs_a_task_once_by_default_and_says_what_vertex_would_do(
+    root: Path, tmp_path: Path
+) -> None:
+    tally = tmp_path / "tally.txt"
+    console = io.StringIO()
+    outcome = run_pipeline_locally(flaky_retried, {"tally": str(tally)}, console=console)
+    assert not outcome.succeeded
+    assert tally.read_text(encoding="utf-8").split() == ["attempt"]
+    log = outcome.log_path.read_text(encoding="utf-8")
+    assert "is not retried here; on Vertex its retry policy runs it up to 1 more time(s)" in log
+
+
+def test_retries_flag_reaches_the_local_run_and_is_refused_for_vertex(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vertex_retrain.cli import local_run
+    from vertex_retrain.cli.main import main
+
+    seen: list[bool] = []
+
+    def start(*args: Any, retries: bool = False, **kwargs: Any) -> Any:
+        seen.append(retries)
+        raise RuntimeError("stopped by the test")
+
+    monkeypatch.setattr(local_run, "run_pipeline_locally", start)
+    reference = "tests/data/pipelines/flaky.py:flaky_retried"
+    for flags in (["--local"], ["--local", "--retries"]):
+        main(["run", reference, *flags, "--param", "tally=/tmp/unused"])
+    assert seen == [False, True]
+    capsys.readouterr()
+    code = main(["run", reference, "--retries", "--project", "p", "--location", "us-central1"])
+    assert code == 2
+    assert "--retries applies to --local runs" in capsys.readouterr().err

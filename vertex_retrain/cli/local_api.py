@@ -25,6 +25,7 @@ def run_local(
     arguments: Mapping[str, Any] | None = None,
     *,
     cache: bool = True,
+    retries: bool = False,
     console: TextIO | None = None,
     verbose: bool = False,
 ) -> LocalRunOutcome:
@@ -39,6 +40,8 @@ def run_local(
             has them.
         cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
             does; False runs every task.
+        retries: Run a failed task again as its retry policy says, as Vertex does; False
+            (the default) runs each task once, which fails sooner and never hides a failure.
         console: Where the progress goes (default: standard output).
         verbose: Show every line of every task.
 
@@ -64,5 +67,10 @@ def run_local(
     if names:  # refused before any task, not at register-model after training
         raise ValueError(names[0].describe())
     return run_pipeline_locally(
-        pipeline, given, console=console or sys.stdout, verbose=verbose, cache=cache
+        pipeline,
+        given,
+        console=console or sys.stdout,
+        verbose=verbose,
+        cache=cache,
+        retries=retries,
     )

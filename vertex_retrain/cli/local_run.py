@@ -160,6 +160,7 @@ def run_pipeline_locally(
     console: TextIO | None = None,
     verbose: bool = False,
     cache: bool = True,
+    retries: bool = False,
 ) -> LocalRunOutcome:
     """Runs ``pipeline`` with kfp.local; returns how it ended and its run summary.
 
@@ -174,6 +175,8 @@ def run_pipeline_locally(
         cache: Reuse the outputs of tasks that ran before with the same inputs, as Vertex
             does (:mod:`vertex_retrain.backends.local.kfp_adapter.kfp_tasks`); False runs
             every task.
+        retries: Run a failed task again as its compiled retry policy says, as Vertex does;
+            False (the default) runs each task once and says what Vertex would do.
 
     Returns:
         The outcome; ``summary`` is the exit handler's summary when the pipeline has one;
@@ -200,7 +203,9 @@ def run_pipeline_locally(
             _reconcile(root, console)
             warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
-                return _run_locked(pipeline, arguments, root, log_path, console, verbose, cache)
+                return _run_locked(
+                    pipeline, arguments, root, log_path, console, verbose, cache, retries
+                )
     except (RunConflictError, UnsupportedKfpError) as conflict:
         console.write(f"ERROR: {conflict}\n")
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +230,7 @@ def _run_locked(
     console: TextIO,
     verbose: bool,
     cache: bool = True,
+    retries: bool = False,
 ) -> LocalRunOutcome:
     from kfp import local
 
@@ -250,7 +256,10 @@ def _run_locked(
         try:
             with (
                 kfp_local_session(
-                    TaskCache(root), reuse=cache, created=datetime.datetime.now(datetime.UTC)
+                    TaskCache(root),
+                    reuse=cache,
+                    created=datetime.datetime.now(datetime.UTC),
+                    retries=retries,
                 ),
                 tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):

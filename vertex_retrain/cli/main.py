@@ -146,6 +146,14 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument(
+        "--retries",
+        action="store_true",
+        help=(
+            "with --local: run a failed task again as its retry policy says, as Vertex does "
+            "(by default a local task runs once, so a failure shows at once)"
+        ),
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print the final summary as JSON (progress on stderr)"
     )
 

@@ -69,6 +69,13 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             for component in spec.get("components", {}).values()
         )
         return _run_local(source, args, default_arguments(spec), overrides, out, takes_backend)
+    if args.retries:
+        print(
+            "error: --retries applies to --local runs; Vertex runs each task's retry policy "
+            "itself; drop --retries",
+            file=sys.stderr,
+        )
+        return 2
     missing = [
         flag
         for flag, value in [
@@ -166,6 +173,7 @@ def _run_local(
                 console=progress,
                 verbose=getattr(args, "verbose", False),
                 cache=not args.no_cache,
+                retries=args.retries,
             )
         finally:
             stop_descendants(spare=spare)

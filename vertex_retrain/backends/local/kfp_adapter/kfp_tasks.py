@@ -86,14 +86,52 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return loaded
 
 
+def without_retries(original: Callable[..., Any], call: dict[str, Any]) -> Callable[..., Any]:
+    """``original`` run once for a task that has a retry policy, saying so if it fails.
+
+    Locally a failed task is not run again by default: what fails here is nearly always the
+    team's own code or data, which a retry runs again unchanged after the policy's waits (three
+    and a half minutes for the templates'), and a run that passes without retries passes with
+    them. ``--retries`` (``retries=True``) honours the compiled policy instead.
+    """
+    from kfp.local import status
+
+    task_spec = call["task_spec"]
+    retries = task_spec.retry_policy.max_retry_count
+    if retries <= 0:
+        return original
+    once = type(task_spec)()
+    once.CopyFrom(task_spec)
+    once.ClearField("retry_policy")
+    call["task_spec"] = once
+
+    def run_once(**arguments: Any) -> Any:
+        outputs, task_status = original(**arguments)
+        if task_status != status.Status.SUCCESS:
+            print(
+                f"Task '{arguments['task_name']}' failed and is not retried here; on Vertex its "
+                f"retry policy runs it up to {retries} more time(s) (--retries does so locally)",
+                flush=True,
+            )
+        return outputs, task_status
+
+    return run_once
+
+
 def _execute(
-    original: Callable[..., Any], cache: TaskCache | None, reuse: bool, **call: Any
+    original: Callable[..., Any],
+    cache: TaskCache | None,
+    reuse: bool,
+    retries: bool,
+    **call: Any,
 ) -> Any:
     from google.protobuf import json_format
     from kfp.local import executor_input_utils, status
     from kfp.local.orchestrator.orchestrator_utils import OrchestratorUtils
 
     task_name: str = call["task_name"]
+    if not retries:
+        original = without_retries(original, call)
     task_spec = call["task_spec"]
     component_name = task_spec.component_ref.name
     component = call["components"][component_name]
@@ -155,7 +193,9 @@ def _execute(
 
 
 @contextlib.contextmanager
-def local_task_policy(cache: TaskCache | None, *, reuse: bool = True) -> Iterator[None]:
+def local_task_policy(
+    cache: TaskCache | None, *, reuse: bool = True, retries: bool = False
+) -> Iterator[None]:
     """Runs kfp.local's tasks with Vertex's caching, for the length of the ``with`` block.
 
     Args:
@@ -163,6 +203,8 @@ def local_task_policy(cache: TaskCache | None, *, reuse: bool = True) -> Iterato
         reuse: False runs every task (``--no-cache``) and stores the fresh outputs, so a
             later run reuses those, as a Vertex run with caching disabled leaves its results
             for later runs.
+        retries: True honours each task's compiled retry policy; False runs a task once
+            (:func:`without_retries`).
 
     Vertex-only service steps are skipped either way. The wrapper is removed on exit.
     """
@@ -171,7 +213,7 @@ def local_task_policy(cache: TaskCache | None, *, reuse: bool = True) -> Iterato
     original = task_executor.execute_single_task
 
     def execute_single_task(**call: Any) -> Any:
-        return _execute(original, cache, reuse, **call)
+        return _execute(original, cache, reuse, retries, **call)
 
     task_executor.execute_single_task = execute_single_task
     try:

@@ -14,7 +14,7 @@ from vertex_retrain.backends.local.kfp_adapter.task_cache import TaskCache
 
 @contextlib.contextmanager
 def kfp_local_session(
-    cache: TaskCache | None, *, reuse: bool, created: dt.datetime
+    cache: TaskCache | None, *, reuse: bool, created: dt.datetime, retries: bool = False
 ) -> Iterator[None]:
     """kfp.local as a local run needs it, for the length of the ``with`` block.
 
@@ -22,11 +22,12 @@ def kfp_local_session(
         cache: The task cache (:func:`~.kfp_tasks.local_task_policy`); None: no caching.
         reuse: False runs every task and stores the fresh outputs (``--no-cache``).
         created: The run's creation time (:func:`~.placeholders.local_placeholders`).
+        retries: Honour the tasks' retry policies (:func:`~.kfp_tasks.without_retries`).
 
     Raises:
         UnsupportedKfpError: The installed kfp is outside the supported range; nothing is
             patched.
     """
     check_kfp_version()
-    with local_task_policy(cache, reuse=reuse), local_placeholders(created):
+    with local_task_policy(cache, reuse=reuse, retries=retries), local_placeholders(created):
         yield

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -65,7 +66,11 @@ def test_run_the_examples_weekly_pipeline_locally_on_a_fresh_clone(
         if "  " in line
     }
     assert rows["pipeline root"] == str(run_dir), out
-    assert rows["model"] == "guess-your-order version 1 (aliases champion, default)"
+    # Registered either way; whether one epoch beats the chain's references is the gate's
+    # call (tests/test_pipelines_weekly_local.py), not this plumbing test's.
+    assert re.fullmatch(
+        r"guess-your-order version 1 \(aliases (champion|challenger), default\)", rows["model"]
+    ), rows["model"]
     assert not ANSI.search(out) and "{'" not in out  # no colour codes, no dict reprs
     # Nothing outside the local root; nothing still running; modes follow the umask.
     assert Path("/gcs").exists() == gcs_existed

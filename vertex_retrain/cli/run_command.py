@@ -69,7 +69,7 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             for component in spec.get("components", {}).values()
         )
         return _run_local(source, args, default_arguments(spec), overrides, out, takes_backend)
-    if args.retries:
+    if getattr(args, "retries", False):
         print(
             "error: --retries applies to --local runs; Vertex runs each task's retry policy "
             "itself; drop --retries",
@@ -173,7 +173,7 @@ def _run_local(
                 console=progress,
                 verbose=getattr(args, "verbose", False),
                 cache=not args.no_cache,
-                retries=args.retries,
+                retries=getattr(args, "retries", False),
             )
         finally:
             stop_descendants(spare=spare)

@@ -51,6 +51,7 @@ def write_tiny_artifact(model_dir: Path) -> Path:
         drink_launch_day=np.zeros(N_DRINKS, dtype=np.int64),
         store_ids=np.asarray(STORES, dtype=np.int64),
         store_region=np.asarray([0, 1], dtype=np.int64),
+        drink_season=np.full(N_DRINKS, -1, dtype=np.int64),
     )
     config = ModelConfig(
         n_members=len(MEMBERS),

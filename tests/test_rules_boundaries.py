@@ -1,0 +1,347 @@
+"""Both sides of each limit in vertex_retrain/rules, and the exact words of its refusals.
+
+Written against the mutants `make mutants` found alive (docs/mutation-testing.md): a limit
+moved by one, a comparison that admits its bound, a message that lost its words.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias
+from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
+from vertex_retrain.rules.spot_fallback import (
+    MAX_SPOT_RESTARTS,
+    FallbackPolicy,
+    decide_fallback,
+    lost_spot_capacity,
+)
+from vertex_retrain.rules.traffic import (
+    TrafficSplitError,
+    allocate,
+    check_percentage,
+    reassign,
+    scale,
+    unallocate,
+    validate_split,
+)
+from vertex_retrain.rules.trials import best_trial_or_none, check_goal, choose_best_trial
+
+
+def _raises(error: type[Exception], message: str) -> pytest.RaisesContext[Exception]:
+    return pytest.raises(error, match=f"^{re.escape(message)}$")
+
+
+# --- aliases ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("length", "valid"), [(2, True), (1, False), (128, True), (129, False)])
+def test_alias_length_is_two_to_128(length: int, valid: bool) -> None:
+    assert is_valid_alias("a" * length) is valid
+
+
+@pytest.mark.parametrize("name", ["champion_alias", "challenger_alias"])
+def test_aliases_to_move_names_the_bad_alias_and_the_pattern(name: str) -> None:
+    roles = {"champion_alias": "champion", "challenger_alias": "challenger", name: "default"}
+    with _raises(
+        ValueError,
+        f"{name} must be a version alias other than 'default' (which moves with the "
+        "champion), matching [a-z][a-zA-Z0-9-]{0,126}[a-z0-9], e.g. 'champion' or "
+        "'candidate-2'; got 'default'",
+    ):
+        aliases_to_move(make_champion=True, **roles)
+
+
+def test_aliases_to_move_refuses_one_alias_for_both_roles_in_words() -> None:
+    with _raises(ValueError, "champion_alias and challenger_alias must differ; both are 'x1'"):
+        aliases_to_move(make_champion=False, champion_alias="x1", challenger_alias="x1")
+
+
+# --- retention -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("keep", "valid"), [(1, False), (2, True)])
+def test_keep_last_n_floor_is_two(keep: int, valid: bool) -> None:
+    if valid:
+        assert check_keep_last_n(keep) == keep
+    else:
+        with _raises(
+            ValueError,
+            "keep_last_n must be at least 2 (the new version and a rollback target); got 1",
+        ):
+            check_keep_last_n(keep)
+
+
+@pytest.mark.parametrize("bad", [True, 2.0, "2", None])
+def test_keep_last_n_must_be_an_integer_in_words(bad: object) -> None:
+    with _raises(ValueError, f"keep_last_n must be an integer of at least 2; got {bad!r}"):
+        check_keep_last_n(bad)
+
+
+def test_deployments_to_prune_keeps_exactly_the_newest_n() -> None:
+    newest_first = ["4", "3", "2", "1"]
+    assert deployments_to_prune(newest_first, {}, keep_last_n=2) == ["2", "1"]
+    assert deployments_to_prune(newest_first, {}, keep_last_n=3) == ["1"]
+
+
+@pytest.mark.parametrize(("share", "pruned"), [(0, True), (1, False)])
+def test_deployments_to_prune_spares_any_share_of_traffic(share: int, pruned: bool) -> None:
+    assert (deployments_to_prune(["3", "2", "1"], {"1": share}, keep_last_n=2) == ["1"]) is pruned
+
+
+def test_deployments_to_prune_prunes_a_model_missing_from_the_split() -> None:
+    assert deployments_to_prune(["3", "2", "1"], {"3": 100}, keep_last_n=2) == ["1"]
+
+
+def test_deployments_to_prune_checks_keep_last_n() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        deployments_to_prune(["3", "2", "1"], {}, keep_last_n=1)
+
+
+# --- spot fallback ---------------------------------------------------------------------------
+
+_STOCKOUT = "STOCKOUT: no capacity"
+
+
+def _decide(**changes: object) -> tuple[bool, str, int]:
+    arguments: dict[str, object] = {
+        "strategy": "SPOT",
+        "failure_message": _STOCKOUT,
+        "policy": FallbackPolicy(enabled=True, deadline_seconds=0),
+        "elapsed_seconds": 0,
+        "job_timeout_seconds": 0,
+        **changes,
+    }
+    decision = decide_fallback(**arguments)  # type: ignore[arg-type]
+    return decision.fall_back, decision.reason, decision.timeout_seconds
+
+
+@pytest.mark.parametrize("deadline", [-1.0, math.inf, math.nan])
+def test_fallback_policy_refuses_a_bad_deadline_in_words(deadline: float) -> None:
+    with _raises(
+        ValueError,
+        "spot_fallback_deadline_seconds must be a finite number of seconds, 0 or more "
+        f"(0: only the job's timeout applies); got {deadline!r}",
+    ):
+        FallbackPolicy(enabled=True, deadline_seconds=deadline)
+
+
+def test_fallback_policy_accepts_a_zero_deadline() -> None:
+    assert FallbackPolicy(enabled=True, deadline_seconds=0.0).deadline_seconds == 0.0
+
+
+def test_fallback_reasons_name_why_not() -> None:
+    off = FallbackPolicy(enabled=False)
+    assert _decide(policy=off) == (False, "spot fallback is off", 0)
+    assert _decide(strategy="STANDARD") == (
+        False,
+        "the job ran with strategy STANDARD, not SPOT",
+        0,
+    )
+    assert _decide(failure_message="exit code 1") == (
+        False,
+        "the job failed for another reason than lost Spot capacity",
+        0,
+    )
+    late = FallbackPolicy(enabled=True, deadline_seconds=600)
+    assert _decide(policy=late, elapsed_seconds=600) == (
+        False,
+        "the Spot attempts took 600 s of the 600 s deadline; no time is left for on-demand",
+        0,
+    )
+
+
+def test_fallback_reason_names_the_restart_limit() -> None:
+    assert _decide() == (
+        True,
+        f"Spot capacity was lost (preempted past Vertex's {MAX_SPOT_RESTARTS} restarts, or "
+        "STOCKOUT); running on demand (STANDARD) from the Spot attempts' checkpoints",
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("job_timeout", "deadline", "elapsed", "expected"),
+    [
+        (0, 0, 0, 0),  # neither: no timeout
+        (3600, 0, 0, 3600),  # the job's own timeout
+        (-5, 0, 0, 0),  # a negative timeout is none
+        (1, 0, 0, 1),  # the smallest positive timeout is kept
+        (0, 600, 100, 500),  # what is left of the deadline
+        (3600, 600, 100, 500),  # the deadline cuts the job's timeout
+        (300, 600, 100, 300),  # the job's timeout is shorter than what is left
+        (0, 600.9, 100.5, 500),  # seconds left are rounded down
+    ],
+)
+def test_fallback_timeout_is_the_job_timeout_cut_to_the_deadline(
+    job_timeout: int, deadline: float, elapsed: float, expected: int
+) -> None:
+    policy = FallbackPolicy(enabled=True, deadline_seconds=deadline)
+    fall_back, _, timeout = _decide(
+        policy=policy, elapsed_seconds=elapsed, job_timeout_seconds=job_timeout
+    )
+    assert (fall_back, timeout) == (True, expected)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "STOCKOUT",
+        "the VM was PREEMPTED",
+        "ZONE_RESOURCE_POOL_EXHAUSTED",
+        "The zone's Resource Pool Exhausted",
+        "There isn't enough resources",
+        "not enough resources in zone",
+        "Resources are insufficient",
+    ],
+)
+def test_lost_spot_capacity_reads_each_way_of_saying_it(message: str) -> None:
+    assert lost_spot_capacity(message)
+
+
+def test_lost_spot_capacity_is_false_for_other_failures() -> None:
+    assert not lost_spot_capacity("The replica workerpool0-0 exited with a non-zero status of 1")
+
+
+# --- traffic ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "valid"), [(-1, False), (0, True), (100, True), (101, False)])
+def test_check_percentage_takes_0_to_100(value: int, valid: bool) -> None:
+    if valid:
+        assert check_percentage(value) == value
+    else:
+        with _raises(
+            TrafficSplitError, f"traffic_percentage must be an integer from 0 to 100, got {value}"
+        ):
+            check_percentage(value)
+
+
+@pytest.mark.parametrize("bad", [True, 50.0, "50"])
+def test_check_percentage_refuses_what_is_not_an_int(bad: object) -> None:
+    with _raises(TrafficSplitError, f"share must be an integer from 0 to 100, got {bad!r}"):
+        check_percentage(bad, "share")
+
+
+def test_validate_split_names_the_model_and_the_total() -> None:
+    with _raises(
+        TrafficSplitError,
+        "traffic for deployed model '2' must be an integer from 0 to 100, got 101",
+    ):
+        validate_split({"1": 0, "2": 101})
+    with _raises(
+        TrafficSplitError,
+        "traffic split {'1': 60, '2': 39} sums to 99; the shares of deployed models must sum "
+        "to 100",
+    ):
+        validate_split({"1": 60, "2": 39})
+    assert validate_split({}) == {}
+    assert validate_split({"1": 100}) == {"1": 100}
+
+
+def test_scale_to_zero_or_of_nothing() -> None:
+    assert scale({"1": 60, "2": 40}, 0) == {"1": 0, "2": 0}
+    assert scale({}, 50) == {}
+    with _raises(
+        TrafficSplitError,
+        "cannot scale {'1': 0, '2': 0} to 50: every share is 0, so there is no proportion to keep",
+    ):
+        scale({"1": 0, "2": 0}, 50)
+
+
+def test_scale_hands_leftover_points_to_the_largest_remainders() -> None:
+    # 10/3 each: floors 3+3+3, one point left; equal remainders: the first listed takes it.
+    assert scale({"1": 1, "2": 1, "3": 1}, 10) == {"1": 4, "2": 3, "3": 3}
+    # 1*50/3 = 16.67, 2*50/3 = 33.33: the larger remainder (2/3) goes to "1".
+    assert scale({"1": 1, "2": 2}, 50) == {"1": 17, "2": 33}
+
+
+def test_allocate_refusals_in_words() -> None:
+    with _raises(TrafficSplitError, "deployed model '1' is already in the split"):
+        allocate({"1": 100}, "1", 50)
+    with _raises(
+        TrafficSplitError,
+        "the endpoint has no deployed models, so the first one must take 100% of the traffic, "
+        "not 99%; pass traffic_percentage=100",
+    ):
+        allocate({}, "1", 99)
+    assert allocate({}, "1", 100) == {"1": 100}
+    with pytest.raises(TrafficSplitError, match="sums to 90"):
+        allocate({"1": 90}, "2", 10)
+
+
+def test_reassign_keeps_the_rest_in_proportion_and_checks_the_percentage() -> None:
+    assert reassign({"1": 75, "2": 25}, "2", 50) == {"1": 50, "2": 50}
+    assert reassign({"1": 100}, "1", 40) == {"1": 100}
+    with pytest.raises(TrafficSplitError, match="got -1"):
+        reassign({"1": 50, "2": 50}, "1", -1)
+
+
+def test_unallocate_refusals_in_words() -> None:
+    with _raises(TrafficSplitError, "deployed model '9' is not in the split; deployed: ['1', '2']"):
+        unallocate({"2": 50, "1": 50}, "9")
+    with _raises(
+        TrafficSplitError,
+        "undeploying deployed model '1' would leave the remaining traffic split at 0% "
+        "({'2': 0}); give another deployed model traffic first (set_traffic_split) or "
+        "undeploy the others first",
+    ):
+        unallocate({"1": 100, "2": 0}, "1")
+    assert unallocate({"1": 100}, "1") == {}
+    assert unallocate({"1": 50, "2": 30, "3": 20}, "1") == {"2": 60, "3": 40}
+    with pytest.raises(TrafficSplitError, match="sums to 50"):
+        unallocate({"1": 50}, "1")
+
+
+# --- trials ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Trial:
+    trial_id: str
+    state: str = "SUCCEEDED"
+    metric: float | None = 0.5
+
+
+def test_check_goal_refusal_lists_the_goals() -> None:
+    assert check_goal("MINIMIZE") == "MINIMIZE"
+    with _raises(ValueError, "goal must be one of ('MAXIMIZE', 'MINIMIZE'), got 'maximize'."):
+        check_goal("maximize")
+
+
+@pytest.mark.parametrize(("goal", "winner"), [("MAXIMIZE", "2"), ("MINIMIZE", "1")])
+def test_best_trial_follows_the_goal(goal: str, winner: str) -> None:
+    trials = [_Trial("1", metric=0.25), _Trial("2", metric=0.75)]
+    best = best_trial_or_none(trials, goal)
+    assert best is not None and best.trial_id == winner
+
+
+def test_best_trial_may_win_with_a_metric_of_zero() -> None:
+    trials = [_Trial("1", metric=0.0), _Trial("2", metric=1.0)]
+    best = best_trial_or_none(trials, "MINIMIZE")
+    assert best is not None and best.trial_id == "1"
+
+
+def test_best_trial_ties_put_numeric_ids_before_other_ids() -> None:
+    trials = [_Trial("b"), _Trial("a"), _Trial("12"), _Trial("9")]
+    best = best_trial_or_none(trials, "MAXIMIZE")
+    assert best is not None and best.trial_id == "9"
+    best = best_trial_or_none([_Trial("b"), _Trial("a")], "MAXIMIZE")
+    assert best is not None and best.trial_id == "a"
+
+
+def test_choose_best_trial_refusal_names_the_study_metric_and_states() -> None:
+    trials = [_Trial("1", state="FAILED"), _Trial("2", state="INFEASIBLE"), _Trial("3", "X")]
+    with _raises(
+        ValueError,
+        "no SUCCEEDED trial of job 7 has a final value for metric 'auc' (trial states: "
+        "FAILED, INFEASIBLE, X). Check that the trainer reports that metric with "
+        "cloudml-hypertune and that some trials succeeded.",
+    ):
+        choose_best_trial(trials, metric_id="auc", goal="MAXIMIZE", study="job 7")
+    with pytest.raises(ValueError, match=r"of the study .*\(trial states: no trials\)"):
+        choose_best_trial([], metric_id="auc", goal="MAXIMIZE")

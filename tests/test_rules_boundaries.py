@@ -24,8 +24,10 @@ from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
     check_percentage,
+    largest_share,
     reassign,
     scale,
+    serving_shares,
     unallocate,
     validate_split,
 )
@@ -345,3 +347,14 @@ def test_choose_best_trial_refusal_names_the_study_metric_and_states() -> None:
         choose_best_trial(trials, metric_id="auc", goal="MAXIMIZE", study="job 7")
     with pytest.raises(ValueError, match=r"of the study .*\(trial states: no trials\)"):
         choose_best_trial([], metric_id="auc", goal="MAXIMIZE")
+
+
+@pytest.mark.parametrize(("share", "serving"), [(0, False), (1, True)])
+def test_serving_shares_keeps_a_share_of_one_point(share: int, serving: bool) -> None:
+    assert ("2" in serving_shares({"1": 100 - share, "2": share})) is serving
+
+
+def test_largest_share_goes_by_share_before_id() -> None:
+    assert largest_share({"9": 10, "10": 90}) == "10"
+    assert largest_share({"1": 50, "2": 50}) == "2"
+    assert largest_share({}) == ""

@@ -10,6 +10,7 @@ is a survivor.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import re
 import sys
 from collections import Counter
@@ -46,13 +47,19 @@ def folder_of(key: str) -> str:
     return "/".join(key.split(".")[:-2])
 
 
-def scores(lines: Iterable[str]) -> dict[str, Score]:
+def scores(lines: Iterable[str], only: Iterable[str] = ()) -> dict[str, Score]:
     """Scores per folder from ``mutmut results --all true`` lines.
+
+    Args:
+        lines: The lines.
+        only: Mutant name patterns (``vertex_retrain.rules.*``, as ``mutmut run`` takes them):
+            the other mutants are left out. Empty: every mutant counts.
 
     Raises:
         ValueError: A mutant was never checked (the run did not finish), or a line is not a
             mutant's verdict.
     """
+    patterns = list(only)
     killed: Counter[str] = Counter()
     total: Counter[str] = Counter()
     for line in lines:
@@ -61,6 +68,8 @@ def scores(lines: Iterable[str]) -> dict[str, Score]:
         match = _LINE.match(line.rstrip("\n"))
         if match is None:
             raise ValueError(f"not a mutmut result line: {line.strip()!r}")
+        if patterns and not any(fnmatch.fnmatchcase(match["key"], p) for p in patterns):
+            continue
         status = match["status"].strip()
         if status == "not checked":
             raise ValueError(f"{match['key']} was not checked: the run did not finish")
@@ -91,9 +100,16 @@ def main(argv: list[str] | None = None) -> int:
     """Prints the scores read from stdin; 1 when the overall score is below ``--min``."""
     parser = argparse.ArgumentParser(prog="python -m tests.mutation_score", description=__doc__)
     parser.add_argument("--min", type=float, default=90.0, help="lowest passing score, percent")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="score only the mutants matching this name pattern (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
-        by_folder = scores(sys.stdin)
+        by_folder = scores(sys.stdin, args.only)
     except ValueError as error:
         print(f"mutation score: {error}", file=sys.stderr)
         return 2

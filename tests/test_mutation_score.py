@@ -85,3 +85,11 @@ def test_mutation_score_without_a_finished_run_exits_2(
 ) -> None:
     assert _run(lines, monkeypatch) == 2
     assert capsys.readouterr().err.startswith("mutation score: ")
+
+
+def test_mutation_score_only_counts_the_mutants_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [*_results(1, 0, RULES), f"    {SPECS}.x_f__mutmut_1: not checked\n"]
+    assert scores(lines, [f"{RULES}.*"]) == {"vertex_retrain/rules": Score(1, 1)}
+    assert _run(lines, monkeypatch, "--only", "vertex_retrain.rules.*") == 0
+    assert _run(lines, monkeypatch) == 2
+    assert _run(lines, monkeypatch, "--only", "vertex_retrain.other.*") == 2

@@ -323,9 +323,17 @@ def test_best_trial_follows_the_goal(goal: str, winner: str) -> None:
 
 
 def test_best_trial_may_win_with_a_metric_of_zero() -> None:
-    trials = [_Trial("1", metric=0.0), _Trial("2", metric=1.0)]
+    trials = [_Trial("1", metric=0.5), _Trial("2", metric=0.0)]
     best = best_trial_or_none(trials, "MINIMIZE")
-    assert best is not None and best.trial_id == "1"
+    assert best is not None and best.trial_id == "2"
+
+
+@pytest.mark.parametrize(("goal", "sign"), [("MAXIMIZE", 1.0), ("MINIMIZE", -1.0)])
+def test_best_trial_tells_apart_the_largest_finite_values(goal: str, sign: float) -> None:
+    # Doubled, both would overflow to infinity and tie: the goal's sign is exactly one.
+    trials = [_Trial("1", metric=sign * 1.0e308), _Trial("2", metric=sign * 1.7e308)]
+    best = best_trial_or_none(trials, goal)
+    assert best is not None and best.trial_id == "2"
 
 
 def test_best_trial_ties_put_numeric_ids_before_other_ids() -> None:

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from vertex_retrain.specs.job_rules import _check_scheduling, check_labels, declares_checkpoints
+from tests.test_specs_cases import RS_IMAGE
+from vertex_retrain.specs.job_rules import (
+    _check_scheduling,
+    check_labels,
+    declares_checkpoints,
+    declares_distribution,
+)
 from vertex_retrain.specs.problems import Problem
 from vertex_retrain.specs.registry_rules import (
     RegistryLocation,
@@ -505,3 +511,29 @@ def test_image_location_problems_in_words() -> None:
     hinted = image_location_problems(images[1:2], "europe-west4", build_hint="make image")
     assert hinted[0].alternatives[1:] == ("make image",)
     assert hinted[0].message.startswith("The image is stored in us")
+
+
+@pytest.mark.parametrize(
+    ("spec", "labels", "declared"),
+    [
+        ({}, {"distribution": "ddp"}, True),
+        ({}, {"distribution": "mpi"}, False),
+        ({}, {}, False),
+        ({"workerPoolSpecs": [{"containerSpec": {"command": ["torchrun", "t.py"]}}]}, {}, True),
+        ({"workerPoolSpecs": [{"containerSpec": {"args": ["--epochs=3"]}}]}, {}, False),
+        (
+            {
+                "workerPoolSpecs": [
+                    {"containerSpec": {"imageUri": "x"}},
+                    {"containerSpec": {"imageUri": RS_IMAGE}},
+                ]
+            },
+            {},
+            True,
+        ),
+    ],
+)
+def test_declares_distribution_reads_each_declaration(
+    spec: dict[str, Any], labels: dict[str, str], declared: bool
+) -> None:
+    assert declares_distribution(spec, labels) is declared

@@ -7,13 +7,17 @@ alternatives or its code fails a test (docs/mutation-testing.md).
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
 
-from tests.test_specs_cases import RS_IMAGE
+from tests.test_specs_cases import CPU_IMAGE, DDP, N1_T4, RS_IMAGE, job, pool
+from vertex_retrain.specs import validate_custom_job
+from vertex_retrain.specs.catalog import load_catalog
 from vertex_retrain.specs.job_rules import (
     _check_scheduling,
+    check_job_spec,
     check_labels,
     declares_checkpoints,
     declares_distribution,
@@ -522,6 +526,11 @@ def test_image_location_problems_in_words() -> None:
         ({"workerPoolSpecs": [{"containerSpec": {"command": ["torchrun", "t.py"]}}]}, {}, True),
         ({"workerPoolSpecs": [{"containerSpec": {"args": ["--epochs=3"]}}]}, {}, False),
         (
+            {"workerPoolSpecs": [{"containerSpec": {"command": ["accelerate", "launch", "t.py"]}}]},
+            {},
+            True,
+        ),
+        (
             {
                 "workerPoolSpecs": [
                     {"containerSpec": {"imageUri": "x"}},
@@ -537,3 +546,88 @@ def test_declares_distribution_reads_each_declaration(
     spec: dict[str, Any], labels: dict[str, str], declared: bool
 ) -> None:
     assert declares_distribution(spec, labels) is declared
+
+
+# --- the whole job spec ----------------------------------------------------------------------
+
+_NO_DISTRIBUTION = (
+    "distribution='ddp' (label distribution=ddp) for PyTorch DDP",
+    "distribution='mirrored' (one machine, several GPUs, TensorFlow)",
+    "distribution='multi_worker_mirrored' (several machines, TensorFlow)",
+    "acceleratorCount 1 and replicaCount 1",
+)
+
+
+def _job_problems(*pools: dict[str, Any], **spec: Any) -> list[Problem]:
+    return validate_custom_job(job(*pools, **spec))
+
+
+def test_job_spec_must_be_an_object() -> None:
+    catalog = load_catalog()
+    today = datetime.date(2026, 1, 1)
+    assert check_job_spec(3, "jobSpec", catalog, labels={}, labels_path="l", today=today) == [
+        _error("jobSpec", 3, "The job spec must be an object.", code="type")
+    ]
+
+
+@pytest.mark.parametrize(("prefix", "valid"), [("gs://b/run", True), ("/tmp/run", False)])
+def test_job_output_directory_is_on_cloud_storage(prefix: str, valid: bool) -> None:
+    problems = _job_problems(N1_T4, baseOutputDirectory={"outputUriPrefix": prefix})
+    assert problems == (
+        []
+        if valid
+        else [
+            _error(
+                "jobSpec.baseOutputDirectory.outputUriPrefix",
+                prefix,
+                "The base output directory must be a Cloud Storage URI.",
+                "gs://BUCKET/runs/RUN_ID",
+                code="output-dir",
+            )
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "warned"), [(None, True), ({"outputUriPrefix": "gs://b"}, False)]
+)
+def test_job_on_spot_without_checkpoints_is_warned(output: Any, warned: bool) -> None:
+    spec = {"scheduling": {"strategy": "SPOT"}}
+    if output:
+        spec["baseOutputDirectory"] = output
+    expected = _warning(
+        "jobSpec.baseOutputDirectory",
+        None,
+        "Spot VMs can be reclaimed at any time; without a checkpoint directory a preempted "
+        "job restarts from step 0 and the savings are lost.",
+        "baseOutputDirectory.outputUriPrefix gs://BUCKET/run (gives AIP_CHECKPOINT_DIR)",
+        "an AIP_CHECKPOINT_DIR env var or a --checkpoint-dir argument",
+        code="spot-no-checkpoint",
+    )
+    assert _job_problems(N1_T4, **spec) == ([expected] if warned else [])
+
+
+@pytest.mark.parametrize(("gpus", "warned"), [(1, False), (2, True)])
+def test_job_with_more_than_one_gpu_declares_its_distribution(gpus: int, warned: bool) -> None:
+    problems = _job_problems(pool("n1-standard-8", "NVIDIA_TESLA_T4", gpus))
+    expected = _warning(
+        "labels.distribution",
+        None,
+        f"{gpus} GPU(s) on 1 replica(s) but no distributed setup declared: without DDP or a "
+        "tf.distribute strategy only one GPU does the work.",
+        *_NO_DISTRIBUTION,
+        code="no-distribution",
+    )
+    assert problems == ([expected] if warned else [])
+    assert (
+        validate_custom_job(job(pool("n1-standard-8", "NVIDIA_TESLA_T4", gpus), labels=DDP)) == []
+    )
+
+
+def test_job_on_several_cpu_replicas_declares_its_distribution() -> None:
+    chief = pool("n1-standard-4", image=CPU_IMAGE)
+    workers = pool("n1-standard-4", image=CPU_IMAGE, replicas=2)
+    problems = _job_problems(chief, workers)
+    assert [(p.field, p.message.split(":")[0]) for p in problems] == [
+        ("labels.distribution", "0 GPU(s) on 3 replica(s) but no distributed setup declared")
+    ]

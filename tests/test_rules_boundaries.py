@@ -366,3 +366,14 @@ def test_largest_share_goes_by_share_before_id() -> None:
     assert largest_share({"9": 10, "10": 90}) == "10"
     assert largest_share({"1": 50, "2": 50}) == "2"
     assert largest_share({}) == ""
+
+
+@pytest.mark.parametrize(
+    ("deadline", "expected"),
+    [(0.5, (False, 0)), (1.0, (True, 1)), (1.5, (True, 1)), (2.0, (True, 2))],
+)
+def test_fallback_deadline_below_one_second_leaves_no_time(
+    deadline: float, expected: tuple[bool, int]
+) -> None:
+    fall_back, _, timeout = _decide(policy=FallbackPolicy(enabled=True, deadline_seconds=deadline))
+    assert (fall_back, timeout) == expected

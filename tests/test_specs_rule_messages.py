@@ -631,3 +631,15 @@ def test_job_on_several_cpu_replicas_declares_its_distribution() -> None:
     assert [(p.field, p.message.split(":")[0]) for p in problems] == [
         ("labels.distribution", "0 GPU(s) on 3 replica(s) but no distributed setup declared")
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "shown"),
+    [
+        ("deploymentSpec.executors.exec-a.container", "exec-a"),
+        ("deploymentSpec.executors.exec-a", "deploymentSpec.executors.exec-a"),
+    ],
+)
+def test_placeholder_problems_name_the_executor_of_a_field(field: str, shown: str) -> None:
+    (problem,) = placeholder_problems([(field, "P")], "P", ())
+    assert f"1 executor(s) ({shown}) would" in problem.message

@@ -624,13 +624,26 @@ def test_job_with_more_than_one_gpu_declares_its_distribution(gpus: int, warned:
     )
 
 
-def test_job_on_several_cpu_replicas_declares_its_distribution() -> None:
-    chief = pool("n1-standard-4", image=CPU_IMAGE)
-    workers = pool("n1-standard-4", image=CPU_IMAGE, replicas=2)
-    problems = _job_problems(chief, workers)
-    assert [(p.field, p.message.split(":")[0]) for p in problems] == [
-        ("labels.distribution", "0 GPU(s) on 3 replica(s) but no distributed setup declared")
-    ]
+@pytest.mark.parametrize(("workers", "warned"), [(0, False), (1, True), (2, True)])
+def test_job_on_several_cpu_replicas_declares_its_distribution(workers: int, warned: bool) -> None:
+    pools = [pool("n1-standard-4", image=CPU_IMAGE)]
+    if workers:
+        pools.append(pool("n1-standard-4", image=CPU_IMAGE, replicas=workers))
+    expected = (
+        [
+            (
+                "labels.distribution",
+                f"0 GPU(s) on {1 + workers} replica(s) but no distributed setup declared",
+            )
+        ]
+        if warned
+        else []
+    )
+    assert [(p.field, p.message.split(":")[0]) for p in _job_problems(*pools)] == expected
+
+
+def test_scheduling_strategy_unspecified_is_accepted() -> None:
+    assert _check_scheduling({"strategy": "STRATEGY_UNSPECIFIED"}, "s") == []
 
 
 @pytest.mark.parametrize(

@@ -656,3 +656,10 @@ def test_scheduling_strategy_unspecified_is_accepted() -> None:
 def test_placeholder_problems_name_the_executor_of_a_field(field: str, shown: str) -> None:
     (problem,) = placeholder_problems([(field, "P")], "P", ())
     assert f"1 executor(s) ({shown}) would" in problem.message
+
+
+@pytest.mark.parametrize(("count", "more"), [(4, ""), (5, " and 1 more")])
+def test_placeholder_problems_show_four_executors_then_a_count(count: int, more: str) -> None:
+    images = [(f"d.e.exec-{i}.c", "P") for i in range(count)]
+    (problem,) = placeholder_problems(images, "P", ())
+    assert f"(exec-0, exec-1, exec-2, exec-3{more}) would" in problem.message

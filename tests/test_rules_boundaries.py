@@ -13,13 +13,9 @@ from dataclasses import dataclass
 import pytest
 
 from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias
+from vertex_retrain.rules.job_failure import JobFailure
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
-from vertex_retrain.rules.spot_fallback import (
-    MAX_SPOT_RESTARTS,
-    FallbackPolicy,
-    decide_fallback,
-    lost_spot_capacity,
-)
+from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
 from vertex_retrain.rules.traffic import (
     TrafficSplitError,
     allocate,
@@ -106,13 +102,13 @@ def test_deployments_to_prune_checks_keep_last_n() -> None:
 
 # --- spot fallback ---------------------------------------------------------------------------
 
-_STOCKOUT = "STOCKOUT: no capacity"
+_STOCKOUT = JobFailure(state="JOB_STATE_FAILED", message="STOCKOUT: no capacity")
 
 
 def _decide(**changes: object) -> tuple[bool, str, int]:
     arguments: dict[str, object] = {
         "strategy": "SPOT",
-        "failure_message": _STOCKOUT,
+        "failure": _STOCKOUT,
         "policy": FallbackPolicy(enabled=True, deadline_seconds=0),
         "elapsed_seconds": 0,
         "job_timeout_seconds": 0,
@@ -144,9 +140,10 @@ def test_fallback_reasons_name_why_not() -> None:
         "the job ran with strategy STANDARD, not SPOT",
         0,
     )
-    assert _decide(failure_message="exit code 1") == (
+    assert _decide(failure=JobFailure(state="JOB_STATE_FAILED", message="exit 1")) == (
         False,
-        "the job failed for another reason than lost Spot capacity",
+        "the job failed for another reason than lost Spot capacity: no structured error or "
+        "known message says it lost capacity (unknown failure)",
         0,
     )
     late = FallbackPolicy(enabled=True, deadline_seconds=600)
@@ -157,11 +154,13 @@ def test_fallback_reasons_name_why_not() -> None:
     )
 
 
-def test_fallback_reason_names_the_restart_limit() -> None:
+def test_fallback_reason_names_the_evidence_and_its_source() -> None:
     assert _decide() == (
         True,
-        f"Spot capacity was lost (preempted past Vertex's {MAX_SPOT_RESTARTS} restarts, or "
-        "STOCKOUT); running on demand (STANDARD) from the Spot attempts' checkpoints",
+        "Spot capacity was lost (its message says 'STOCKOUT'; source: the local Spot "
+        "rehearsal's failure after Vertex's six restarts "
+        "(vertex_retrain.backends.local.jobs.spot.stockout_message)); running on demand "
+        "(STANDARD) from the Spot attempts' checkpoints",
         0,
     )
 
@@ -187,26 +186,6 @@ def test_fallback_timeout_is_the_job_timeout_cut_to_the_deadline(
         policy=policy, elapsed_seconds=elapsed, job_timeout_seconds=job_timeout
     )
     assert (fall_back, timeout) == (True, expected)
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        "STOCKOUT",
-        "the VM was PREEMPTED",
-        "ZONE_RESOURCE_POOL_EXHAUSTED",
-        "The zone's Resource Pool Exhausted",
-        "There isn't enough resources",
-        "not enough resources in zone",
-        "Resources are insufficient",
-    ],
-)
-def test_lost_spot_capacity_reads_each_way_of_saying_it(message: str) -> None:
-    assert lost_spot_capacity(message)
-
-
-def test_lost_spot_capacity_is_false_for_other_failures() -> None:
-    assert not lost_spot_capacity("The replica workerpool0-0 exited with a non-zero status of 1")
 
 
 # --- traffic ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias
-from vertex_retrain.rules.job_failure import JobFailure
+from vertex_retrain.rules.job_failure import CapacityVerdict, JobFailure, capacity_verdict
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
 from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
 from vertex_retrain.rules.traffic import (
@@ -356,3 +356,35 @@ def test_fallback_deadline_below_one_second_leaves_no_time(
 ) -> None:
     fall_back, _, timeout = _decide(policy=FallbackPolicy(enabled=True, deadline_seconds=deadline))
     assert (fall_back, timeout) == expected
+
+
+# --- job failure -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("failure", "verdict"),
+    [
+        (
+            JobFailure("JOB_STATE_CANCELLED", "STOCKOUT"),
+            CapacityVerdict(
+                False,
+                "the job ended JOB_STATE_CANCELLED, which no loss of capacity causes",
+                "aiplatform_v1 JobState",
+            ),
+        ),
+        (
+            JobFailure("JOB_STATE_FAILED", "STOCKOUT", code=3),
+            CapacityVerdict(
+                False,
+                "its error code is INVALID_ARGUMENT, a user error",
+                "GCPC 2.22 job_remote_runner._JOB_USER_ERROR_CODES",
+            ),
+        ),
+    ],
+)
+def test_capacity_verdict_names_what_refused_and_its_source(
+    failure: JobFailure, verdict: CapacityVerdict
+) -> None:
+    found = capacity_verdict(failure)
+    assert found == verdict
+    assert found.lost_capacity is False

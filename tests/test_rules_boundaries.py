@@ -380,6 +380,21 @@ def test_fallback_deadline_below_one_second_leaves_no_time(
                 "GCPC 2.22 job_remote_runner._JOB_USER_ERROR_CODES",
             ),
         ),
+        (
+            JobFailure("JOB_STATE_FAILED", "STOCKOUT", reasons=("RATE_LIMIT_EXCEEDED",)),
+            CapacityVerdict(
+                False,
+                "its error reason is RATE_LIMIT_EXCEEDED: a quota, not capacity",
+                "error_reason.proto",
+            ),
+        ),
+        (
+            JobFailure("JOB_STATE_FAILED", "exit 1"),
+            CapacityVerdict(
+                False,
+                "no structured error or known message says it lost capacity (unknown failure)",
+            ),
+        ),
     ],
 )
 def test_capacity_verdict_names_what_refused_and_its_source(
@@ -388,3 +403,10 @@ def test_capacity_verdict_names_what_refused_and_its_source(
     found = capacity_verdict(failure)
     assert found == verdict
     assert found.lost_capacity is False
+
+
+def test_capacity_verdict_from_a_structured_reason_names_compute_engine() -> None:
+    verdict = capacity_verdict(JobFailure("JOB_STATE_FAILED", "", reasons=("STOCKOUT",)))
+    assert verdict.lost_capacity is True
+    assert verdict.evidence == "its error reason is STOCKOUT"
+    assert verdict.source.startswith("Compute Engine, 'Troubleshooting resource availability")

@@ -6,6 +6,7 @@ moved by one, a comparison that admits its bound, a message that lost its words.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias
+from vertex_retrain.rules.idempotency import task_key
 from vertex_retrain.rules.job_failure import CapacityVerdict, JobFailure, capacity_verdict
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
 from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
@@ -410,3 +412,17 @@ def test_capacity_verdict_from_a_structured_reason_names_compute_engine() -> Non
     assert verdict.lost_capacity is True
     assert verdict.evidence == "its error reason is STOCKOUT"
     assert verdict.source.startswith("Compute Engine, 'Troubleshooting resource availability")
+
+
+# --- idempotency -----------------------------------------------------------------------------
+
+
+def test_task_key_is_stable_across_releases() -> None:
+    # A job started before an upgrade is found by the re-run after it: the digest's text
+    # (its field names and their order) is part of the contract.
+    assert task_key("train", {"lr": 0.1}) == "5ec8107fb610d960a52e"
+
+
+def test_task_key_writes_other_values_as_text() -> None:
+    day = datetime.date(2026, 1, 5)
+    assert task_key("train", {"day": day}) == task_key("train", {"day": "2026-01-05"})

@@ -29,7 +29,7 @@ def source_digest(
     Returns:
         ``sha256:<hex>``, the digest ``build_container`` reports for the same source.
     """
-    from vertex_retrain.steps.source_digest import digest_source
+    from vertex_retrain.steps.digest import digest_source
 
     digest = digest_source(
         backend=backend,

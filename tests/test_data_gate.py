@@ -20,7 +20,7 @@ import pytest
 from tests.examples import DRINK_SHOPS, dataset_declaration
 from trainer.data import generate, week_file
 from trainer.world import START_DATE, WorldConfig
-from vertex_retrain.contracts.data_gate import (
+from vertex_retrain.contracts.gate_report import (
     CHECKS,
     DataGateInputError,
     GateThresholds,

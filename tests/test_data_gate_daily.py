@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.declarations import DATASET
-from vertex_retrain.contracts.data_gate import GateThresholds
+from vertex_retrain.contracts.gate_report import GateThresholds
 from vertex_retrain.steps.data_gate import check_data
 
 FIRST = dt.date(2026, 3, 2)

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from vertex_retrain.contracts.data_window import (
+from vertex_retrain.contracts.as_of import (
     DataWindowError,
     FileSpan,
     check_as_of,

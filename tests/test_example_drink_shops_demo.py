@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.examples import DRINK_SHOPS, example_module
-from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 from vertex_retrain.run_record import RunRecord
 
 DEMO = example_module(DRINK_SHOPS, "demo")

@@ -9,13 +9,13 @@ import datetime as dt
 from typing import Any
 
 from tests.declarations import DATASET
-from vertex_retrain.contracts.data_gate import (
+from vertex_retrain.contracts.dataset import parse_dataset_declaration
+from vertex_retrain.contracts.gate_report import (
     GateReport,
     GateThresholds,
     PeriodStatistics,
     SchemaProblem,
 )
-from vertex_retrain.contracts.dataset import parse_dataset_declaration
 from vertex_retrain.contracts.gate_rules import evaluate_gate
 
 WEEK_START = dt.date(2026, 8, 10)

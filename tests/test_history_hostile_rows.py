@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from vertex_retrain.backends.local.model_registry.registry_db import default_db_path
-from vertex_retrain.backends.local.model_registry.run_history import UNREADABLE, RunHistory
+from vertex_retrain.backends.local.model_registry.weeks_on_record import UNREADABLE, RunHistory
 from vertex_retrain.cli.main import main
 from vertex_retrain.run_record import RunRecord
 

@@ -16,7 +16,7 @@ from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryNotFoundError,
 )
 from vertex_retrain.backends.local.model_registry.registry_schema import SCHEMA_VERSION, migrate
-from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 from vertex_retrain.backends.vertex.backend import VertexBackend
 from vertex_retrain.backends.vertex.experiments import experiment_name, log_week
 from vertex_retrain.cli.main import main

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vertex_retrain.specs import load_catalog
-from vertex_retrain.specs.catalog import DEFAULT_CATALOG_PATH
+from vertex_retrain.specs.machine_catalog import DEFAULT_CATALOG_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
-from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 from vertex_retrain.cli.console import printable
 from vertex_retrain.cli.main import main
 from vertex_retrain.run_record import RunRecord

@@ -24,7 +24,7 @@ from vertex_retrain.backends.vertex.operations import (
     record_operation,
     recorded_operation,
 )
-from vertex_retrain.backends.vertex.smoke_test import requests_needed
+from vertex_retrain.backends.vertex.sample_prediction import requests_needed
 
 LOCATION = "europe-west4"
 MODEL = "projects/proj/locations/europe-west4/models/500"

@@ -126,7 +126,7 @@ def run_week(pipeline: Any, arguments: Mapping[str, Any], number: int, out: Text
 def weeks_on_record(model: str) -> set[str]:
     """The ``as_of`` of each run of ``model`` that succeeded under this local root."""
     from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
-    from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 
     try:
         records = RunHistory().weeks(model)

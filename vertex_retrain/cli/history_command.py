@@ -1,7 +1,7 @@
 """``vertex-retrain history [MODEL]``: the weeks on record, as a table, JSON and a PNG plot.
 
 Each local run's exit handler records its week in the registry database
-(:mod:`vertex_retrain.backends.local.model_registry.run_history`): window, data gate,
+(:mod:`vertex_retrain.backends.local.model_registry.weeks_on_record`): window, data gate,
 candidate, champion and
 baseline metrics, decision, cost, goodput and any Spot fallback. This prints them oldest week
 first and plots the metrics over the weeks (``<local root>/history/<model>.png`` unless
@@ -150,7 +150,7 @@ def _load(model: str | None, db: str | None) -> list[RunRecord]:
         RegistryInputError,
         RegistryNotFoundError,
     )
-    from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
     from vertex_retrain.cli.db_option import DbOptionError, checked_db
 
     try:

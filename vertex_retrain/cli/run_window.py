@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from vertex_retrain.contracts.data_window import (
+from vertex_retrain.contracts.as_of import (
     DataWindowError,
     check_after_start,
     check_as_of,

@@ -8,14 +8,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from vertex_retrain.contracts.data_gate import (
+from vertex_retrain.contracts.dataset import DatasetDeclaration
+from vertex_retrain.contracts.gate_report import (
     Breach,
     GateReport,
     GateThresholds,
     PeriodStatistics,
     SchemaProblem,
 )
-from vertex_retrain.contracts.dataset import DatasetDeclaration
 
 __all__ = ["evaluate_gate", "largest_mix_shift"]
 

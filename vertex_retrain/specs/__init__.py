@@ -4,7 +4,6 @@ Pure and cheap to import (stdlib + PyYAML); ``google.cloud.aiplatform_v1`` is im
 inside :func:`check_payload_parses` and when validation first checks field names.
 """
 
-from vertex_retrain.specs.catalog import Catalog, load_catalog
 from vertex_retrain.specs.cost import (
     CostEstimate,
     PipelineCostEstimate,
@@ -14,6 +13,7 @@ from vertex_retrain.specs.cost import (
     estimate_scaling_cost,
 )
 from vertex_retrain.specs.custom_job import CustomJobSpec
+from vertex_retrain.specs.machine_catalog import Catalog, load_catalog
 from vertex_retrain.specs.payload_io import normalize_job
 from vertex_retrain.specs.price_lines import PriceLine
 from vertex_retrain.specs.prices import PriceBook, PriceFigure, load_prices

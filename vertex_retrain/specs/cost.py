@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog, load_catalog
+from vertex_retrain.specs.machine_catalog import Catalog, load_catalog
 from vertex_retrain.specs.payload_io import as_int, mapping, normalize_job
 from vertex_retrain.specs.pool_rules import gpu_count, replica_count
 from vertex_retrain.specs.price_lines import (

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog
 from vertex_retrain.specs.job_rules import DISTRIBUTION_LABEL, Distribution
+from vertex_retrain.specs.machine_catalog import Catalog
 from vertex_retrain.specs.problems import Problem, error, raise_or_warn
 from vertex_retrain.specs.scheduling import Scheduling
 from vertex_retrain.specs.validate import validate_custom_job

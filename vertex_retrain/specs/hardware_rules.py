@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog, MachineType
+from vertex_retrain.specs.machine_catalog import Catalog, MachineType
 from vertex_retrain.specs.payload_io import as_int
 from vertex_retrain.specs.problems import Problem, error, join_choices, warning
 from vertex_retrain.specs.tpu_rules import check_tpu_machine

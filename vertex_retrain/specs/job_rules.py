@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from vertex_retrain.specs.catalog import Catalog
 from vertex_retrain.specs.hardware_rules import check_machine_spec
 from vertex_retrain.specs.image_rules import (
     check_gpu_image,
@@ -20,6 +19,7 @@ from vertex_retrain.specs.image_rules import (
     pool_args,
     pool_env,
 )
+from vertex_retrain.specs.machine_catalog import Catalog
 from vertex_retrain.specs.payload_io import mapping, parse_duration
 from vertex_retrain.specs.pool_rules import check_pool_structure, gpu_count, replica_count
 from vertex_retrain.specs.problems import Problem, error, warning

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog
+from vertex_retrain.specs.machine_catalog import Catalog
 from vertex_retrain.specs.problems import Problem, error
 from vertex_retrain.specs.safe_load import JOB_FILE_LIMITS, load_file
 from vertex_retrain.specs.validate import validate_job

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog
+from vertex_retrain.specs.machine_catalog import Catalog
 from vertex_retrain.specs.payload_io import as_int, mapping
 from vertex_retrain.specs.pool_rules import replica_count
 from vertex_retrain.specs.prices import TIERS, PriceBook, PriceFigure, Tier

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog, TpuMachine
+from vertex_retrain.specs.machine_catalog import Catalog, TpuMachine
 from vertex_retrain.specs.payload_io import as_int, mapping
 from vertex_retrain.specs.problems import Problem, error, join_choices
 

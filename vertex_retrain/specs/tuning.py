@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from vertex_retrain.specs.catalog import Catalog
 from vertex_retrain.specs.custom_job import CustomJobSpec
+from vertex_retrain.specs.machine_catalog import Catalog
 from vertex_retrain.specs.problems import Problem, raise_or_warn
 from vertex_retrain.specs.validate import validate_tuning_job
 

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from vertex_retrain.specs.catalog import Catalog, load_catalog
 from vertex_retrain.specs.display_names import MAX_DISPLAY_NAME
 from vertex_retrain.specs.field_rules import check_field_names, superseded
 from vertex_retrain.specs.job_rules import check_job_spec, check_labels
+from vertex_retrain.specs.machine_catalog import Catalog, load_catalog
 from vertex_retrain.specs.payload_io import NormalizedJob, mapping, normalize_job
 from vertex_retrain.specs.problems import Problem, error
 from vertex_retrain.specs.proto_fields import (

@@ -12,7 +12,14 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vertex_retrain.contracts.data_gate import (
+from vertex_retrain.contracts.as_of import (
+    DataWindowError,
+    check_after_start,
+    cut_of,
+    select_before,
+)
+from vertex_retrain.contracts.dataset import DatasetDeclaration, parse_dataset_declaration
+from vertex_retrain.contracts.gate_report import (
     DataGateInputError,
     GateReport,
     PeriodStatistics,
@@ -20,13 +27,6 @@ from vertex_retrain.contracts.data_gate import (
     parse_accept,
     thresholds_from,
 )
-from vertex_retrain.contracts.data_window import (
-    DataWindowError,
-    check_after_start,
-    cut_of,
-    select_before,
-)
-from vertex_retrain.contracts.dataset import DatasetDeclaration, parse_dataset_declaration
 from vertex_retrain.contracts.gate_rules import evaluate_gate
 from vertex_retrain.steps.table_files import (
     DatasetFolder,
@@ -71,7 +71,7 @@ def check_data(
         data_uri: The dataset folder the declaration describes.
         dataset_declaration: The dataset declaration (its JSON object).
         as_of: The window end, ``YYYY-MM-DD``; empty: today (UTC).
-        thresholds: Partial :class:`~vertex_retrain.contracts.data_gate.GateThresholds`.
+        thresholds: Partial :class:`~vertex_retrain.contracts.gate_report.GateThresholds`.
         accept: Comma-separated check names whose breaches do not stop the run.
         now: The clock (a test's).
 

@@ -9,8 +9,8 @@ from vertex_retrain.backends.base import Backend, DeploymentOutcome, DeploySpec
 from vertex_retrain.rules.retention import check_keep_last_n
 from vertex_retrain.rules.traffic import check_percentage
 from vertex_retrain.steps.backend import resolve_backend
-from vertex_retrain.steps.gcp_resources import ensure_recorded
 from vertex_retrain.steps.job_request import resolved_service_account
+from vertex_retrain.steps.service_resources import ensure_recorded
 
 __all__ = ["DeploymentOutcome", "DeploymentRequest", "deploy"]
 

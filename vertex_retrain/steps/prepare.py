@@ -3,7 +3,7 @@
 The dataset's shape is the user's declaration (:mod:`vertex_retrain.contracts.dataset`), not an
 import of model code, and the result is the manifest of
 :mod:`vertex_retrain.contracts.dataset_manifest`. Only rows strictly before ``as_of`` are in it
-(:mod:`vertex_retrain.contracts.data_window`): the periods after, and the period in progress,
+(:mod:`vertex_retrain.contracts.as_of`): the periods after, and the period in progress,
 are left out whole, so nothing from after the cut reaches training or evaluation. Only Parquet
 metadata and the time column are read to plan the split; every file in the window is hashed
 so the manifest names exact bytes. The split has three parts (train, selection, gate); the
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_retrain.atomic_files import atomic_write_json
-from vertex_retrain.contracts.data_window import (
+from vertex_retrain.contracts.as_of import (
     DataWindowError,
     Selection,
     check_after_start,

@@ -9,7 +9,7 @@ from vertex_retrain.backends.base import Backend, RegisteredVersion, VersionSpec
 from vertex_retrain.rules.aliases import aliases_to_move, role_alias
 from vertex_retrain.rules.idempotency import registration_key
 from vertex_retrain.steps.backend import resolve_backend
-from vertex_retrain.steps.gcp_resources import ensure_recorded
+from vertex_retrain.steps.service_resources import ensure_recorded
 
 __all__ = [
     "RegisteredVersion",

@@ -2,7 +2,7 @@
 
 The folder's layout is the dataset declaration (:mod:`vertex_retrain.contracts.dataset`). Only
 Parquet metadata and the time column are read to place each file in time; the run's window
-(:mod:`vertex_retrain.contracts.data_window`) then decides which files a run may see.
+(:mod:`vertex_retrain.contracts.as_of`) then decides which files a run may see.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertex_retrain.contracts.data_window import FileSpan
+from vertex_retrain.contracts.as_of import FileSpan
 from vertex_retrain.contracts.dataset import DatasetDeclaration, TableDeclaration
 from vertex_retrain.steps.backend import readable_path
 

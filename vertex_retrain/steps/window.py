@@ -1,13 +1,13 @@
 """data_window's logic: the run's ``as_of``, from its parameter, schedule, creation or clock.
 
-The rules are :mod:`vertex_retrain.contracts.data_window`'s; this module adds the clock.
+The rules are :mod:`vertex_retrain.contracts.as_of`'s; this module adds the clock.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from vertex_retrain.contracts.data_window import (
+from vertex_retrain.contracts.as_of import (
     AsOf,
     DataWindowError,
     check_as_of,

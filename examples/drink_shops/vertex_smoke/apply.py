@@ -235,7 +235,7 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
 
     from vertex_retrain.backends.vertex.endpoints import default_endpoint_client
     from vertex_retrain.backends.vertex.model_registry import default_model_client
-    from vertex_retrain.backends.vertex.smoke_test import default_prediction_client
+    from vertex_retrain.backends.vertex.sample_prediction import default_prediction_client
 
     def run_pipeline(spec: dict[str, Any], plan: SmokePlan, parameters: dict[str, Any]) -> str:
         from vertex_retrain.cli.vertex_submit import submit_spec

@@ -26,7 +26,7 @@ from vertex_retrain.backends.base import (
     VersionSpec,
 )
 from vertex_retrain.backends.local.jobs.exit_advice import TRACEBACK
-from vertex_retrain.backends.local.jobs.gcp_resources import write_local_gcp_resources
+from vertex_retrain.backends.local.jobs.job_resources import write_local_gcp_resources
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.model_registry.registry_db import (
     DB_FILENAME,
@@ -311,7 +311,7 @@ class LocalBackend:
 
     def record_run(self, record: RunRecord) -> str:
         """Writes the run's record to the registry database (``vertex-retrain history``)."""
-        from vertex_retrain.backends.local.model_registry.run_history import RunHistory
+        from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 
         RunHistory(self.registry.db).record(record)
         return f"local run history ({self.registry.db.path})"

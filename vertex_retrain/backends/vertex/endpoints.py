@@ -37,7 +37,7 @@ from vertex_retrain.backends.vertex.endpoint_state import (
     version_key,
 )
 from vertex_retrain.backends.vertex.rollout import Rollout, deploy_at_zero, withdraw
-from vertex_retrain.backends.vertex.smoke_test import (
+from vertex_retrain.backends.vertex.sample_prediction import (
     SmokeTestError,
     default_prediction_client,
     smoke_test,

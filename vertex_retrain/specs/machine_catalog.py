@@ -1,6 +1,6 @@
 """The machine catalog: machine types, GPU pairings, TPU shapes and retirements.
 
-The facts live in ``catalog.yaml`` next to this module (versioned, with its sources and the
+The facts live in ``machine_catalog.yaml`` next to this module (versioned, with its sources and the
 date they were read). This module only loads them into immutable lookups; it has no rules of
 its own. Loading is cached per path. Prices are kept apart, per region, in ``prices.yaml``
 (:mod:`vertex_retrain.specs.prices`).
@@ -18,7 +18,7 @@ from typing import Any
 
 from vertex_retrain.specs.yaml_file import load_yaml_table
 
-DEFAULT_CATALOG_PATH = Path(__file__).with_name("catalog.yaml")
+DEFAULT_CATALOG_PATH = Path(__file__).with_name("machine_catalog.yaml")
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Retirement:
 
 @dataclass(frozen=True)
 class Catalog:
-    """Immutable view of ``catalog.yaml``. Build it with :func:`load_catalog`."""
+    """Immutable view of ``machine_catalog.yaml``. Build it with :func:`load_catalog`."""
 
     version: int
     retrieved: str
@@ -170,7 +170,8 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """Loads the machine catalog (cached per path).
 
     Args:
-        path: A catalog YAML file; defaults to the ``catalog.yaml`` shipped with the package.
+        path: A catalog YAML file; defaults to the ``machine_catalog.yaml`` shipped with
+            the package.
 
     Returns:
         The immutable catalog.

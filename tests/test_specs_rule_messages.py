@@ -14,7 +14,6 @@ import pytest
 
 from tests.test_specs_cases import CPU_IMAGE, DDP, N1_T4, RS_IMAGE, job, pool
 from vertex_retrain.specs import validate_custom_job
-from vertex_retrain.specs.catalog import load_catalog
 from vertex_retrain.specs.job_rules import (
     _check_scheduling,
     check_job_spec,
@@ -22,6 +21,7 @@ from vertex_retrain.specs.job_rules import (
     declares_checkpoints,
     declares_distribution,
 )
+from vertex_retrain.specs.machine_catalog import load_catalog
 from vertex_retrain.specs.problems import Problem
 from vertex_retrain.specs.registry_rules import (
     RegistryLocation,

@@ -8,13 +8,17 @@ import copy
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from tests.declarations import DATASET
 from vertex_retrain.contracts.dataset import parse_dataset_declaration
 from vertex_retrain.contracts.gate_report import (
+    DataGateInputError,
     GateReport,
     GateThresholds,
     PeriodStatistics,
     SchemaProblem,
+    parse_accept,
 )
 from vertex_retrain.contracts.gate_rules import evaluate_gate
 
@@ -124,6 +128,31 @@ def test_gate_rules_verdict_advises_the_lasting_fix_beside_the_one_run_fix() -> 
         previous=None,
         schema_problems=[SchemaProblem("sales/a.parquet", "units", "int32", "double")],
     ).verdict()
-    assert "correct the declaration's columns" in schema
+    assert "the declaration's columns if the files hold the right types" in schema
     assert "data_gate_thresholds" not in schema
+    assert "data_gate_accept" not in schema  # a later step would fail on it anyway
     assert "\n" not in threshold and "\n" not in schema
+
+
+def test_gate_report_accept_refuses_schema_and_takes_the_others() -> None:
+    assert parse_accept("rows, days_covered") == {"rows", "days_covered"}
+    with pytest.raises(DataGateInputError) as refused:
+        parse_accept("rows,schema")
+    message = str(refused.value)
+    assert message.startswith("data_gate_accept cannot accept 'schema': prepare_dataset reads")
+    assert "checks a run can accept: empty_file, data_age" in message
+    assert "schema," not in message.split("can accept:")[1]
+
+
+def test_gate_report_verdict_of_schema_and_rows_offers_to_accept_rows_only() -> None:
+    report = evaluate_gate(
+        declaration=_weekly(),
+        as_of=WEEK_START + dt.timedelta(days=14),
+        current=_period(WEEK_START + dt.timedelta(days=7), 7, rows=10),
+        previous=_period(WEEK_START, 7, rows=1000),
+        schema_problems=[SchemaProblem("sales/a.parquet", "units", "int32", "double")],
+    )
+    assert set(_checks(report)) >= {"schema", "rows"}
+    verdict = report.verdict()
+    assert "--param data_gate_accept=rows" in verdict
+    assert "data_gate_accept=schema" not in verdict and ",schema" not in verdict

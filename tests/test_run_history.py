@@ -407,3 +407,31 @@ def test_history_metric_option_picks_the_column_else_each_runs_primary_metric(
     row = capsys.readouterr().out.splitlines()[2].split()
     assert row[:5] == ["2026-11-16", "champion", "353", "0.44", "-"]
     assert row[5] == "0.41"  # the declared reference's recall
+
+
+@pytest.mark.parametrize(
+    ("direction", "low", "high", "shown"),
+    [
+        ("higher", 0.004, 0.016, "+0.004c"),  # a sure gain
+        ("higher", -0.016, -0.004, "-0.016c"),  # a sure loss
+        ("lower", -0.016, -0.004, "+0.004c"),  # lower loss: a sure gain
+        ("lower", 0.004, 0.016, "-0.016c"),  # higher loss: a sure loss
+    ],
+)
+def test_history_interval_is_the_worst_gain_in_the_metrics_better_direction(
+    root: Path,
+    capsys: pytest.CaptureFixture[str],
+    direction: str,
+    low: float,
+    high: float,
+    shown: str,
+) -> None:
+    interval = {**EVIDENCE["intervals"]["champion"], "low": low, "high": high}
+    evidence = {**EVIDENCE, "intervals": {"champion": interval}}
+    rule = {"primary": "score", "metrics": {"score": direction}, "reference": "popularity"}
+    decision = {**FACTS["decision"], "evidence": evidence, "rule": rule}
+    record = record_from_summary({**FACTS, "decision": decision}, model="m", backend="local")
+    assert record.decision["primary_direction"] == direction
+    RunHistory().record(replace(record, run="a"))
+    assert main(["history", "m", "--no-plot"]) == 0
+    assert shown in capsys.readouterr().out.splitlines()[2].split()

@@ -197,7 +197,10 @@ def _decision(decision: Mapping[str, Any]) -> dict[str, Any]:
         kept["primary_metric"] = str(rule.get("primary", ""))
         declared = rule.get("reference") or ""
         kept["reference"] = declared if isinstance(declared, str) else str(declared[0])
-        kept["metrics"] = [str(name) for name in rule.get("metrics") or {}]
+        declared_metrics = rule.get("metrics") or {}
+        kept["metrics"] = [str(name) for name in declared_metrics]
+        if isinstance(declared_metrics, Mapping):
+            kept["primary_direction"] = str(declared_metrics.get(kept["primary_metric"], ""))
     evidence = decision.get("evidence")
     if isinstance(evidence, Mapping):
         if evidence.get("reference"):

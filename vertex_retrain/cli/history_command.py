@@ -51,9 +51,10 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
 
     The metric is ``metric``, else the one the run's decision was made on; the reference
     column is the value of it of the reference the candidate had to beat (the strongest
-    declared). ``CI-LOW`` is the lower end of the primary metric's bootstrap interval (95% or
-    as declared) of candidate minus champion (``c``), or minus that reference (``r``) when no
-    champion was compared: ``+0.004c``; ``--json`` has the whole interval.
+    declared). ``CI-LOW`` is the worst gain the primary metric's bootstrap interval (95% or as
+    declared) allows, in the metric's better direction, over the champion (``c``), or over that
+    reference (``r``) when no champion was compared: ``+0.004c`` is a sure gain, a negative
+    value an interval that includes no gain; ``--json`` has the whole interval.
 
     The outcome is the decision (``champion``, ``challenger``), marked ``!`` when a person
     forced it (``--json`` has the reason) and ``~`` when the champion could not be judged on
@@ -96,11 +97,16 @@ def _pays_on_demand(cost: dict[str, Any]) -> bool:
 
 
 def _interval(record: RunRecord) -> str | None:
+    """The interval's worst gain in the primary metric's better direction: its lower bound
+    for a higher-is-better metric, minus its upper bound for a lower-is-better one (records
+    from before directions were kept read as higher-is-better)."""
     intervals = record.decision.get("intervals") or {}
+    lower_is_better = record.decision.get("primary_direction") == "lower"
     for key, mark in (("champion", "c"), (f"reference:{record.decision.get('reference')}", "r")):
         found = intervals.get(key)
         if found:
-            return f"{float(found['low']):+.3f}{mark}"
+            worst = -float(found["high"]) if lower_is_better else float(found["low"])
+            return f"{worst:+.3f}{mark}"
     return None
 
 
@@ -194,8 +200,9 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
             shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
             what = ", ".join(shown_metrics) or "no metric"
             heading = (
-                f"{name}: {what} of each model; ! = decision forced, ~ = champion not "
-                "comparable (a replay), * = Spot fell back to on-demand"
+                f"{name}: {what} of each model; CI-LOW = worst gain the interval allows "
+                "over the champion (c) or the reference (r); ! = decision forced, ~ = champion "
+                "not comparable (a replay), * = Spot fell back to on-demand"
             )
             out.write(printable(heading) + "\n")
         render_table(

@@ -47,6 +47,13 @@ CHECKS: dict[str, str] = {
 }
 """Every check, by the name ``accept`` uses."""
 
+NOT_ACCEPTABLE: dict[str, str] = {
+    "schema": "prepare_dataset reads every file with the declared types, so a file of other "
+    "types would only fail there, after the gate; correct the files or the declaration's "
+    "columns",
+}
+"""Checks a person cannot accept for a run, with why: a later step would fail on them anyway."""
+
 
 class DataGateInputError(ValueError):
     """A threshold or an accepted check name is wrong; the message lists what is allowed."""
@@ -148,6 +155,12 @@ def parse_accept(text: str) -> frozenset[str]:
         raise DataGateInputError(
             f"data_gate_accept names unknown check(s) {', '.join(unknown)}; known checks: "
             f"{', '.join(CHECKS)}"
+        )
+    for name in sorted(names & set(NOT_ACCEPTABLE)):
+        acceptable = ", ".join(check for check in CHECKS if check not in NOT_ACCEPTABLE)
+        raise DataGateInputError(
+            f"data_gate_accept cannot accept {name!r}: {NOT_ACCEPTABLE[name]}; checks a run "
+            f"can accept: {acceptable}"
         )
     return names
 
@@ -251,17 +264,25 @@ class GateReport:
             tail = f" ({len(accepted)} accepted: {', '.join(accepted)})" if accepted else ""
             return f"data gate passed for {where} before {self.as_of.isoformat()}{tail}"
         kinds = list(dict.fromkeys(b.check for b in stopping))
-        accept = ",".join(kinds)
-        advice = [
-            f"If this change is known and fine, re-run with --param data_gate_accept={accept}"
-        ]
-        if any(kind != "schema" for kind in kinds):
+        acceptable = [kind for kind in kinds if kind not in NOT_ACCEPTABLE]
+        advice = (
+            [
+                "If this change is known and fine, re-run with --param "
+                f"data_gate_accept={','.join(acceptable)}"
+            ]
+            if acceptable
+            else []
+        )
+        if acceptable:
             advice.append(
                 "if your data always looks like this, set the threshold named above in the "
                 "data_gate_thresholds parameter (configure() or the schedule), not per run"
             )
         if "schema" in kinds:
-            advice.append("if the files hold the right types, correct the declaration's columns")
+            advice.append(
+                "schema cannot be accepted for a run: correct the files, or the declaration's "
+                "columns if the files hold the right types"
+            )
         return (
             f"data gate stopped the run before training: {len(stopping)} breach(es) in {where} "
             f"before {self.as_of.isoformat()}: "

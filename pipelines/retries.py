@@ -3,7 +3,10 @@
 A launcher task (training, tuning, evaluation) waits on a Vertex job for hours; a network
 outage or a 503 from an API in that time fails the task, and without a retry the week. Every
 such task is safe to run again: a job launcher finds the job its first attempt started by the
-key of its inputs and adopts it (:mod:`vertex_retrain.rules.idempotency`), registration finds
+key of its inputs and adopts it (:mod:`vertex_retrain.rules.idempotency`); a job it started
+that failed in a way a new job would meet again (the code's exit, memory, a quota:
+:func:`vertex_retrain.rules.job_failure.fails_again`) is reported again, not started again,
+when the retry is in the same pipeline run; registration finds
 the version it made, deployment the model it deployed. So the templates give these tasks
 kfp's ``set_retry`` policy with exponential backoff (``retryPolicy`` in the compiled IR, which
 Vertex AI Pipelines honours). The local runner runs each task once unless asked to honour the

@@ -15,7 +15,13 @@ import pytest
 
 from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias
 from vertex_retrain.rules.idempotency import task_key
-from vertex_retrain.rules.job_failure import CapacityVerdict, JobFailure, capacity_verdict
+from vertex_retrain.rules.job_failure import (
+    FAILED,
+    CapacityVerdict,
+    JobFailure,
+    capacity_verdict,
+    fails_again,
+)
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
 from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
 from vertex_retrain.rules.traffic import (
@@ -426,3 +432,19 @@ def test_task_key_is_stable_across_releases() -> None:
 def test_task_key_writes_other_values_as_text() -> None:
     day = datetime.date(2026, 1, 5)
     assert task_key("train", {"day": day}) == task_key("train", {"day": "2026-01-05"})
+
+
+@pytest.mark.parametrize(
+    ("failure", "again"),
+    [
+        (JobFailure(FAILED, "The replica workerpool0-0 exited with a non-zero status of 1"), True),
+        (JobFailure(FAILED, "Replicas low on memory: workerpool0"), True),
+        (JobFailure(FAILED, "denied", code=7), True),  # PERMISSION_DENIED: the user's error
+        (JobFailure(FAILED, "ZONE_RESOURCE_POOL_EXHAUSTED"), False),  # capacity may return
+        (JobFailure(FAILED, "Internal error."), False),  # unknown: maybe Vertex's own
+    ],
+)
+def test_job_failure_fails_again_only_for_known_failures_that_are_not_capacity(
+    failure: JobFailure, again: bool
+) -> None:
+    assert fails_again(failure) is again

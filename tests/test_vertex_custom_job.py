@@ -170,6 +170,47 @@ def test_custom_job_request_key_does_not_adopt_a_failed_job(tmp_path: Path) -> N
     assert final["name"] == f"{PARENT}/customJobs/1001"
 
 
+CODE_FAILED = {
+    "code": 3,
+    "message": "The replica workerpool0-0 exited with a non-zero status of 1.",
+}
+NO_CAPACITY = {
+    "code": 8,
+    "message": "The zone 'europe-west4-a' does not have enough resources available to fulfill "
+    "the request.",
+}
+
+
+@pytest.mark.parametrize(
+    ("failure", "first_run", "second_run", "started_again"),
+    [
+        (CODE_FAILED, "9", "9", False),  # this run's retry: the same code fails the same way
+        (CODE_FAILED, "9", "10", True),  # another run: its own job
+        (NO_CAPACITY, "9", "9", True),  # capacity may come back
+        ({"code": 13, "message": "Internal error."}, "9", "9", True),  # unknown: maybe Vertex's
+    ],
+)
+def test_custom_job_retry_of_a_failed_attempt_starts_again_only_when_it_may_pass(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: dict[str, Any],
+    first_run: str,
+    second_run: str,
+    started_again: bool,
+) -> None:
+    fake = FakeJobServiceClient(states=["JOB_STATE_FAILED"], failure=failure)
+    for attempt, run in (("a", first_run), ("b", second_run)):
+        monkeypatch.setenv(
+            "VERTEX_AI_PIPELINES_RUN_LABELS",
+            json.dumps({"vertex-ai-pipelines-run-billing-id": run}),
+        )
+        with pytest.raises(VertexJobFailedError) as failed:
+            _run(fake, tmp_path / attempt, request_key="train-key")
+    assert len(fake.jobs) == (2 if started_again else 1)
+    assert ("not started again" in str(failed.value)) is not started_again
+    assert failure["message"] in str(failed.value)
+
+
 def test_custom_job_lost_create_response_is_not_duplicated_with_request_key(
     tmp_path: Path,
 ) -> None:

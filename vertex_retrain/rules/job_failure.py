@@ -28,6 +28,7 @@ __all__ = [
     "JobFailure",
     "KnownMessage",
     "capacity_verdict",
+    "fails_again",
 ]
 
 FAILED = "JOB_STATE_FAILED"
@@ -187,3 +188,14 @@ def capacity_verdict(failure: JobFailure) -> CapacityVerdict:
     return CapacityVerdict(
         False, "no structured error or known message says it lost capacity (unknown failure)"
     )
+
+
+def fails_again(failure: JobFailure) -> bool:
+    """Whether the same job, started again on the same inputs, would fail the same way.
+
+    True only for a failure known not to be lost capacity: the user's error code, a quota, the
+    training code exiting non-zero or a replica out of memory. Lost capacity may return, and an
+    unknown failure may be Vertex's own, so both are worth another job.
+    """
+    verdict = capacity_verdict(failure)
+    return not verdict.lost_capacity and bool(verdict.source)

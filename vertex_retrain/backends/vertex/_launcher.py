@@ -34,12 +34,14 @@ from typing import Any
 from vertex_retrain.backends.vertex._protos import (
     REQUEST_KEY_LABEL,
     api_endpoint,
+    job_failure,
     location_parent,
     parse_rest_json,
     request_key_label,
     to_rest_json,
     to_snake_json,
 )
+from vertex_retrain.rules.job_failure import fails_again
 
 _LOG = logging.getLogger(__name__)
 
@@ -78,6 +80,17 @@ class VertexJobFailedError(RuntimeError):
         super().__init__(
             f"Vertex job {job.get('name', '?')} ended in {job.get('state', '?')}: "
             f"{error.get('message', reason)}"
+        )
+
+
+class EarlierAttemptFailedError(VertexJobFailedError):
+    """A retry of a task found the job its earlier attempt started, failed for good."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__(job, "failed")
+        self.args = (
+            f"{self.args[0]}; started by an earlier attempt of this task in this pipeline run "
+            "and not started again: a new job on the same inputs would fail the same way",
         )
 
 
@@ -192,6 +205,31 @@ def _find_live_job(client: Any, kind: JobKind, parent: str, label_value: str) ->
     return max(live, key=lambda job: job.create_time.timestamp() if job.create_time else 0)
 
 
+RUN_LABEL = "vertex-ai-pipelines-run-billing-id"
+"""The label Vertex AI Pipelines gives every resource its run creates (GCPC's
+``attach_system_labels``): one value per pipeline run, the same for every attempt of a task."""
+
+
+def _failed_attempt(
+    client: Any, kind: JobKind, parent: str, label_value: str, run: str
+) -> Any | None:
+    """The job an earlier attempt of this task started in this same pipeline run, when it
+    failed in a way a new job would meet again (:func:`~vertex_retrain.rules.job_failure.
+    fails_again`); None otherwise."""
+    jobs = getattr(client, kind.list_method)(
+        request={"parent": parent, "filter": f'labels.{REQUEST_KEY_LABEL}="{label_value}"'}
+    )
+    ours = [
+        job
+        for job in jobs
+        if job.labels.get(REQUEST_KEY_LABEL) == label_value and job.labels.get(RUN_LABEL) == run
+    ]
+    if not ours:
+        return None
+    newest = max(ours, key=lambda job: job.create_time.timestamp() if job.create_time else 0)
+    return newest if fails_again(job_failure(to_rest_json(newest))) else None
+
+
 def run_job(
     kind: JobKind,
     payload: dict[str, Any],
@@ -281,9 +319,24 @@ def run_job(
             lambda: None,
         )
 
+    def find_failed_attempt() -> Any | None:
+        run = labels.get(RUN_LABEL)
+        if label_value is None or not run:
+            return None  # outside a pipeline run no attempt is known to be this task's
+        return with_retries(
+            lambda client: _failed_attempt(client, kind, parent, label_value, run),
+            f"list {kind.resource_type}s",
+            lambda: None,
+        )
+
     job_name = _existing_job_name(runner, kind)
     if job_name is None:
         adopted = find_live_job()
+        failed = find_failed_attempt() if adopted is None else None
+        if failed is not None:
+            # A retry of this task (its retry policy) would start the same job on the same
+            # inputs; a failure of the code, its memory or a quota comes back, at full cost.
+            raise EarlierAttemptFailedError(to_rest_json(failed))
         if adopted is not None:
             _LOG.info("Adopting %s started by an earlier attempt of this task", adopted.name)
             job_name = runner.create_job(lambda *_: adopted, json.dumps(spec))

@@ -571,7 +571,7 @@ def test_evaluate_model_local_tie_with_the_champion_keeps_the_champion(
     tie = lifecycle.tie_evaluation
     assert tie["is_better"] is False
     assert tie["champion_score"] == pytest.approx(tie["candidate_score"])
-    assert "improved by +0.0000" in tie["reason"]
+    assert "did not improve (+0.0000)" in tie["reason"]
     reported = tie["metrics"].metadata
     assert reported["champion_ndcg_at_10"] == pytest.approx(tie["champion_score"])
     assert reported["candidate_ndcg_at_10"] == pytest.approx(tie["candidate_score"])

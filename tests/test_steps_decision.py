@@ -96,7 +96,7 @@ def test_decide_needs_more_than_min_improvement_in_the_metrics_direction(
     decision = decide(candidate, champion, declaration)
     assert decision.is_better is better
     if not better:
-        assert "promotion needs more than" in decision.reason
+        assert "promotion needs an improvement of more than" in decision.reason
 
 
 @pytest.mark.parametrize(
@@ -180,7 +180,7 @@ def test_decide_force_overrides_rule_and_keeps_its_reason() -> None:
         "reason": "rollback drill",
         "rule_said": worse.override["rule_said"],
     }
-    assert "promotion needs more than" in worse.override["rule_said"]
+    assert "promotion needs an improvement of more than" in worse.override["rule_said"]
     assert worse.evidence()["override"]["reason"] == "rollback drill"
     kept = decide({"score": 0.9}, {"score": 0.1}, _rule(), force="worse", force_reason="freeze")
     assert not kept.is_better and kept.override["decision"] == "worse"
@@ -242,7 +242,7 @@ def test_decide_confidence_require_takes_the_gain_at_the_intervals_bound(
     assert decision.is_better is better
     assert "95% interval" in decision.reason
     if require and not better:
-        assert "at the interval's bound" in decision.reason
+        assert "at the interval's worst only by" in decision.reason
 
 
 def test_decide_confidence_require_on_a_lower_metric_reads_the_upper_bound() -> None:
@@ -310,3 +310,18 @@ def test_decision_reported_metrics_are_prefixed_by_role_and_reference() -> None:
     evidence = decision.evidence()
     assert evidence["intervals"]["reference:seasonal_naive"]["low"] == 0.1
     assert evidence["champion_comparison"] == "compared"
+
+
+def test_decide_reason_shows_the_interval_as_improvements_and_whether_it_includes_0() -> None:
+    declaration = _lower()
+    # candidate - champion in RMSE: [-0.5, +0.1]; as improvements: [-0.1, +0.5], includes 0.
+    unsure = {"champion": _interval("champion", -0.5, 0.1)}
+    reason = decide({"rmse": 9.8}, {"rmse": 10.0}, declaration, intervals=unsure).reason
+    assert "rmse (lower is better) improved by +0.2000" in reason
+    assert "95% interval of the improvement -0.1000 to +0.5000, includes 0" in reason
+    sure = {"champion": _interval("champion", -0.5, -0.1)}
+    reason = decide({"rmse": 9.8}, {"rmse": 10.0}, declaration, intervals=sure).reason
+    assert "interval of the improvement +0.1000 to +0.5000," in reason
+    assert "includes 0" not in reason
+    worse = decide({"rmse": 10.2}, {"rmse": 10.0}, declaration, intervals=sure).reason
+    assert "rmse (lower is better) did not improve (-0.2000)" in worse

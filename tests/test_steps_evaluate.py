@@ -96,7 +96,7 @@ def test_evaluate_local_job_scores_the_champion_and_keeps_it_when_better(
     decision = _run(_request(package, "held"), tmp_path)
     assert decision.is_better is False
     assert (decision.candidate_score, decision.champion_score) == (0.5, 0.7)
-    assert "score (higher is better) improved by -0.2000" in decision.reason
+    assert "score (higher is better) did not improve (-0.2000)" in decision.reason
     assert decision.reported_metrics()["champion_score"] == 0.7
 
 

@@ -314,18 +314,19 @@ def _compare(
     )
     direction = declaration.directions[primary]
     interval = _interval(declaration, intervals, CHAMPION)
-    shown = f" (candidate - champion {interval.describe()})" if interval is not None else ""
+    shown = f" ({_gain_interval(declaration, interval)})" if interval is not None else ""
+    change = f"improved by {gain:+.4f}" if gain > 0 else f"did not improve ({gain:+.4f})"
     if gain <= declaration.min_improvement:
         return False, (
-            f"{primary} ({direction} is better) improved by {gain:+.4f}{shown}; promotion needs "
-            f"more than {declaration.min_improvement:+.4f}"
+            f"{primary} ({direction} is better) {change}{shown}; promotion needs an improvement "
+            f"of more than {declaration.min_improvement:+.4f}"
         )
     if declaration.confidence.require and interval is not None:
         bound = gain_bound(declaration, interval)
         if bound <= declaration.min_improvement:
             return False, (
-                f"{primary} ({direction} is better) improved by {gain:+.4f}{shown}, but at the "
-                f"interval's bound only by {bound:+.4f}; promotion needs more than "
+                f"{primary} ({direction} is better) {change}{shown}, but at the interval's "
+                f"worst only by {bound:+.4f}; promotion needs more than "
                 f"{declaration.min_improvement:+.4f} there (confidence.require)"
             )
     for name, allowed in sorted(declaration.guardrails.items()):
@@ -341,6 +342,18 @@ def _compare(
         True,
         f"{primary} ({direction} is better) improved by {gain:+.4f}{shown} and every guardrail "
         "held",
+    )
+
+
+def _gain_interval(declaration: EvaluationDeclaration, interval: Interval) -> str:
+    """The interval of candidate minus champion as improvements, in the primary metric's
+    better direction (so one sign reads one way), saying when it includes no change."""
+    sign = 1.0 if declaration.directions[declaration.primary] == "higher" else -1.0
+    low, high = sorted((sign * interval.low, sign * interval.high))
+    includes = ", includes 0" if low <= 0 <= high else ""
+    return (
+        f"{interval.level:.0%} interval of the improvement {low:+.4f} to {high:+.4f}{includes}, "
+        f"{interval.resamples:,} resamples of {interval.entities:,} entities"
     )
 
 

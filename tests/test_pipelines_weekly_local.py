@@ -284,3 +284,9 @@ def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(
     assert outcome.run_dir is not None and not (outcome.run_dir / "train-custom-job").exists()
     errors = task_errors(outcome.log_path.read_text(encoding="utf-8").splitlines())
     assert any(e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors), errors
+    # The week's record says why, not kfp.local's "Task exit-handler-1 failed.".
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
+
+    (week,) = [r for r in RunHistory().weeks() if r.run == outcome.run_dir.name]
+    assert week.error == errors[0].splitlines()[0], week.error
+    assert "data gate stopped the run" in week.error

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_retrain.cli.console import strip_ansi
+from vertex_retrain.cli.failure_record import record_cause
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
@@ -273,6 +274,8 @@ def _run_locked(
     if not succeeded:
         lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
         causes = task_errors(lines)
+        if causes and run_dir is not None:
+            record_cause(root, run_dir.name, causes[0])
         shown = (
             ["", "--- why the tasks failed ---", *causes]
             if causes

@@ -1,0 +1,55 @@
+"""The cause of a failed local run, put into its week's record.
+
+The run summary (the exit handler) records a failed week with the error kfp hands it, which
+kfp.local words as ``Task exit-handler-1 failed.``: the failing step and its error are only in
+the run's log. When the run ends, the local runner knows them (the first cause it prints), so
+it puts that into the record, and ``history`` says why each failed week failed.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+GENERIC_FAILURE = re.compile(r"^Task [\w.-]+ failed\.?$")
+"""The error kfp.local gives an exit handler, which names no step and no cause."""
+
+MAX_CAUSE = 2000
+"""Characters of the cause kept (its first line): a data gate's verdict runs to several hundred."""
+
+
+def record_cause(root: Path, run: str, cause: str) -> bool:
+    """Replaces a generic error in the record of ``run`` under ``root`` with ``cause``.
+
+    Best effort: a run without a record (it stopped before its exit handler), a record that
+    already says why, or a registry that cannot be opened change nothing.
+
+    Args:
+        root: The local root (its ``registry.db`` holds the weeks).
+        run: The pipeline run's name (its folder under the pipeline root).
+        cause: The first failed task's error; its first line is kept.
+
+    Returns:
+        True when the record was updated.
+    """
+    from vertex_retrain.backends.local.model_registry.registry_db import (
+        DB_FILENAME,
+        RegistryError,
+        RegistryNotFoundError,
+    )
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
+
+    first = cause.strip().splitlines()[0][:MAX_CAUSE] if cause.strip() else ""
+    if not first or not (root / DB_FILENAME).is_file():
+        return False
+    try:
+        history = RunHistory(root / DB_FILENAME)
+        for record in history.weeks():
+            if record.run == run and GENERIC_FAILURE.match(record.error.strip()):
+                history.record(replace(record, error=first))
+                return True
+    except (RegistryError, RegistryNotFoundError, OSError, sqlite3.Error):
+        return False  # the run's outcome stands whatever the registry says
+    return False

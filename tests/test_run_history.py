@@ -319,7 +319,7 @@ def test_history_shows_the_interval_and_marks_forced_and_replayed_weeks(
     }
     facts = {**FACTS, "decision": {**FACTS["decision"], "evidence": forced}}
     history.record(replace(record_from_summary(facts, model="m", backend="local"), run="b"))
-    assert main(["history", "m", "--no-plot"]) == 0
+    assert main(["history", "m", "--no-plot", "--all-runs"]) == 0  # two runs of one week
     lines = capsys.readouterr().out.splitlines()
     assert "! = decision forced, ~ = champion not comparable (a replay)" in lines[0]
     assert "CI-LOW" in lines[1].split()
@@ -435,3 +435,30 @@ def test_history_interval_is_the_worst_gain_in_the_metrics_better_direction(
     RunHistory().record(replace(record, run="a"))
     assert main(["history", "m", "--no-plot"]) == 0
     assert shown in capsys.readouterr().out.splitlines()[2].split()
+
+
+def test_history_shows_the_latest_run_of_a_week_unless_all_runs(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = RunHistory()
+    history.record(_record(run="w1-failed", as_of="2026-11-16", state="FAILED"))
+    again = _record(run="w1-again", as_of="2026-11-16")
+    history.record(replace(again, recorded_at="2026-11-23T05:00:00+00:00"))
+    history.record(_record(run="w2", as_of="2026-11-23"))
+    assert main(["history", "guess-your-order", "--no-plot"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "(1 earlier run(s) of a week re-run are not shown; --all-runs shows them)"
+    rows = [line.split()[:2] for line in lines[3:]]
+    assert rows == [["2026-11-16", "champion"], ["2026-11-23", "champion"]]
+    assert main(["history", "guess-your-order", "--no-plot", "--all-runs", "--json"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert sorted(r["run"] for r in every) == ["w1-again", "w1-failed", "w2"]
+
+
+def test_latest_of_each_week_breaks_a_tie_by_run_name_and_keeps_weekless_runs() -> None:
+    from vertex_retrain.cli.history_command import latest_of_each_week
+
+    same_time = [_record(run="b", as_of="2026-11-16"), _record(run="a", as_of="2026-11-16")]
+    assert [r.run for r in latest_of_each_week(same_time)] == ["b"]
+    weekless = [_record(run="x", as_of=""), _record(run="y", as_of="")]
+    assert [r.run for r in latest_of_each_week(weekless)] == ["x", "y"]

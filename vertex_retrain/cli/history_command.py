@@ -167,7 +167,8 @@ def _load(model: str | None, db: str | None) -> list[RunRecord]:
 
 
 def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """``history [MODEL] [--json] [--wide] [--metric NAME] [--plot PATH | --no-plot] [--db]``.
+    """``history [MODEL] [--json] [--wide] [--metric NAME] [--plot PATH | --no-plot]
+    [--all-runs] [--db]``.
 
     Returns:
         0, or 2 on bad input (one line on stderr).
@@ -178,7 +179,8 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     model = getattr(args, "model", None)
     metric = getattr(args, "metric", None)
     try:
-        records = _load(model, getattr(args, "db", None))
+        every_run = _load(model, getattr(args, "db", None))
+        records = every_run if getattr(args, "all_runs", False) else latest_of_each_week(every_run)
         models = sorted({r.model for r in records})
         plots = (
             {}
@@ -205,6 +207,12 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 "not comparable (a replay), * = Spot fell back to on-demand"
             )
             out.write(printable(heading) + "\n")
+            hidden = sum(r.model == name for r in every_run) - len(shown)
+            if hidden:
+                out.write(
+                    f"({hidden} earlier run(s) of a week re-run are not shown; --all-runs "
+                    "shows them)\n"
+                )
         render_table(
             out,
             COLUMNS,
@@ -215,6 +223,25 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for line in written:
         out.write(line + "\n")
     return 0
+
+
+def latest_of_each_week(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The last recorded run of each model's week, in the order given (oldest first).
+
+    A week run again (after a failure, with other parameters) is one week: its latest run is
+    what it came to. Runs without a week (stopped before their data window) are all kept.
+    """
+    latest: dict[tuple[str, str], RunRecord] = {}
+    for record in records:
+        key = (record.model, record.as_of or f"run:{record.run}")
+        previous = latest.get(key)
+        if previous is None or (record.recorded_at, record.run) >= (
+            previous.recorded_at,
+            previous.run,
+        ):
+            latest[key] = record
+    kept = {id(record) for record in latest.values()}
+    return [record for record in records if id(record) in kept]
 
 
 def _write_plots(records: Sequence[RunRecord], plots: dict[str, Path]) -> list[str]:

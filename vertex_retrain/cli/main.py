@@ -230,6 +230,11 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--plot", metavar="PATH", help="write the plot here (a .png file)")
     parser.add_argument("--no-plot", action="store_true", help="write no plot")
+    parser.add_argument(
+        "--all-runs",
+        action="store_true",
+        help="every run of a week (by default a week re-run shows its latest run only)",
+    )
     add_listing_options(parser)
     add_db_option(parser, create=False)  # history only reads
 

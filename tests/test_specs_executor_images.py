@@ -98,6 +98,20 @@ def test_preflight_report_with_unknown_compatibility_is_not_ready_to_submit() ->
     assert "ready to submit" in known.getvalue()
 
 
+def test_preflight_report_with_a_retired_image_is_not_ready_to_submit() -> None:
+    (retired,) = executor_image_problems(GPU_310, "f", today=END + dt.timedelta(1))
+    out = io.StringIO()
+    report("p", [retired], out)
+    assert "0 error(s), 1 warning(s): not ready: an executor image is past its end" in (
+        out.getvalue()
+    )
+    (retiring,) = executor_image_problems(GPU_310, "f", today=END - dt.timedelta(10))
+    assert retiring.code == "executor-image-retiring"
+    soon = io.StringIO()
+    report("p", [retiring], soon)
+    assert "ready to submit" in soon.getvalue()  # still available: a warning only
+
+
 def test_validate_never_recommends_a_retired_executor_image() -> None:
     package = {"pythonModule": "m", "packageUris": ["gs://b/p.whl"]}
     pools = [{"machineSpec": {"machineType": "n1-standard-4"}, "pythonPackageSpec": package}]

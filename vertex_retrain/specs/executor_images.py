@@ -38,6 +38,11 @@ COMPATIBILITY_UNKNOWN = frozenset({"executor-image-unknown", "package-python-unk
 """Problem codes that leave a package's fit to its image unknown: preflight does not call such
 a run "ready to submit"."""
 
+RETIRED_IMAGE = "executor-image-retired"
+"""The problem code of an image past its end of availability: a warning (every prebuilt
+training image in the catalog is past it, the templates' default included), but preflight does
+not call such a run "ready to submit" either."""
+
 TAG_SOURCE = "its tag"
 """The source of an image read from Google's tag convention instead of the catalog."""
 
@@ -157,10 +162,10 @@ def executor_image_problems(
                 field,
                 uri,
                 f"{image.cited(catalog)} is past its end of availability "
-                f"({image.end_of_availability}); Vertex no longer promises to serve it and the "
-                "job would fail at start.",
+                f"({image.end_of_availability}); Vertex no longer promises to serve it, so the "
+                "job may fail at start.",
                 [*newest, custom],
-                code="executor-image-retired",
+                code=RETIRED_IMAGE,
             )
         ]
     if image.end_of_availability and today > image.end_of_availability - RETIRING_WITHIN:

@@ -74,12 +74,12 @@ class VertexJobFailedError(RuntimeError):
         job: The final job resource in REST JSON form (`state`, `error`, ...).
     """
 
-    def __init__(self, job: dict[str, Any], reason: str) -> None:
+    def __init__(self, job: dict[str, Any], reason: str, note: str = "") -> None:
         self.job = job
         error = job.get("error", {})
         super().__init__(
             f"Vertex job {job.get('name', '?')} ended in {job.get('state', '?')}: "
-            f"{error.get('message', reason)}"
+            f"{error.get('message', reason)}{f'; {note}' if note else ''}"
         )
 
 
@@ -87,10 +87,11 @@ class EarlierAttemptFailedError(VertexJobFailedError):
     """A retry of a task found the job its earlier attempt started, failed for good."""
 
     def __init__(self, job: dict[str, Any]) -> None:
-        super().__init__(job, "failed")
-        self.args = (
-            f"{self.args[0]}; started by an earlier attempt of this task in this pipeline run "
-            "and not started again: a new job on the same inputs would fail the same way",
+        super().__init__(
+            job,
+            "failed",
+            "started by an earlier attempt of this task in this pipeline run and not started "
+            "again: a new job on the same inputs would fail the same way",
         )
 
 
@@ -190,19 +191,24 @@ def _existing_job_name(runner: Any, kind: JobKind) -> str | None:
     return name
 
 
-def _find_live_job(client: Any, kind: JobKind, parent: str, label_value: str) -> Any | None:
-    """Returns the newest job carrying this request key that has not failed or been cancelled."""
+def _keyed_jobs(client: Any, kind: JobKind, parent: str, label_value: str) -> list[Any]:
+    """Every job carrying this request key (the list filter, checked again here)."""
     jobs = getattr(client, kind.list_method)(
         request={"parent": parent, "filter": f'labels.{REQUEST_KEY_LABEL}="{label_value}"'}
     )
-    live = [
-        job
-        for job in jobs
-        if job.labels.get(REQUEST_KEY_LABEL) == label_value and job.state.name not in _DEAD_STATES
-    ]
-    if not live:
+    return [job for job in jobs if job.labels.get(REQUEST_KEY_LABEL) == label_value]
+
+
+def _newest(jobs: list[Any]) -> Any | None:
+    """The job created last, or None."""
+    if not jobs:
         return None
-    return max(live, key=lambda job: job.create_time.timestamp() if job.create_time else 0)
+    return max(jobs, key=lambda job: job.create_time.timestamp() if job.create_time else 0)
+
+
+def _live(jobs: list[Any]) -> Any | None:
+    """The newest of `jobs` that has not failed or been cancelled: the one to adopt."""
+    return _newest([job for job in jobs if job.state.name not in _DEAD_STATES])
 
 
 RUN_LABEL = "vertex-ai-pipelines-run-billing-id"
@@ -210,24 +216,14 @@ RUN_LABEL = "vertex-ai-pipelines-run-billing-id"
 ``attach_system_labels``): one value per pipeline run, the same for every attempt of a task."""
 
 
-def _failed_attempt(
-    client: Any, kind: JobKind, parent: str, label_value: str, run: str
-) -> Any | None:
-    """The job an earlier attempt of this task started in this same pipeline run, when it
-    failed in a way a new job would meet again (:func:`~vertex_retrain.rules.job_failure.
+def _failed_attempt(jobs: list[Any], run: str) -> Any | None:
+    """The job an earlier attempt of this task started in pipeline run `run`, when it failed
+    in a way a new job would meet again (:func:`~vertex_retrain.rules.job_failure.
     fails_again`); None otherwise."""
-    jobs = getattr(client, kind.list_method)(
-        request={"parent": parent, "filter": f'labels.{REQUEST_KEY_LABEL}="{label_value}"'}
-    )
-    ours = [
-        job
-        for job in jobs
-        if job.labels.get(REQUEST_KEY_LABEL) == label_value and job.labels.get(RUN_LABEL) == run
-    ]
-    if not ours:
+    newest = _newest([job for job in jobs if job.labels.get(RUN_LABEL) == run])
+    if newest is None or not fails_again(job_failure(to_rest_json(newest))):
         return None
-    newest = max(ours, key=lambda job: job.create_time.timestamp() if job.create_time else 0)
-    return newest if fails_again(job_failure(to_rest_json(newest))) else None
+    return newest
 
 
 def run_job(
@@ -310,29 +306,26 @@ def run_job(
             find_live_job,
         )
 
-    def find_live_job() -> Any | None:
+    def keyed_jobs() -> list[Any]:
         if label_value is None:
-            return None
-        return with_retries(
-            lambda client: _find_live_job(client, kind, parent, label_value),
+            return []
+        jobs: list[Any] = with_retries(
+            lambda client: _keyed_jobs(client, kind, parent, label_value),
             f"list {kind.resource_type}s",
             lambda: None,
         )
+        return jobs
 
-    def find_failed_attempt() -> Any | None:
-        run = labels.get(RUN_LABEL)
-        if label_value is None or not run:
-            return None  # outside a pipeline run no attempt is known to be this task's
-        return with_retries(
-            lambda client: _failed_attempt(client, kind, parent, label_value, run),
-            f"list {kind.resource_type}s",
-            lambda: None,
-        )
+    def find_live_job() -> Any | None:
+        return _live(keyed_jobs())
 
     job_name = _existing_job_name(runner, kind)
     if job_name is None:
-        adopted = find_live_job()
-        failed = find_failed_attempt() if adopted is None else None
+        jobs = keyed_jobs()
+        adopted = _live(jobs)
+        run = labels.get(RUN_LABEL)
+        # Outside a pipeline run no attempt is known to be this task's.
+        failed = _failed_attempt(jobs, run) if adopted is None and run else None
         if failed is not None:
             # A retry of this task (its retry policy) would start the same job on the same
             # inputs; a failure of the code, its memory or a quota comes back, at full cost.

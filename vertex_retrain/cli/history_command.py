@@ -231,17 +231,19 @@ def latest_of_each_week(records: Sequence[RunRecord]) -> list[RunRecord]:
     A week run again (after a failure, with other parameters) is one week: its latest run is
     what it came to. Runs without a week (stopped before their data window) are all kept.
     """
+
+    def week(record: RunRecord) -> tuple[str, str]:
+        return record.model, record.as_of or f"run:{record.run}"
+
     latest: dict[tuple[str, str], RunRecord] = {}
     for record in records:
-        key = (record.model, record.as_of or f"run:{record.run}")
-        previous = latest.get(key)
+        previous = latest.get(week(record))
         if previous is None or (record.recorded_at, record.run) >= (
             previous.recorded_at,
             previous.run,
         ):
-            latest[key] = record
-    kept = {id(record) for record in latest.values()}
-    return [record for record in records if id(record) in kept]
+            latest[week(record)] = record
+    return [record for record in records if latest[week(record)] is record]
 
 
 def _write_plots(records: Sequence[RunRecord], plots: dict[str, Path]) -> list[str]:

@@ -156,11 +156,12 @@ def parse_accept(text: str) -> frozenset[str]:
             f"data_gate_accept names unknown check(s) {', '.join(unknown)}; known checks: "
             f"{', '.join(CHECKS)}"
         )
-    for name in sorted(names & set(NOT_ACCEPTABLE)):
+    refused = sorted(names & set(NOT_ACCEPTABLE))
+    if refused:
         acceptable = ", ".join(check for check in CHECKS if check not in NOT_ACCEPTABLE)
         raise DataGateInputError(
-            f"data_gate_accept cannot accept {name!r}: {NOT_ACCEPTABLE[name]}; checks a run "
-            f"can accept: {acceptable}"
+            f"data_gate_accept cannot accept {refused[0]!r}: {NOT_ACCEPTABLE[refused[0]]}; "
+            f"checks a run can accept: {acceptable}"
         )
     return names
 

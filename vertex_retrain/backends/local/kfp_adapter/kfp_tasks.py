@@ -86,8 +86,11 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return loaded
 
 
-def without_retries(original: Callable[..., Any], call: dict[str, Any]) -> Callable[..., Any]:
-    """``original`` run once for a task that has a retry policy, saying so if it fails.
+def without_retries(
+    original: Callable[..., Any], call: dict[str, Any]
+) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """``original`` and its ``call`` for one run of a task that has a retry policy (its spec
+    without the policy), saying so if it fails; both unchanged for a task without one.
 
     Locally a failed task is not run again by default: what fails here is nearly always the
     team's own code or data, which a retry runs again unchanged after the policy's waits (three
@@ -99,11 +102,10 @@ def without_retries(original: Callable[..., Any], call: dict[str, Any]) -> Calla
     task_spec = call["task_spec"]
     retries = task_spec.retry_policy.max_retry_count
     if retries <= 0:
-        return original
+        return original, call
     once = type(task_spec)()
     once.CopyFrom(task_spec)
     once.ClearField("retry_policy")
-    call["task_spec"] = once
 
     def run_once(**arguments: Any) -> Any:
         outputs, task_status = original(**arguments)
@@ -115,7 +117,7 @@ def without_retries(original: Callable[..., Any], call: dict[str, Any]) -> Calla
             )
         return outputs, task_status
 
-    return run_once
+    return run_once, {**call, "task_spec": once}
 
 
 def _execute(
@@ -131,7 +133,7 @@ def _execute(
 
     task_name: str = call["task_name"]
     if not retries:
-        original = without_retries(original, call)
+        original, call = without_retries(original, call)
     task_spec = call["task_spec"]
     component_name = task_spec.component_ref.name
     component = call["components"][component_name]

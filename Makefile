@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install demo test lint typecheck unit bench compile clean smoke-vertex mutants
 
-$(STAMP): pyproject.toml examples/drink_shops/trainer/pyproject.toml examples/daily_demand/demand_forecast/pyproject.toml constraints.txt
+$(STAMP): pyproject.toml packages/guarded-asgi/pyproject.toml examples/drink_shops/trainer/pyproject.toml examples/daily_demand/demand_forecast/pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" \
+	  -e ./packages/guarded-asgi \
 	  -e "./examples/drink_shops/trainer[framework,serve]" \
 	  -e "./examples/daily_demand/demand_forecast[framework,serve]"
 	@touch $(STAMP)
@@ -19,7 +20,7 @@ install: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m ruff format --check vertex_retrain components pipelines examples bench tests compile.py
+	$(PY) -m ruff format --check vertex_retrain components pipelines packages examples bench tests compile.py
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

@@ -23,12 +23,14 @@ SOURCE_ROOTS: dict[str, Path] = {
     "vertex_retrain.pipelines": REPO / "pipelines",
     "trainer": REPO / "examples" / "drink_shops" / "trainer",
     "demand_forecast": REPO / "examples" / "daily_demand" / "demand_forecast",
+    "guarded_asgi": REPO / "packages" / "guarded-asgi" / "guarded_asgi",
 }
-"""Import name -> folder holding it (pyproject.toml's package-dir mapping, and the examples'
-packages)."""
+"""Import name -> folder holding it (pyproject.toml's package-dir mapping, the examples'
+packages and the repository's other distributions)."""
 
-EXAMPLE_PACKAGES = ("trainer", "demand_forecast")
-"""The examples' training packages: distributions of their own, outside the library."""
+EXAMPLE_PACKAGES = ("trainer", "demand_forecast", "guarded_asgi")
+"""The examples' training packages and the HTTP server the trainer shares with the library:
+distributions of their own, outside the library."""
 
 LAYERS: tuple[tuple[str, int], ...] = (
     ("vertex_retrain.cli", 5),

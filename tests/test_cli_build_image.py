@@ -19,7 +19,7 @@ from vertex_retrain.cli.build_image import (
 )
 
 COPIED = ("pyproject.toml", "constraints.txt", "README.md", "compile.py", "components",
-          "pipelines", "vertex_retrain")  # fmt: skip
+          "pipelines", "vertex_retrain", "packages")  # fmt: skip
 
 
 @pytest.fixture

@@ -27,10 +27,10 @@ from data.hostile.support import (
     router_over_trainer_server,
     write_tiny_artifact,
 )
+from guarded_asgi.app import Limits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainer.asgi_guard import Limits
 from trainer.predictor import InstanceError, parse_instance
 from trainer.serve import RunningServer, ServeConfig, start_server
 

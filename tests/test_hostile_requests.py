@@ -27,8 +27,8 @@ from data.hostile.support import (
     stalled_connections,
     write_tiny_artifact,
 )
+from guarded_asgi.app import Limits
 
-from trainer.asgi_guard import Limits
 from trainer.serve import RunningServer, ServeConfig, start_server
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.backends.local.serving.router import RouterHandle

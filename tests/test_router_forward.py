@@ -8,9 +8,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
+from guarded_asgi.app import HttpError
 
 from vertex_retrain.backends.local.serving import router_forward
-from vertex_retrain.backends.local.serving.asgi_guard import HttpError
 from vertex_retrain.backends.local.serving.endpoints import DeployedModel
 from vertex_retrain.backends.local.serving.router_forward import Forwarder
 

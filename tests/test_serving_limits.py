@@ -42,8 +42,8 @@ from data.hostile.support import (
     router_over_trainer_server,
     write_tiny_artifact,
 )
+from guarded_asgi.app import STATUS_NAMES, Limits
 
-from trainer.asgi_guard import STATUS_NAMES, Limits
 from trainer.predictor import Predictor
 from trainer.serve import PredictionService, RunningServer, ServeConfig, start_server
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
@@ -81,17 +81,6 @@ def ports(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture(params=["server", "router"])
 def port(request: pytest.FixtureRequest, ports: dict[str, Any]) -> int:
     return int(ports[request.param])
-
-
-def test_asgi_modules_are_one_copy_in_the_trainer_and_the_library() -> None:
-    # The trainer cannot import the library, nor the library the trainer: the two servers
-    # share these modules as byte-identical copies.
-    for name in ("asgi_guard.py", "asgi_runner.py"):
-        trainer_copy = (REPO / "examples" / "drink_shops" / "trainer" / name).read_bytes()
-        library_copy = (
-            REPO / "vertex_retrain" / "backends" / "local" / "serving" / name
-        ).read_bytes()
-        assert trainer_copy == library_copy, f"trainer/{name} and its library copy differ"
 
 
 def _trickle_until_closed(port: int, max_bytes: int = 600) -> int | None:
@@ -389,16 +378,11 @@ def test_router_cli_finishes_a_request_in_flight_on_sigterm(tmp_path: Path) -> N
         assert router.returncode == 0, output
 
 
-@pytest.mark.parametrize(
-    "module", ["trainer.asgi_runner", "vertex_retrain.backends.local.serving.asgi_runner"]
-)
-def test_server_config_runs_on_uvloop(module: str) -> None:
-    import importlib
-
+def test_server_config_runs_on_uvloop() -> None:
     import uvloop
+    from guarded_asgi.server import server_config
 
-    runner = importlib.import_module(module)
-    factory = runner.server_config(lambda scope, receive, send: None, Limits()).get_loop_factory()
+    factory = server_config(lambda scope, receive, send: None, Limits()).get_loop_factory()
     loop = factory()
     try:
         assert isinstance(loop, uvloop.Loop)

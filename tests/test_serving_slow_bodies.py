@@ -1,4 +1,5 @@
-"""Slow request bodies, on the runner both servers share (`asgi_runner`), with a tiny app.
+"""Slow request bodies on `guarded_asgi`, the server both prediction servers share; a tiny
+app stands in for either.
 
 A request reaches the application only once its body has arrived: a client that sends its
 body slowly holds a connection and a buffer, never an application slot; the bodies still
@@ -23,8 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from vertex_retrain.backends.local.serving.asgi_guard import (
+from guarded_asgi.app import (
     Answer,
     GuardedApp,
     Limits,
@@ -32,7 +32,7 @@ from vertex_retrain.backends.local.serving.asgi_guard import (
     json_response,
     read_body,
 )
-from vertex_retrain.backends.local.serving.asgi_runner import BackgroundServer
+from guarded_asgi.server import BackgroundServer
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "drink_shops"
-"""The build context of the example's images."""
+CONTEXTS = {"Dockerfile": EXAMPLE, "Dockerfile.serve": ROOT}
+"""Each image's build context: the training image needs only the example; the serving image
+also copies packages/guarded-asgi, the HTTP server, from the repository."""
 
 
 def _instructions(name: str) -> list[tuple[str, str]]:
@@ -40,11 +42,13 @@ def test_dockerfile_base_entrypoint_and_copies(name: str, base: str, module: str
     assert steps[0][0] == "FROM" and re.match(base, steps[0][1])
     assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", module]
     copies = [arg.split() for key, arg in steps if key == "COPY"]
+    context = CONTEXTS[name]
     for source, _target in copies:
-        assert (EXAMPLE / source).exists(), (
-            f"{name} copies {source}, which is not in the repository"
+        assert (context / source).exists(), (
+            f"{name} copies {source}, which is not in its context {context}"
         )
-    assert ["trainer/", "/app/trainer/"] in copies
+    trainer = (EXAMPLE / "trainer").relative_to(context).as_posix()
+    assert [f"{trainer}/", "/app/trainer/"] in copies
     assert _single(steps, "WORKDIR") == "/app"  # so `python -m trainer.*` finds the package
     runs = " ".join(arg for key, arg in steps if key == "RUN")
     assert "-r /app/trainer/requirements.txt" in runs
@@ -55,6 +59,11 @@ def test_dockerfile_base_entrypoint_and_copies(name: str, base: str, module: str
         if (key == "RUN" and "requirements" in arg) or (key == "COPY" and "requirements" in arg)
     ]
     assert order[0] == "COPY"
+
+
+def test_serving_dockerfile_holds_the_http_server_beside_the_trainer() -> None:
+    copies = [arg.split() for key, arg in _instructions("Dockerfile.serve") if key == "COPY"]
+    assert ["packages/guarded-asgi/guarded_asgi/", "/app/guarded_asgi/"] in copies
 
 
 def test_serving_dockerfile_binds_all_interfaces_on_the_aip_port() -> None:

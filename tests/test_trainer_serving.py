@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import torch
 from data.hostile.support import expect_continue, finish_continued
+from guarded_asgi.app import Limits
 
-from trainer.asgi_guard import Limits
 from trainer.data import generate
 from trainer.export import export_model, load_artifact
 from trainer.features import (

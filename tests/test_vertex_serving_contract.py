@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 
 import pytest
+from guarded_asgi.app import VERTEX_MAX_REQUEST_BYTES
 
 from trainer import serve
-from trainer.asgi_guard import VERTEX_MAX_REQUEST_BYTES
 from vertex_retrain.steps.register import RegistrationRequest, serving_container
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -88,8 +88,8 @@ def _database(args: argparse.Namespace) -> str | None:
 
 def _check_bind(host: str, port: int) -> None:
     """Refuses, before any model server starts, an address `serve` could not listen on."""
-    from vertex_retrain.backends.local.serving.asgi_guard import Limits
-    from vertex_retrain.backends.local.serving.asgi_runner import bind
+    from guarded_asgi.app import Limits
+    from guarded_asgi.server import bind
 
     try:
         bind(host, port, Limits()).close()

@@ -29,19 +29,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from starlette.types import Scope
-
-from trainer.asgi_guard import (
+from guarded_asgi.app import (
     PARSE_INLINE_BYTES,
     Answer,
     GuardedApp,
     HttpError,
     Limits,
     Request,
+    Scope,
     json_response,
     read_body,
 )
-from trainer.asgi_runner import BackgroundServer, bind, serve_in_foreground
+from guarded_asgi.server import BackgroundServer, bind, serve_in_foreground
+
 from trainer.model_fetch import local_model_dir
 from trainer.predictor import InstanceError, Predictor
 from trainer.serve_batching import PredictionBatcher
@@ -58,7 +58,7 @@ class ServeConfig:
     Attributes:
         health_route: GET answers 200 `{"status": "ok"}` once the model is loaded.
         predict_route: POST `{"instances": [...]}` answers `{"predictions": [...]}`.
-        limits: Body size, timeouts, concurrency (see `trainer.asgi_guard.Limits`).
+        limits: Body size, timeouts, concurrency (see `guarded_asgi.app.Limits`).
         inline_max_instances: Predict calls of up to this many instances run on the event
             loop, larger ones on a worker thread (`trainer.serve_batching`).
     """

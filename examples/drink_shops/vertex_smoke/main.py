@@ -43,11 +43,12 @@ def _images(plan: SmokePlan, out: TextIO) -> tuple[str, str]:
     from vertex_smoke.plan import EXAMPLE
 
     host = f"{plan.location}-docker.pkg.dev/{plan.project}/{plan.repository}"
-    # The component image is the library's (its repository is the context); the serving image
-    # is the example's (trainer/Dockerfile.serve, with this folder as the context).
+    # Both build with the repository as the context: the component image is the library's,
+    # the serving image the example's (its trainer and packages/guarded-asgi, its HTTP server).
+    serving_dockerfile = f"{EXAMPLE.relative_to(REPO_ROOT).as_posix()}/trainer/Dockerfile.serve"
     wanted = [
         (plan.component_image, REPO_ROOT, COMPONENT_DOCKERFILE, f"{host}/vertex-retrain"),
-        (plan.serving_image, EXAMPLE, "trainer/Dockerfile.serve", f"{host}/drink-shops-serve"),
+        (plan.serving_image, REPO_ROOT, serving_dockerfile, f"{host}/drink-shops-serve"),
     ]
     images = []
     for given, context, dockerfile, image in wanted:

@@ -117,7 +117,7 @@ def router_over_trainer_server(
     Args:
         root: Local storage root to use (VERTEX_LOCAL_ROOT is set to it meanwhile).
         max_request_bytes: The router's request limit (default: that of `limits`).
-        limits: The router's `asgi_guard.Limits` (default: the router's defaults).
+        limits: The router's `guarded_asgi.app.Limits` (default: the router's defaults).
 
     Yields:
         The running router (`vertex_retrain.backends.local.serving.router.RouterHandle`); on exit

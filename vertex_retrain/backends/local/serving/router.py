@@ -11,7 +11,7 @@ Each request goes to one deployed model drawn at random with probability equal t
 traffic share (seedable). The response header `X-Vertex-AI-Deployed-Model-Id` names it, as
 Vertex's rawPredict does. The split is re-read whenever the database changes, so a deploy,
 undeploy or rollback made while serving applies to the next request. The router runs on
-uvicorn with the limits of `asgi_guard.Limits` (timeouts, concurrency, 1.5 MB bodies) and
+uvicorn with the limits of `guarded_asgi.app.Limits` (timeouts, concurrency, 1.5 MB bodies) and
 answers its own errors as `{"error": {"code", "status", "message"}}`; a model server's
 answer, errors included, passes through unchanged. No request can stop the router.
 """
@@ -26,11 +26,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from vertex_retrain.backends.local.model_registry.registry_db import (
-    RegistryDatabase,
-    RegistryNotFoundError,
-)
-from vertex_retrain.backends.local.serving.asgi_guard import (
+from guarded_asgi.app import (
     PARSE_INLINE_BYTES,
     VERTEX_MAX_REQUEST_BYTES,
     Answer,
@@ -41,10 +37,15 @@ from vertex_retrain.backends.local.serving.asgi_guard import (
     json_response,
     read_body,
 )
-from vertex_retrain.backends.local.serving.asgi_runner import (
+from guarded_asgi.server import (
     BackgroundServer,
     bind,
     serve_in_foreground,
+)
+
+from vertex_retrain.backends.local.model_registry.registry_db import (
+    RegistryDatabase,
+    RegistryNotFoundError,
 )
 from vertex_retrain.backends.local.serving.endpoint_servers import ensure_servers
 from vertex_retrain.backends.local.serving.endpoints import DeployedModel
@@ -249,7 +250,7 @@ def start_router(
         max_request_bytes: Larger requests get 413 (default: `limits`, else 1.5 MB).
         backend_timeout_s: How long to wait for a model server's answer (then 504).
         health_timeout_s: How long a restarted model server may take to become healthy.
-        limits: Timeouts, concurrency and size limits (`asgi_guard.Limits()` by default).
+        limits: Timeouts, concurrency and size limits (`guarded_asgi.app.Limits()` by default).
 
     Returns:
         A handle with the bound port; call `stop()` (or use it as a context manager).

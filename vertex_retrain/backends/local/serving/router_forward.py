@@ -5,7 +5,7 @@ pool per port, each an asyncio protocol whose answers httptools parses (llhttp, 
 uvicorn runs the router's own side on). A general client such as httpx costs about 1 ms a
 request here, and h11 about 0.1 ms, more than the router may add in all: its overhead is a
 target (docs/benchmarks.md). Idle connections expire before the model server's keep-alive
-(5 s in `asgi_guard.Limits`); if the server closed a pooled connection anyway, the request is
+(5 s in `guarded_asgi.app.Limits`); if the server closed a pooled connection anyway, the request is
 sent once more on a new one (a prediction has no side effects).
 """
 
@@ -15,8 +15,8 @@ import asyncio
 import time
 
 import httptools
+from guarded_asgi.app import HttpError
 
-from vertex_retrain.backends.local.serving.asgi_guard import HttpError
 from vertex_retrain.backends.local.serving.endpoints import DeployedModel
 
 POOL_KEEPALIVE_S = 4.0

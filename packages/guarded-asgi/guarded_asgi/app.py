@@ -1,9 +1,7 @@
 """Limits, one error shape and a guarded ASGI application for the HTTP servers.
 
-This module exists twice, byte for byte: `trainer/asgi_guard.py` (the serving image holds only
-the trainer) and
-`vertex_retrain/backends/local/serving/asgi_guard.py` (the library never
-imports the trainer). `tests/test_serving_limits.py` fails when the two copies differ.
+Both prediction servers use it: the local backend's endpoint router and the reference
+trainer's model server (each through this distribution; neither imports the other).
 
 Every error a server sends has one shape, Google's:
 `{"error": {"code": 413, "status": "PAYLOAD_TOO_LARGE", "message": "..."}}`.
@@ -217,7 +215,7 @@ async def read_body(request: Request, limits: Limits) -> bytes:
 
     A body declared too large is refused before it is read; the server then discards what
     the client still sends (up to `drain_max_bytes`), so the client reads the 413 instead of
-    a reset. Under `asgi_runner` every other body has arrived whole before the application
+    a reset. Under `guarded_asgi.server` every other body has arrived whole before the application
     sees the request: its deadlines are the runner's, and this returns at once.
 
     Raises:

@@ -1,10 +1,5 @@
 """Running a guarded ASGI application on uvicorn: timeouts, connection cap, graceful stop.
 
-This module exists twice, byte for byte: `trainer/asgi_runner.py` (the serving image holds only
-the trainer) and
-`vertex_retrain/backends/local/serving/asgi_runner.py` (the library never
-imports the trainer). `tests/test_serving_limits.py` fails when the two copies differ.
-
 uvicorn speaks HTTP/1.1 through httptools (llhttp, in C), which refuses a Content-Length that
 is not a number below 2**64, but bounds neither the request head nor the time it may take: a
 client could hold a connection forever by sending its headers a byte at a time, or send
@@ -36,7 +31,7 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
-from .asgi_guard import Limits, error_answer, error_body, json_response
+from guarded_asgi.app import Limits, error_answer, error_body, json_response
 
 # llhttp checks Content-Length's digits; h11, uvicorn's other parser, allowed at most 20.
 _MAX_LENGTH_DIGITS = 20

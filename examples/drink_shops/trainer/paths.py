@@ -98,22 +98,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         path: destination; its folder is created if missing.
         data: the complete file content.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _umask_file_mode())
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_stream(path, lambda handle: handle.write(data))
 
 
 def atomic_write_stream(path: Path, write: Callable[[BinaryIO], object]) -> str:
-    """Like `atomic_write_bytes`, for content produced by `write(handle)`, hashed on the way.
+    """Write what `write(handle)` produces to `path` so readers see the old file or the whole
+    new one, never a part; hashed on the way.
+
+    The same rule as the library's `vertex_retrain/atomic_files.py`, written again because the
+    trainer's training wheel may require only what pip installs from the package index on the
+    executor image (docs/trainer.md).
 
     Args:
         path: destination; its folder is created if missing.

@@ -2,9 +2,11 @@
 
 The rule (:mod:`vertex_retrain.rules.spot_fallback`) decides; this runs the on-demand job:
 the same request with strategy STANDARD and the same output directory, so the trainer finds
-the Spot attempts' checkpoints in ``AIP_CHECKPOINT_DIR`` and resumes. The on-demand job is
+the Spot attempts' checkpoints in ``AIP_CHECKPOINT_DIR`` and resumes. The on-demand job, or
+study (:mod:`vertex_retrain.steps.tune_fallback`), starts through :func:`run_on_demand`: it is
 recorded in its own ``gcp_resources`` file (``<path>.on-demand``), so a restarted task polls
-it instead of the failed Spot job, and is copied to ``gcp_resources`` once it succeeds.
+it instead of the failed Spot one, under its own request key, and is copied to
+``gcp_resources`` once it succeeds.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from vertex_retrain.backends.base import Backend, CustomJobRun, JobFailedError
 from vertex_retrain.rules.spot_fallback import FallbackPolicy, decide_fallback
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
 
 ON_DEMAND_SUFFIX = ".on-demand"
+Finished = TypeVar("Finished")
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,42 @@ class FallbackRun:
 
 class FallbackFailedError(RuntimeError):
     """The on-demand job failed too; the message gives both failures."""
+
+
+def run_on_demand(
+    start: Callable[[str, str], Finished],
+    failure: JobFailedError,
+    *,
+    what: str,
+    gcp_resources_path: str,
+    request_key: str,
+) -> Finished:
+    """Runs the on-demand job or study that continues a Spot one, as every fallback does.
+
+    Args:
+        start: Runs it given its ``gcp_resources`` path and request key; returns its result.
+        failure: How the Spot one failed, for the message when this one fails too.
+        what: ``job`` or ``study``, for that message.
+        gcp_resources_path: The task's ``gcp_resources`` output.
+        request_key: The task's idempotency key (``""``: none).
+
+    Returns:
+        What ``start`` returned.
+
+    Raises:
+        FallbackFailedError: The on-demand one failed as well.
+    """
+    on_demand_resources = gcp_resources_path + ON_DEMAND_SUFFIX
+    try:
+        finished = start(on_demand_resources, f"{request_key}-on-demand" if request_key else "")
+    except JobFailedError as second:
+        raise FallbackFailedError(
+            f"the Spot {what} lost its capacity ({failure}) and the on-demand {what} that "
+            f"continued it failed too: {second}"
+        ) from second
+    if Path(on_demand_resources).is_file():  # the task's output names the one that finished
+        shutil.copyfile(on_demand_resources, gcp_resources_path)
+    return finished
 
 
 def on_demand_request(request: TrainingRequest, timeout_seconds: int) -> TrainingRequest:
@@ -91,22 +131,16 @@ def fall_back_to_on_demand(
     if not decision.fall_back:
         return None
     print(f"[executor] {decision.reason} (timeout {decision.timeout_seconds} s)", flush=True)
-    on_demand_resources = gcp_resources_path + ON_DEMAND_SUFFIX
     started = clock()
-    try:
-        run = backend.run_custom_job(
-            custom_job_payload(on_demand_request(request, decision.timeout_seconds)),
-            gcp_resources_path=on_demand_resources,
-            request_key=f"{request_key}-on-demand" if request_key else "",
-        )
-    except JobFailedError as second:
-        raise FallbackFailedError(
-            f"the Spot job lost its capacity ({failure}) and the on-demand job that resumed "
-            f"it failed too: {second}"
-        ) from second
+    payload = custom_job_payload(on_demand_request(request, decision.timeout_seconds))
+    run = run_on_demand(
+        lambda path, key: backend.run_custom_job(payload, gcp_resources_path=path, request_key=key),
+        failure,
+        what="job",
+        gcp_resources_path=gcp_resources_path,
+        request_key=request_key,
+    )
     on_demand_seconds = run.metrics.get("wall_seconds", clock() - started)
-    if Path(on_demand_resources).is_file():  # the task's output names the job that finished
-        shutil.copyfile(on_demand_resources, gcp_resources_path)
     return FallbackRun(
         run=run,
         reason=decision.reason,

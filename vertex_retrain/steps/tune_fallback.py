@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import copy
 import math
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from vertex_retrain.backends.base import Backend, JobFailedError, StudyFailedError, StudyTrial
@@ -30,7 +28,7 @@ from vertex_retrain.rules.spot_fallback import (
     decide_fallback,
 )
 from vertex_retrain.rules.trials import SUCCEEDED
-from vertex_retrain.steps.spot_fallback import ON_DEMAND_SUFFIX, FallbackFailedError
+from vertex_retrain.steps.spot_fallback import run_on_demand
 
 ON_DEMAND_FOLDER = "on-demand"
 """The on-demand study's trials write under ``<base output directory>/on-demand/``."""
@@ -138,7 +136,8 @@ def fall_back_study(
         clock: Monotonic seconds (tests pass a fake).
 
     Raises:
-        FallbackFailedError: The on-demand study failed as well.
+        FallbackFailedError: The on-demand study failed as well
+            (:class:`vertex_retrain.steps.spot_fallback.FallbackFailedError`).
     """
     spot_trials = failure.trials if isinstance(failure, StudyFailedError) else []
     strategy = payload.get("trialJobSpec", {}).get("scheduling", {}).get("strategy", "")
@@ -185,21 +184,19 @@ def fall_back_study(
         f"running the other {remaining} (trial timeout {timeout} s)",
         flush=True,
     )
-    on_demand_resources = gcp_resources_path + ON_DEMAND_SUFFIX
     started = clock()
-    try:
-        study = backend.run_tuning_job(
-            on_demand_study_payload(payload, trial_count=remaining, trial_timeout_seconds=timeout),
-            gcp_resources_path=on_demand_resources,
-            request_key=f"{request_key}-on-demand" if request_key else "",
-        )
-    except JobFailedError as second:
-        raise FallbackFailedError(
-            f"the Spot study lost its capacity ({failure}) and the on-demand study that "
-            f"continued it failed too: {second}"
-        ) from second
-    if Path(on_demand_resources).is_file():  # the task's output names the study that finished
-        shutil.copyfile(on_demand_resources, gcp_resources_path)
+    on_demand = on_demand_study_payload(
+        payload, trial_count=remaining, trial_timeout_seconds=timeout
+    )
+    study = run_on_demand(
+        lambda path, key: backend.run_tuning_job(
+            on_demand, gcp_resources_path=path, request_key=key
+        ),
+        failure,
+        what="study",
+        gcp_resources_path=gcp_resources_path,
+        request_key=request_key,
+    )
     metrics.update(on_demand_seconds=float(clock() - started), on_demand_trials=float(remaining))
     trials = [*spot_trials, *offset_trial_ids(study.trials, highest_trial_id(spot_trials))]
     return StudyFallback(trials, decision.reason, metrics)

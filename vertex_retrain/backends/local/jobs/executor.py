@@ -26,7 +26,6 @@ from vertex_retrain.backends.local.jobs.exit_advice import advice_for, normalise
 from vertex_retrain.backends.local.jobs.job_sandbox import JobSandbox
 from vertex_retrain.backends.local.jobs.pool_launch import PoolLaunch, resolve_pool
 from vertex_retrain.backends.local.jobs.spot import (
-    MAX_SPOT_RESTARTS,
     GoodputStats,
     PreemptionSchedule,
     read_progress,
@@ -40,6 +39,7 @@ from vertex_retrain.backends.local.jobs.supervisor import (
 )
 from vertex_retrain.backends.local.lifeline import JOB_ENV, RUN_ENV, bind_to_run, identity
 from vertex_retrain.backends.local.storage import local_root, to_local_path
+from vertex_retrain.rules.spot_fallback import MAX_SPOT_RESTARTS
 
 RUNNING = "JOB_STATE_RUNNING"
 SUCCEEDED = "JOB_STATE_SUCCEEDED"

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAX_SPOT_RESTARTS = 6
+from vertex_retrain.rules.spot_fallback import MAX_SPOT_RESTARTS
+
 PROGRESS_FILE = "progress.json"
 LOCAL_GRACE_SECONDS = 5.0
 VERTEX_GRACE_SECONDS = 30.0

@@ -5,13 +5,14 @@ from typing import NamedTuple
 from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import EVALUATION
 
 
-# The evaluation job's defaults below are literal copies of
-# vertex_retrain.specs.defaults.EVALUATION: KFP embeds this function's source and runs it on its
-# own, where a reference to that module would be a NameError. tests/test_steps_evaluate.py
-# fails when a copy differs.
+# `...`: the evaluation job's default of vertex_retrain.specs.defaults.EVALUATION
+# (signature_defaults).
 @lightweight_component
+@defaults_from(EVALUATION)
 def evaluate_model(
     backend: str,
     candidate: Input[Model],
@@ -27,11 +28,11 @@ def evaluate_model(
     force_reason: str = "",
     package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+    executor_image_uri: str = ...,
     image_uri: str = "",
     args: list = [],  # noqa: B006
-    machine_type: str = "n1-standard-8",
-    timeout_seconds: int = 7200,
+    machine_type: str = ...,
+    timeout_seconds: int = ...,
     service_account: str = "{{" + "$.pipeline_service_account}}",
     # The placeholders are split so that kfp.local, which scans the embedded source for the
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
@@ -112,36 +113,13 @@ def evaluate_model(
             ``champion`` / ``reference:<name>``: point, low, high, level) and ``override``
             (the forced decision and its reason).
     """
+    inputs = dict(locals())  # every input, by name
     from dataclasses import replace
 
-    from vertex_retrain.steps.evaluate import EvaluationRequest, evaluate
-    from vertex_retrain.steps.job_request import (
-        format_flag_value,
-        keyed_output,
-        merged_package_uris,
-    )
+    from vertex_retrain.steps.evaluate import evaluate, evaluation_request
+    from vertex_retrain.steps.job_request import keyed_output
 
-    request = EvaluationRequest(
-        backend=backend,
-        candidate_uri=candidate.uri,
-        dataset_uri=dataset.uri,
-        model_display_name=model_display_name,
-        output_directory=base_output_directory,
-        evaluation_declaration=dict(evaluation_declaration),
-        python_module=python_module,
-        champion_alias=champion_alias,
-        force_decision=force_decision,
-        force_reason=force_reason,
-        package_uris=merged_package_uris(package_uri, package_uris),
-        executor_image_uri=executor_image_uri,
-        image_uri=image_uri,
-        args=[format_flag_value(arg) for arg in args],
-        machine_type=machine_type,
-        timeout_seconds=timeout_seconds,
-        service_account=service_account,
-        project=project,
-        location=location,
-    )
+    request = evaluation_request(inputs)
     directory, key = keyed_output("evaluate", base_output_directory, request)
     decision = evaluate(
         replace(request, output_directory=directory),

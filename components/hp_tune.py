@@ -5,13 +5,14 @@ from typing import NamedTuple
 from kfp.dsl import HTML, Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import TRAINING, TUNING
 
 
-# The study and trial-shape defaults below are literal copies of
-# vertex_retrain.specs.defaults.TUNING and TRAINING: KFP embeds this function's source and runs
-# it on its own, where a reference to that module would be a NameError.
-# tests/test_specs_defaults.py fails when a copy differs.
+# `...`: the study's default of vertex_retrain.specs.defaults.TUNING, or the trials' job
+# shape of TRAINING (signature_defaults).
 @lightweight_component
+@defaults_from(TUNING, TRAINING)
 def hp_tune(
     backend: str,
     display_name: str,
@@ -22,26 +23,26 @@ def hp_tune(
     trials_report: Output[HTML],
     metrics: Output[Metrics],
     gcp_resources: OutputPath(str),
-    goal: str = "MAXIMIZE",
+    goal: str = ...,
     algorithm: str = "",
-    max_trial_count: int = 8,
-    parallel_trial_count: int = 2,
-    max_failed_trial_count: int = 2,
-    measurement_selection: str = "BEST_MEASUREMENT",
+    max_trial_count: int = ...,
+    parallel_trial_count: int = ...,
+    max_failed_trial_count: int = ...,
+    measurement_selection: str = ...,
     python_module: str = "",
     package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+    executor_image_uri: str = ...,
     image_uri: str = "",
     args: list = [],  # noqa: B006
     hyperparameters: dict = {},  # noqa: B006
     dataset: Input[Dataset] = None,
-    dataset_flag: str = "--data",
-    machine_type: str = "n1-standard-8",
-    accelerator_type: str = "NVIDIA_TESLA_T4",
-    accelerator_count: int = 1,
-    scheduling_strategy: str = "SPOT",
-    timeout_seconds: int = 14400,
+    dataset_flag: str = ...,
+    machine_type: str = ...,
+    accelerator_type: str = ...,
+    accelerator_count: int = ...,
+    scheduling_strategy: str = ...,
+    timeout_seconds: int = ...,
     service_account: str = "{{" + "$.pipeline_service_account}}",
     network: str = "",
     labels: dict = {},  # noqa: B006
@@ -120,51 +121,14 @@ def hp_tune(
         best_metric: Its metric value.
         best_trial_id: Its trial id.
     """
+    inputs = dict(locals())  # every input, by name
     from dataclasses import replace
 
     from vertex_retrain.rules.spot_fallback import FallbackPolicy
-    from vertex_retrain.steps.job_request import (
-        TrainingRequest,
-        format_flag_value,
-        keyed_output,
-        merged_package_uris,
-    )
-    from vertex_retrain.steps.tune import TuningRequest, tune
+    from vertex_retrain.steps.job_request import keyed_output
+    from vertex_retrain.steps.tune import tune, tuning_request
 
-    request = TuningRequest(
-        trial=TrainingRequest(
-            backend=backend,
-            display_name=display_name,
-            base_output_directory=base_output_directory,
-            python_module=python_module,
-            package_uris=merged_package_uris(package_uri, package_uris),
-            executor_image_uri=executor_image_uri,
-            image_uri=image_uri,
-            args=[format_flag_value(arg) for arg in args],
-            hyperparameters=dict(hyperparameters),
-            dataset_uri=dataset.uri if dataset is not None else "",
-            dataset_flag=dataset_flag,
-            machine_type=machine_type,
-            accelerator_type=accelerator_type,
-            accelerator_count=accelerator_count,
-            scheduling_strategy=scheduling_strategy,
-            timeout_seconds=timeout_seconds,
-            service_account=service_account,
-            network=network,
-            local_preemption_after_seconds=local_preemption_after_seconds,
-            project=project,
-            location=location,
-        ),
-        parameter_specs=list(parameter_specs),
-        metric_id=metric_id,
-        goal=goal,
-        algorithm=algorithm,
-        max_trial_count=max_trial_count,
-        parallel_trial_count=parallel_trial_count,
-        max_failed_trial_count=max_failed_trial_count,
-        measurement_selection=measurement_selection,
-        labels={str(k): format_flag_value(v) for k, v in labels.items()},
-    )
+    request = tuning_request(inputs)
     directory, key = keyed_output("tune", base_output_directory, request)
     result = tune(
         replace(request, trial=replace(request.trial, base_output_directory=directory)),

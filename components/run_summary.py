@@ -8,13 +8,13 @@ from kfp import dsl
 from kfp.dsl import Artifact, Markdown, Metrics, Output
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import TRAINING
 
 
-# expected_training_hours defaults to a literal copy of
-# vertex_retrain.specs.defaults.TRAINING.expected_training_hours: KFP embeds this function's
-# source and runs it on its own, where a reference to that module would be a NameError.
-# tests/test_specs_defaults.py fails when the copy differs.
+# `...`: vertex_retrain.specs.defaults.TRAINING's value (signature_defaults).
 @lightweight_component
+@defaults_from(TRAINING)
 def run_summary(
     status: dsl.PipelineTaskFinalStatus,
     backend: str,
@@ -28,7 +28,7 @@ def run_summary(
     summary: Output[Artifact],
     report: Output[Markdown],
     metrics: Output[Metrics],
-    expected_training_hours: float = 2.0,
+    expected_training_hours: float = ...,
     model_display_name: str = "",
     notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
     # The placeholders are split so that kfp.local, which scans the embedded source for the

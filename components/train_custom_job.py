@@ -5,13 +5,13 @@ from typing import NamedTuple
 from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import TRAINING
 
 
-# The job-shape defaults below (executor image, dataset flag, machine, accelerators, workers,
-# distribution, strategy, timeout) are literal copies of vertex_retrain.specs.defaults.TRAINING:
-# KFP embeds this function's source and runs it on its own, where a reference to that module
-# would be a NameError. tests/test_specs_defaults.py fails when a copy differs.
+# `...`: the job-shape default of vertex_retrain.specs.defaults.TRAINING (signature_defaults).
 @lightweight_component
+@defaults_from(TRAINING)
 def train_custom_job(
     backend: str,
     display_name: str,
@@ -22,19 +22,19 @@ def train_custom_job(
     python_module: str = "",
     package_uri: str = "",
     package_uris: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+    executor_image_uri: str = ...,
     image_uri: str = "",
     args: list = [],  # noqa: B006
     dataset: Input[Dataset] = None,
-    dataset_flag: str = "--data",
+    dataset_flag: str = ...,
     hyperparameters: dict = {},  # noqa: B006
-    machine_type: str = "n1-standard-8",
-    accelerator_type: str = "NVIDIA_TESLA_T4",
-    accelerator_count: int = 1,
-    worker_count: int = 0,
-    distribution: str = "ddp",
-    scheduling_strategy: str = "SPOT",
-    timeout_seconds: int = 14400,
+    machine_type: str = ...,
+    accelerator_type: str = ...,
+    accelerator_count: int = ...,
+    worker_count: int = ...,
+    distribution: str = ...,
+    scheduling_strategy: str = ...,
+    timeout_seconds: int = ...,
     max_wait_seconds: int = 0,
     restart_job_on_worker_restart: bool = False,
     service_account: str = "{{" + "$.pipeline_service_account}}",
@@ -108,46 +108,14 @@ def train_custom_job(
             progress: always on Vertex, locally when the trainer writes no progress file).
         restarts: Restarts after preemption; -1 when unknown (Vertex records none).
     """
+    inputs = dict(locals())  # every input, by name
     from dataclasses import replace
 
     from vertex_retrain.rules.spot_fallback import FallbackPolicy
-    from vertex_retrain.steps.job_request import (
-        TrainingRequest,
-        format_flag_value,
-        keyed_output,
-        merged_package_uris,
-    )
+    from vertex_retrain.steps.job_request import keyed_output, training_request
     from vertex_retrain.steps.train import train
 
-    request = TrainingRequest(
-        backend=backend,
-        display_name=display_name,
-        base_output_directory=base_output_directory,
-        python_module=python_module,
-        package_uris=merged_package_uris(package_uri, package_uris),
-        executor_image_uri=executor_image_uri,
-        image_uri=image_uri,
-        args=[format_flag_value(arg) for arg in args],
-        dataset_uri=dataset.uri if dataset is not None else "",
-        dataset_flag=dataset_flag,
-        hyperparameters=dict(hyperparameters),
-        machine_type=machine_type,
-        accelerator_type=accelerator_type,
-        accelerator_count=accelerator_count,
-        worker_count=worker_count,
-        distribution=distribution,
-        scheduling_strategy=scheduling_strategy,
-        timeout_seconds=timeout_seconds,
-        max_wait_seconds=max_wait_seconds,
-        restart_job_on_worker_restart=restart_job_on_worker_restart,
-        service_account=service_account,
-        network=network,
-        labels={str(k): format_flag_value(v) for k, v in labels.items()},
-        reservation_name=reservation_name,
-        local_preemption_after_seconds=local_preemption_after_seconds,
-        project=project,
-        location=location,
-    )
+    request = training_request(inputs)
     directory, key = keyed_output("train", base_output_directory, request)
     result = train(
         replace(request, base_output_directory=directory),

@@ -1,9 +1,9 @@
 """One definition of each default: components, request types, pipelines and the estimate agree.
 
 ``vertex_retrain.specs.defaults`` defines every training and tuning default once. Request types
-and pipelines read it; component signatures must repeat it as literals (KFP runs a component's
-source on its own), so these tests read the *compiled* components and pipelines and fail on
-any copy that drifted.
+and pipelines read it; components leave it to ``...`` in their source, set from it when they
+are declared (``components/signature_defaults.py``), so these tests read the *compiled*
+components and pipelines, as Vertex gets them.
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def _request_defaults(request_type: type) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("component", JOB_COMPONENTS)
-def test_component_signature_literals_equal_the_one_definition(component: str) -> None:
+def test_compiled_component_defaults_equal_the_one_definition(component: str) -> None:
     shipped = _compiled_defaults(component)
     shared = sorted(set(shipped) & set(DEFINITIONS))
     assert shared, f"{component} shares no input with vertex_retrain.specs.defaults"
     drifted = {name: (shipped[name], DEFINITIONS[name]) for name in shared}
     drifted = {name: pair for name, pair in drifted.items() if pair[0] != pair[1]}
-    assert drifted == {}, f"{component}: (signature literal, specs.defaults) differ: {drifted}"
+    assert drifted == {}, f"{component}: (compiled default, specs.defaults) differ: {drifted}"
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from vertex_retrain.specs import JobSpecError, check_payload_parses
+from vertex_retrain.specs.defaults import TRAINING, TUNING
+from vertex_retrain.steps.evaluate import evaluation_request
 from vertex_retrain.steps.job_request import (
     TrainingRequest,
     custom_job_payload,
     format_flag_value,
     merged_package_uris,
     program_args,
+    training_request,
 )
-from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
+from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload, tuning_request
+
+INPUTS = {
+    "backend": "vertex",
+    "display_name": "t",
+    "base_output_directory": "gs://b/out",
+    "python_module": "trainer.task",
+    "package_uri": "gs://b/a.whl",
+    "package_uris": ["gs://b/b.whl", "gs://b/a.whl"],
+    "args": [5.0, "--x"],
+    "labels": {"team": 2.0},
+    "dataset": SimpleNamespace(uri="gs://b/data"),
+    "machine_type": "n1-highmem-8",
+    "model": SimpleNamespace(uri="gs://b/model"),  # an output: not part of the request
+}
+"""A training component's inputs, as its body receives them."""
 
 
 def _request(**changes: object) -> TrainingRequest:
@@ -119,3 +139,50 @@ def test_tuning_job_payload_refuses_parallel_above_max() -> None:
             )
         )
     assert "parallelTrialCount" in str(raised.value)
+
+
+def test_training_request_reads_the_inputs_by_name() -> None:
+    request = training_request(INPUTS)
+    assert request.package_uris == ["gs://b/a.whl", "gs://b/b.whl"]
+    assert request.args == ["5", "--x"]
+    assert request.labels == {"team": "2"}
+    assert request.dataset_uri == "gs://b/data"
+    assert request.machine_type == "n1-highmem-8"
+    assert request.accelerator_type == TRAINING.accelerator_type
+
+
+def test_training_request_takes_an_ellipsis_input_as_unset() -> None:
+    request = training_request({**INPUTS, "machine_type": ..., "timeout_seconds": ...})
+    assert (request.machine_type, request.timeout_seconds) == (
+        TRAINING.machine_type,
+        TRAINING.timeout_seconds,
+    )
+
+
+def test_training_request_without_a_dataset_has_no_dataset_uri() -> None:
+    assert training_request({**INPUTS, "dataset": None}).dataset_uri == ""
+
+
+def test_tuning_request_puts_the_labels_on_the_study_and_the_trial_shape_on_the_trial() -> None:
+    study = tuning_request(
+        {**INPUTS, "parameter_specs": [{"parameterId": "lr"}], "metric_id": "m", "goal": ...}
+    )
+    assert study.labels == {"team": "2"} and study.trial.labels == {}
+    assert study.trial.machine_type == "n1-highmem-8"
+    assert study.goal == TUNING.goal
+    assert study.parameter_specs == [{"parameterId": "lr"}]
+
+
+def test_evaluation_request_reads_artifacts_and_the_output_directory() -> None:
+    request = evaluation_request(
+        {
+            **INPUTS,
+            "candidate": SimpleNamespace(uri="gs://b/cand"),
+            "model_display_name": "m",
+            "evaluation_declaration": {"primary": "x"},
+        }
+    )
+    assert (request.candidate_uri, request.dataset_uri) == ("gs://b/cand", "gs://b/data")
+    assert request.output_directory == "gs://b/out"
+    assert request.package_uris == ["gs://b/a.whl", "gs://b/b.whl"]
+    assert request.args == ["5", "--x"]

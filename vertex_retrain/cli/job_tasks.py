@@ -146,65 +146,36 @@ def _custom_request(values: Mapping[str, Any], task: LeafTask) -> Any:
     return _evaluation_job_request(values, task)
 
 
-def _named(kind: type, values: Mapping[str, Any], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The inputs that are fields of the request type ``kind``, as the components pass them."""
-    names = {f.name for f in dataclasses.fields(kind)} - set(exclude)
-    return {name: value for name, value in values.items() if name in names}
+def _stand_ins(values: Mapping[str, Any], task: LeafTask) -> dict[str, Any]:
+    """The inputs as the component receives them, with what only a run knows stood in for."""
+
+    class _Artifact:  # an input artifact: only its URI is read
+        uri = STAND_IN_URI
+
+    return {
+        **values,
+        **{name: _Artifact() for name in task.artifacts},
+        "backend": "vertex",
+        "base_output_directory": str(values.get("base_output_directory", "")),
+    }
 
 
-def _training_request(values: Mapping[str, Any], task: LeafTask, *, trial: bool = False) -> Any:
-    from vertex_retrain.steps.job_request import (
-        TrainingRequest,
-        format_flag_value,
-        keyed_output,
-        merged_package_uris,
-    )
+def _training_request(values: Mapping[str, Any], task: LeafTask) -> Any:
+    from vertex_retrain.steps.job_request import keyed_output, training_request
 
-    given = _named(TrainingRequest, values, ("labels",) if trial else ())
-    given.update(
-        backend="vertex",
-        display_name=str(values.get("display_name") or task.path),
-        base_output_directory=str(values.get("base_output_directory", "")),
-        package_uris=merged_package_uris(
-            str(values.get("package_uri", "")), values.get("package_uris") or []
-        ),
-        args=[format_flag_value(arg) for arg in values.get("args") or []],
-        dataset_uri=STAND_IN_URI if "dataset" in task.artifacts else "",
-    )
-    if not trial:
-        labels = values.get("labels") or {}
-        given["labels"] = {str(k): format_flag_value(v) for k, v in labels.items()}
-    request = TrainingRequest(**given)
-    if trial:
-        return request
+    given = {**_stand_ins(values, task), "display_name": values.get("display_name") or task.path}
+    request = training_request(given)
     # The folder has the component's shape (base/<key>/train), keyed on the stand-in inputs.
     folder, _ = keyed_output("train", request.base_output_directory, request)
     return dataclasses.replace(request, base_output_directory=folder)
 
 
 def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
-    from vertex_retrain.steps.evaluate import EvaluationRequest, evaluation_job_request
-    from vertex_retrain.steps.job_request import (
-        format_flag_value,
-        keyed_output,
-        merged_package_uris,
-    )
+    from vertex_retrain.steps.evaluate import evaluation_job_request, evaluation_request
+    from vertex_retrain.steps.job_request import keyed_output
 
-    given = _named(EvaluationRequest, values)
-    given.update(
-        # The rule decides after the job; the job itself does not depend on it.
-        evaluation_declaration=dict(values.get("evaluation_declaration") or {}),
-        backend="vertex",
-        candidate_uri=STAND_IN_URI,
-        dataset_uri=STAND_IN_URI,
-        model_display_name=str(values.get("model_display_name") or task.path),
-        output_directory=str(values.get("base_output_directory", "")),
-        package_uris=merged_package_uris(
-            str(values.get("package_uri", "")), values.get("package_uris") or []
-        ),
-        args=[format_flag_value(arg) for arg in values.get("args") or []],
-    )
-    request = EvaluationRequest(**given)
+    model = values.get("model_display_name") or task.path
+    request = evaluation_request({**_stand_ins(values, task), "model_display_name": model})
     folder, _ = keyed_output("evaluate", request.output_directory, request)
     # No champion is known before the run: its folder only adds one flag.
     return evaluation_job_request(dataclasses.replace(request, output_directory=folder), None)
@@ -212,18 +183,12 @@ def _evaluation_job_request(values: Mapping[str, Any], task: LeafTask) -> Any:
 
 def _tuning_job(task: LeafTask, name: str, values: dict[str, Any]) -> JobTask:
     from vertex_retrain.specs import validate_tuning_job
-    from vertex_retrain.steps.job_request import format_flag_value, job_spec_from_request
-    from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
+    from vertex_retrain.steps.job_request import job_spec_from_request
+    from vertex_retrain.steps.tune import tuning_job_payload, tuning_request
 
     def request(values: Mapping[str, Any]) -> Any:
-        given = _named(TuningRequest, values, ("trial",))
-        given.update(
-            trial=_training_request(values, task, trial=True),
-            parameter_specs=list(values.get("parameter_specs") or []),
-            metric_id=str(values.get("metric_id", "")),
-            labels={str(k): format_flag_value(v) for k, v in (values.get("labels") or {}).items()},
-        )
-        return TuningRequest(**given)
+        display_name = values.get("display_name") or task.path
+        return tuning_request({**_stand_ins(values, task), "display_name": display_name})
 
     def trial_payload(values: Mapping[str, Any]) -> dict[str, Any]:
         body = job_spec_from_request(request(values).trial).job_spec_payload()

@@ -2,13 +2,14 @@
 
 Read by the request types (:class:`vertex_retrain.steps.job_request.TrainingRequest`,
 :class:`vertex_retrain.steps.tune.TuningRequest`), the pipelines' signatures
-(``pipelines/defaults.py``) and the cost estimate's fallbacks, so a run and its estimate
-start from the same job shape.
+(``pipelines/weekly.py``, ``pipelines/experiment.py``) and the cost estimate's fallbacks, so
+a run and its estimate start from the same job shape.
 
-Component signatures (``components/*.py``) cannot read this module: KFP embeds a lightweight
-component's source and runs it on its own, so a default such as ``= TRAINING.machine_type``
-would raise ``NameError`` in the executor. They repeat the values as literals, and
-``tests/test_specs_defaults.py`` fails when a literal differs from the value here.
+Component signatures (``components/*.py``) cannot name this module in their source: KFP
+embeds a lightweight component's source and runs it on its own, so a default such as
+``= TRAINING.machine_type`` would raise ``NameError`` in the executor. They write ``...``, and
+``components/signature_defaults.py`` sets the value from here when the component is declared,
+before KFP reads its signature.
 """
 
 from __future__ import annotations

@@ -32,7 +32,12 @@ from vertex_retrain.steps.champion import find_alias_holder
 from vertex_retrain.steps.champion_window import ChampionWindow, champion_window
 from vertex_retrain.steps.decision import FORCE_VALUES, Decision, decide, strongest_reference
 from vertex_retrain.steps.entity_scores import primary_intervals, read_entity_scores
-from vertex_retrain.steps.job_request import TrainingRequest
+from vertex_retrain.steps.job_request import (
+    TrainingRequest,
+    artifact_uris,
+    code_fields,
+    request_fields,
+)
 from vertex_retrain.steps.train import TrainingJobFailedError, train
 
 __all__ = [
@@ -102,6 +107,26 @@ class EvaluationRequest:
     display_name: str = ""
     project: str = ""
     location: str = ""
+
+
+def evaluation_request(inputs: Mapping[str, Any]) -> EvaluationRequest:
+    """The evaluation ``evaluate_model``'s inputs describe.
+
+    Args:
+        inputs: Input name -> value: the request's fields by name, the ``candidate`` and
+            ``dataset`` artifacts (their URIs), ``base_output_directory`` (the job's output
+            directory) and the package inputs as
+            :func:`vertex_retrain.steps.job_request.training_request` reads them.
+    """
+    given = request_fields(EvaluationRequest, inputs)
+    given.update(
+        code_fields(inputs),
+        **artifact_uris(inputs, candidate="candidate_uri", dataset="dataset_uri"),
+        evaluation_declaration=dict(given.get("evaluation_declaration") or {}),
+    )
+    if "base_output_directory" in inputs:
+        given["output_directory"] = str(inputs["base_output_directory"])
+    return EvaluationRequest(**given)
 
 
 def metrics_uri(output_directory: str) -> str:

@@ -1,9 +1,14 @@
-"""From a component's flat inputs to a validated CustomJob spec (shared by train and tune)."""
+"""From a component's flat inputs to a validated CustomJob spec (shared by train and tune).
+
+A request is built from the inputs in one place (:func:`training_request`, and
+``tuning_request`` and ``evaluation_request`` beside their steps), for the components and for
+``compile.py preflight``, which reads the same inputs from a compiled pipeline.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, cast
 
 from vertex_retrain.rules.flags import format_flag_value, parameter_flags
@@ -119,6 +124,72 @@ def merged_package_uris(package_uri: str, package_uris: Iterable[str]) -> list[s
     """
     uris = ([package_uri] if package_uri else []) + [str(uri) for uri in package_uris]
     return list(dict.fromkeys(uris))
+
+
+def request_fields(
+    kind: type, inputs: Mapping[str, Any], exclude: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The inputs that are fields of the request type ``kind`` (a dataclass), by name.
+
+    An input whose value is ``...`` is left out, so the field's default applies: that is the
+    value a component's embedded source holds for a default that
+    :mod:`vertex_retrain.specs.defaults` defines (``components/signature_defaults.py``), should
+    a backend ever call it without the value the compiled spec declares.
+
+    Args:
+        kind: The request type.
+        inputs: Input name -> value; names that are not fields are ignored.
+        exclude: Field names to leave out (the caller sets them).
+    """
+    names = {item.name for item in fields(kind)} - set(exclude)
+    return {name: value for name, value in inputs.items() if name in names and value is not ...}
+
+
+def flag_labels(labels: Mapping[Any, Any]) -> dict[str, str]:
+    """Labels as a job carries them: string keys, values written as flag values are."""
+    return {str(key): format_flag_value(value) for key, value in labels.items()}
+
+
+def training_request(inputs: Mapping[str, Any]) -> TrainingRequest:
+    """The training job a component's inputs describe.
+
+    Args:
+        inputs: Input name -> value, as ``train_custom_job`` (or ``hp_tune``, for its trials)
+            received them: the request's fields by name, ``package_uri`` (the first package,
+            before ``package_uris``) and ``dataset`` (an artifact, or None: its URI is
+            ``dataset_uri``). Other names are ignored.
+
+    Returns:
+        The request, its ``args`` and ``labels`` written as flags are.
+    """
+    given = request_fields(TrainingRequest, inputs)
+    given.update(
+        code_fields(inputs),
+        **artifact_uris(inputs, dataset="dataset_uri"),
+        hyperparameters=dict(given.get("hyperparameters") or {}),
+        labels=flag_labels(given.get("labels") or {}),
+    )
+    return TrainingRequest(**given)
+
+
+def code_fields(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """``package_uris`` (``package_uri`` first) and ``args`` (written as flags) of a job's
+    inputs, as every request that runs the training package takes them."""
+    return {
+        "package_uris": merged_package_uris(
+            str(inputs.get("package_uri") or ""), inputs.get("package_uris") or []
+        ),
+        "args": [format_flag_value(arg) for arg in inputs.get("args") or []],
+    }
+
+
+def artifact_uris(inputs: Mapping[str, Any], **names: str) -> dict[str, str]:
+    """Field name -> URI of each artifact input given (``dataset="dataset_uri"``)."""
+    return {
+        field_name: str(inputs[artifact].uri)
+        for artifact, field_name in names.items()
+        if inputs.get(artifact) is not None and inputs[artifact] is not ...
+    }
 
 
 def program_args(request: TrainingRequest) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,13 @@ from vertex_retrain.specs import validate_tuning_job
 from vertex_retrain.specs.defaults import TUNING
 from vertex_retrain.specs.problems import raise_or_warn
 from vertex_retrain.steps.backend import resolve_backend
-from vertex_retrain.steps.job_request import TrainingRequest, job_spec_from_request
+from vertex_retrain.steps.job_request import (
+    TrainingRequest,
+    flag_labels,
+    job_spec_from_request,
+    request_fields,
+    training_request,
+)
 from vertex_retrain.steps.spot_fallback import FallbackFailedError
 from vertex_retrain.steps.trials_report import TrialRow, render_trials_report
 from vertex_retrain.steps.tune_fallback import fall_back_study
@@ -36,6 +43,23 @@ class TuningRequest:
     max_failed_trial_count: int = TUNING.max_failed_trial_count
     measurement_selection: str = TUNING.measurement_selection
     labels: dict[str, str] = field(default_factory=dict)
+
+
+def tuning_request(inputs: Mapping[str, Any]) -> TuningRequest:
+    """The study ``hp_tune``'s inputs describe.
+
+    Args:
+        inputs: Input name -> value: the study's fields by name, and its trials' job as
+            :func:`vertex_retrain.steps.job_request.training_request` reads it (the labels are
+            the study's, which its trial jobs carry too).
+    """
+    given = request_fields(TuningRequest, inputs, ("trial",))
+    given.update(
+        trial=training_request({**inputs, "labels": {}}),
+        parameter_specs=list(given.get("parameter_specs") or []),
+        labels=flag_labels(given.get("labels") or {}),
+    )
+    return TuningRequest(**given)
 
 
 @dataclass(frozen=True)

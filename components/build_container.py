@@ -1,4 +1,8 @@
-"""build_container: package the training code as a container image or a Python package."""
+"""build_container: package the training code as a container image or a Python package.
+
+``kind`` has no default: the name says container, and a Python package is built as often, so
+every call says which it builds.
+"""
 
 from typing import NamedTuple
 
@@ -10,7 +14,7 @@ def build_container(
     backend: str,
     source_uri: str,
     destination: str,
-    kind: str = "python_package",
+    kind: str,
     dockerfile: str = "Dockerfile",
     gpu: bool = True,
     package_name: str = "",
@@ -29,7 +33,8 @@ def build_container(
         source_uri: The source: a directory (local path, ``gs://`` or ``/gcs/``).
         destination: For ``kind="container"`` the Artifact Registry image URI without tag;
             for ``kind="python_package"`` the ``gs://`` folder that receives the package.
-        kind: ``"container"`` or ``"python_package"``.
+        kind: ``"container"`` (an image from ``dockerfile``) or ``"python_package"`` (a
+            wheel or sdist for ``pythonPackageSpec``).
         dockerfile: The Dockerfile, relative to the source, for containers.
         gpu: Whether the image is meant for GPU machines (the lint then wants a CUDA base).
         package_name: Distribution name when the source is a bare package folder.

@@ -7,7 +7,7 @@ from vertex_retrain.components.exec_launch import lightweight_component
 def source_digest(
     backend: str,
     source_uri: str,
-    kind: str = "python_package",
+    kind: str,
     dockerfile: str = "Dockerfile",
     package_name: str = "",
     package_version: str = "",
@@ -21,7 +21,7 @@ def source_digest(
     Args:
         backend: ``"vertex"`` or ``"local"``; decides how ``gs://`` URIs are read.
         source_uri: The source folder (local path, ``gs://`` or ``/gcs/``).
-        kind: ``"container"`` or ``"python_package"``.
+        kind: ``"container"`` or ``"python_package"``, as the ``build_container`` it keys.
         dockerfile: The Dockerfile, relative to the source (containers).
         package_name: Distribution name of a bare package folder.
         package_version: Version of a bare package folder.

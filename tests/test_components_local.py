@@ -143,6 +143,7 @@ def trained(world: LocalWorld) -> Trained:
     package = build_container(
         source_uri=str(ROOT / "examples" / "drink_shops" / "trainer"),
         destination=PACKAGES,
+        kind="python_package",
         **LOCAL,
     )
     data = prepare_dataset(
@@ -177,6 +178,7 @@ def tiny_package(world: LocalWorld, tmp_path_factory: pytest.TempPathFactory) ->
     built = build_container(
         source_uri=str(source),
         destination=PACKAGES,
+        kind="python_package",
         package_name="tiny_trainer",
         package_version="0.1.0",
         **LOCAL,
@@ -205,6 +207,7 @@ def test_build_container_local_skips_unchanged_source_and_rebuilds_changed(
     arguments = dict(
         source_uri=str(source),
         destination="gs://shop/build-test",
+        kind="python_package",
         package_name="tiny_trainer",
         package_version="0.1.0",
         **LOCAL,
@@ -704,6 +707,7 @@ def small_pipeline(
         package = build_container(
             source_uri=trainer_source,
             destination=PACKAGES,
+            kind="python_package",
             **place,
         )
         data = prepare_dataset(

@@ -80,3 +80,19 @@ def test_set_component_image_refuses_what_names_no_image_and_changes_nothing(bad
     assert components.stop_run.component_spec.implementation.container.image == (
         DEFAULT_COMPONENT_IMAGE
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("build_container", {"destination": "gs://b/p"}),
+        ("source_digest", {}),
+    ],
+)
+def test_build_components_need_the_kind_they_build(name: str, arguments: dict) -> None:
+    component = getattr(components, name)
+    with pytest.raises(TypeError, match="missing 1 required argument: kind"):
+
+        @dsl.pipeline(name="no-kind")
+        def no_kind() -> None:
+            component(backend="local", source_uri="gs://b/src", **arguments)

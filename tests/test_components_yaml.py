@@ -126,6 +126,7 @@ def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
         package = build_op(
             source_uri=source,
             destination="gs://elsewhere/packages",
+            kind="python_package",
             package_name="tiny_trainer",
             package_version="0.1.0",
             **place,

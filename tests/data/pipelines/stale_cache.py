@@ -30,10 +30,16 @@ def stale_dataset(data_uri: str = "gs://b/t", as_of: str = "") -> None:
 def stale_build(source_uri: str = "gs://b/src") -> None:
     """The digest is read, but the build is not given it; and a cached digest is no key."""
     _week()
-    digest = source_digest(backend="local", source_uri=source_uri)
-    build_container(backend="local", source_uri=source_uri, destination="gs://b/p")
+    digest = source_digest(backend="local", source_uri=source_uri, kind="python_package")
     build_container(
-        backend="local", source_uri=source_uri, destination="gs://b/q", source_digest=digest.output
+        backend="local", source_uri=source_uri, destination="gs://b/p", kind="python_package"
+    )
+    build_container(
+        backend="local",
+        source_uri=source_uri,
+        destination="gs://b/q",
+        kind="python_package",
+        source_digest=digest.output,
     )
 
 
@@ -45,9 +51,15 @@ def keyed(data_uri: str = "gs://b/t", source_uri: str = "gs://b/src") -> None:
     prepare_dataset(
         backend="local", data_uri=data_uri, dataset_declaration={}, as_of=window.outputs["as_of"]
     )
-    digest = source_digest(backend="local", source_uri=source_uri).set_caching_options(False)
+    digest = source_digest(
+        backend="local", source_uri=source_uri, kind="python_package"
+    ).set_caching_options(False)
     build_container(
-        backend="local", source_uri=source_uri, destination="gs://b/p", source_digest=digest.output
+        backend="local",
+        source_uri=source_uri,
+        destination="gs://b/p",
+        kind="python_package",
+        source_digest=digest.output,
     )
     fixed_hyperparameters(values={"lr": 0.1}).set_caching_options(False)
 

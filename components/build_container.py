@@ -7,9 +7,13 @@ every call says which it builds.
 from typing import NamedTuple
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS
 
 
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
+@defaults_from(RUN_PLACEHOLDERS)
 def build_container(
     backend: str,
     source_uri: str,
@@ -21,10 +25,8 @@ def build_container(
     package_version: str = "",
     staging_uri: str = "",
     source_digest: str = "",
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple("Outputs", [("reference", str), ("digest", str), ("skipped", bool)]):
     """Packages training code; skips the work when the source digest is unchanged.
 

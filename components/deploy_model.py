@@ -6,9 +6,13 @@ from google_cloud_pipeline_components.types.artifact_types import VertexEndpoint
 from kfp.dsl import Input, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS
 
 
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
+@defaults_from(RUN_PLACEHOLDERS)
 def deploy_model(
     backend: str,
     vertex_model: Input[VertexModel],
@@ -21,11 +25,9 @@ def deploy_model(
     min_replica_count: int = 1,
     max_replica_count: int = 1,
     sample_instances: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    service_account: str = "{{" + "$.pipeline_service_account}}",
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    service_account: str = ...,
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple("Outputs", [("deployed_model_id", str), ("traffic", dict)]):
     """Deploys the version and gives it ``traffic_percentage`` of the endpoint's traffic.
 

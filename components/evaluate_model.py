@@ -6,13 +6,12 @@ from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
 from vertex_retrain.components.signature_defaults import defaults_from
-from vertex_retrain.specs.defaults import EVALUATION
+from vertex_retrain.specs.defaults import EVALUATION, RUN_PLACEHOLDERS
 
 
-# `...`: the evaluation job's default of vertex_retrain.specs.defaults.EVALUATION
-# (signature_defaults).
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
-@defaults_from(EVALUATION)
+@defaults_from(EVALUATION, RUN_PLACEHOLDERS)
 def evaluate_model(
     backend: str,
     candidate: Input[Model],
@@ -33,11 +32,9 @@ def evaluate_model(
     args: list = [],  # noqa: B006
     machine_type: str = ...,
     timeout_seconds: int = ...,
-    service_account: str = "{{" + "$.pipeline_service_account}}",
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    service_account: str = ...,
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple(
     "Outputs",
     [

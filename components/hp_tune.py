@@ -6,13 +6,12 @@ from kfp.dsl import HTML, Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
 from vertex_retrain.components.signature_defaults import defaults_from
-from vertex_retrain.specs.defaults import TRAINING, TUNING
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS, TRAINING, TUNING
 
 
-# `...`: the study's default of vertex_retrain.specs.defaults.TUNING, or the trials' job
-# shape of TRAINING (signature_defaults).
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
-@defaults_from(TUNING, TRAINING)
+@defaults_from(TUNING, TRAINING, RUN_PLACEHOLDERS)
 def hp_tune(
     backend: str,
     display_name: str,
@@ -43,16 +42,14 @@ def hp_tune(
     accelerator_count: int = ...,
     scheduling_strategy: str = ...,
     timeout_seconds: int = ...,
-    service_account: str = "{{" + "$.pipeline_service_account}}",
+    service_account: str = ...,
     network: str = "",
     labels: dict = {},  # noqa: B006
     local_preemption_after_seconds: float = 0.0,
     spot_fallback: bool = False,
     spot_fallback_deadline_seconds: int = 0,
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple(
     "Outputs", [("best_parameters", dict), ("best_metric", float), ("best_trial_id", str)]
 ):

@@ -6,9 +6,13 @@ from google_cloud_pipeline_components.types.artifact_types import VertexModel
 from kfp.dsl import Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
+from vertex_retrain.components.signature_defaults import defaults_from
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS
 
 
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
+@defaults_from(RUN_PLACEHOLDERS)
 def register_model(
     backend: str,
     model: Input[Model],
@@ -30,10 +34,8 @@ def register_model(
     evaluation: Input[Metrics] = None,
     dataset_uri: str = "",
     pipeline_run: str = "",
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
     """Uploads the model as a new version of ``display_name`` and sets its aliases.
 

@@ -9,12 +9,12 @@ from kfp.dsl import Artifact, Markdown, Metrics, Output
 
 from vertex_retrain.components.exec_launch import lightweight_component
 from vertex_retrain.components.signature_defaults import defaults_from
-from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS, TRAINING
 
 
-# `...`: vertex_retrain.specs.defaults.TRAINING's value (signature_defaults).
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
-@defaults_from(TRAINING)
+@defaults_from(TRAINING, RUN_PLACEHOLDERS)
 def run_summary(
     status: dsl.PipelineTaskFinalStatus,
     backend: str,
@@ -31,10 +31,8 @@ def run_summary(
     expected_training_hours: float = ...,
     model_display_name: str = "",
     notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    project: str = ...,
+    location: str = ...,
 ) -> None:
     """Gathers the run's window, data gate, decision, metrics, goodput and cost into
     ``summary`` and ``report``, and records the week.

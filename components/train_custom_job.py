@@ -6,12 +6,12 @@ from kfp.dsl import Dataset, Input, Metrics, Model, Output, OutputPath
 
 from vertex_retrain.components.exec_launch import lightweight_component
 from vertex_retrain.components.signature_defaults import defaults_from
-from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS, TRAINING
 
 
-# `...`: the job-shape default of vertex_retrain.specs.defaults.TRAINING (signature_defaults).
+# `...`: the default vertex_retrain.specs.defaults defines (components/signature_defaults.py).
 @lightweight_component
-@defaults_from(TRAINING)
+@defaults_from(TRAINING, RUN_PLACEHOLDERS)
 def train_custom_job(
     backend: str,
     display_name: str,
@@ -37,17 +37,15 @@ def train_custom_job(
     timeout_seconds: int = ...,
     max_wait_seconds: int = 0,
     restart_job_on_worker_restart: bool = False,
-    service_account: str = "{{" + "$.pipeline_service_account}}",
+    service_account: str = ...,
     network: str = "",
     labels: dict = {},  # noqa: B006
     reservation_name: str = "",
     local_preemption_after_seconds: float = 0.0,
     spot_fallback: bool = False,
     spot_fallback_deadline_seconds: int = 0,
-    # The placeholders are split so that kfp.local, which scans the embedded source for the
-    # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
-    project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
-    location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    project: str = ...,
+    location: str = ...,
 ) -> NamedTuple("Outputs", [("state", str), ("goodput", float), ("restarts", int)]):
     """Builds the CustomJob with the validated core, runs it, and outputs its model directory.
 

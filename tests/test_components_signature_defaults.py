@@ -11,15 +11,29 @@ from typing import Any
 
 import pytest
 
+import vertex_retrain.components as components
 from vertex_retrain.components.signature_defaults import defaults_from
-from vertex_retrain.specs.defaults import EVALUATION, TRAINING, TUNING
+from vertex_retrain.specs.defaults import EVALUATION, RUN_PLACEHOLDERS, TRAINING, TUNING
 
-DEFINED = {
-    field.name
-    for definition in (TRAINING, TUNING, EVALUATION)
+DEFINED = [
+    (field.name, getattr(definition, field.name))
+    for definition in (TRAINING, TUNING, EVALUATION, RUN_PLACEHOLDERS)
     for field in dataclasses.fields(definition)
-}
-"""Every name vertex_retrain.specs.defaults gives a default."""
+]
+"""Every (name, value) vertex_retrain.specs.defaults defines; a literal default with both is a
+copy (a serving ``machine_type`` of its own is not)."""
+
+
+def _value(node: ast.expr) -> Any:
+    """A default's value where it is a literal (or literals joined with +), else the node."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = _value(node.left), _value(node.right)
+            if isinstance(left, str) and isinstance(right, str):
+                return left + right
+        return ast.dump(node)
 
 
 def test_defaults_from_fills_ellipsis_from_the_first_source_that_has_the_name() -> None:
@@ -48,23 +62,31 @@ def test_defaults_from_refuses_an_ellipsis_no_source_defines() -> None:
 
 
 @pytest.mark.parametrize(
-    "component", ["train_custom_job", "hp_tune", "evaluate_model", "run_summary"]
+    "component", [name for name in components.__all__ if name != "set_component_image"]
 )
 def test_component_source_leaves_every_defined_default_to_the_definition(component: str) -> None:
-    import importlib
-
-    func = getattr(importlib.import_module(f"vertex_retrain.components.{component}"), component)
+    func = getattr(components, component)
     tree = ast.parse(textwrap.dedent(inspect.getsource(func.python_func)))
     (definition,) = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
     arguments = definition.args
     with_defaults = arguments.args[len(arguments.args) - len(arguments.defaults) :]
     literal = {
-        argument.arg: ast.literal_eval(default)
+        argument.arg: default
         for argument, default in zip(with_defaults, arguments.defaults, strict=True)
-        if argument.arg in DEFINED
-        and not (isinstance(default, ast.Constant) and default.value is Ellipsis)
+        if not (isinstance(default, ast.Constant) and default.value is Ellipsis)
     }
-    assert literal == {}, f"{component} repeats defaults of specs.defaults: {literal}"
+    copies = {
+        name: value
+        for name, value in ((name, _value(default)) for name, default in literal.items())
+        if (name, value) in DEFINED
+    }
+    assert copies == {}, f"{component} repeats defaults of specs.defaults: {copies}"
     shipped = inspect.signature(func.python_func).parameters
-    filled = {name: shipped[name].default for name in shipped if name in DEFINED}
-    assert filled and all(value is not ... for value in filled.values()), filled
+    assert all(parameter.default is not ... for parameter in shipped.values())
+
+
+def test_component_placeholder_defaults_are_the_runs_own() -> None:
+    shipped = inspect.signature(components.train_custom_job.python_func).parameters
+    assert shipped["project"].default == "{{$.pipeline_google_cloud_project_id}}"
+    assert shipped["location"].default == "{{$.pipeline_google_cloud_location}}"
+    assert shipped["service_account"].default == "{{$.pipeline_service_account}}"

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 __all__ = [
     "EVALUATION",
     "PIPELINE_SERVICE_ACCOUNT",
+    "RUN_PLACEHOLDERS",
     "TRAINING",
     "TUNING",
     "EvaluationDefaults",
+    "RunPlaceholders",
     "TrainingDefaults",
     "TuningDefaults",
 ]
@@ -32,6 +34,23 @@ PIPELINE_SERVICE_ACCOUNT = "{{$.pipeline_service_account}}"
 pipeline's own. GCPC's placeholder (``google_cloud_pipeline_components._placeholders
 .SERVICE_ACCOUNT_PLACEHOLDER``): Vertex resolves it to the PipelineJob's service account (its
 default account when the job sets none). A ``service_account`` parameter overrides it."""
+
+
+@dataclass(frozen=True)
+class RunPlaceholders:
+    """What a component's ``project``, ``location`` and ``service_account`` default to: the
+    pipeline run's own, as GCPC's placeholders that Vertex resolves (the local backend's kfp
+    adapter resolves them to its stand-ins).
+
+    Attributes:
+        project: The run's Google Cloud project.
+        location: The run's region.
+        service_account: The run's service account (:data:`PIPELINE_SERVICE_ACCOUNT`).
+    """
+
+    project: str = "{{$.pipeline_google_cloud_project_id}}"
+    location: str = "{{$.pipeline_google_cloud_location}}"
+    service_account: str = PIPELINE_SERVICE_ACCOUNT
 
 
 @dataclass(frozen=True)
@@ -105,6 +124,9 @@ class EvaluationDefaults:
     machine_type: str = "n1-standard-8"
     timeout_seconds: int = 2 * 3600
 
+
+RUN_PLACEHOLDERS = RunPlaceholders()
+"""The run's placeholders."""
 
 TRAINING = TrainingDefaults()
 """The training defaults."""

@@ -25,7 +25,7 @@ import inspect
 from collections.abc import Iterator
 from typing import Any
 
-from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
+from vertex_retrain.specs.defaults import RUN_PLACEHOLDERS
 
 __all__ = [
     "CLOUD_PLACEHOLDERS",
@@ -42,9 +42,9 @@ LOCAL_PROJECT = "local-project"
 LOCAL_LOCATION = "local"
 
 CLOUD_PLACEHOLDERS = {
-    "{{$.pipeline_google_cloud_project_id}}": LOCAL_PROJECT,
-    "{{$.pipeline_google_cloud_location}}": LOCAL_LOCATION,
-    PIPELINE_SERVICE_ACCOUNT: "",
+    RUN_PLACEHOLDERS.project: LOCAL_PROJECT,
+    RUN_PLACEHOLDERS.location: LOCAL_LOCATION,
+    RUN_PLACEHOLDERS.service_account: "",
 }
 """Vertex's project, region and service-account placeholders, and what they are in a local
 run (no account: local jobs run as this machine's user)."""

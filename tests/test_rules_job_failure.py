@@ -126,7 +126,7 @@ def test_vertex_spot_job_with_a_structured_stockout_falls_back_on_demand(
 ) -> None:
     client = FakeJobServiceClient(("JOB_STATE_FAILED",), failure=ERROR_INFO)
     monkeypatch.setattr("time.sleep", lambda _s: None)
-    with pytest.raises(TrainingJobFailedError, match="on-demand job that resumed it failed too"):
+    with pytest.raises(TrainingJobFailedError, match="on-demand job that continued it failed too"):
         _train(tmp_path, client)  # the fake fails every job, the on-demand one too
     strategies = [p["job_spec"]["scheduling"]["strategy"] for p in client.created_payloads]
     assert strategies == ["SPOT", "STANDARD"]

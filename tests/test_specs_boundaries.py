@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_specs_cases import CPU_IMAGE, LR, N1_T4, job, study
+from tests.test_specs_cases import CPU_IMAGE, LR, N1_T4, RS_IMAGE, TF_TPU_215, job, pool, study
 from vertex_retrain.rules.job_failure import JobFailure
 from vertex_retrain.rules.spot_fallback import MIN_FALLBACK_SECONDS, FallbackPolicy, decide_fallback
 from vertex_retrain.specs import validate_custom_job, validate_tuning_job
@@ -95,3 +95,33 @@ def test_spot_fallback_needs_at_least_the_minimum_time_left(left: int, falls_bac
     assert decision.fall_back is falls_back
     if falls_back:
         assert decision.timeout_seconds == left
+
+
+def _warns_no_distribution(payload: dict[str, Any]) -> bool:
+    return any(problem.code == "no-distribution" for problem in validate_custom_job(payload))
+
+
+TWO_T4_WORKERS = pool("n1-standard-8", "NVIDIA_TESLA_T4", 1, replicas=2)
+TPU_WORKERS = pool("ct5lp-hightpu-4t", replicas=2, image=TF_TPU_215)
+REDUCTION_SERVERS = pool("n1-highcpu-16", replicas=2, image=RS_IMAGE)
+
+
+@pytest.mark.parametrize(
+    ("pools", "warns"),
+    [
+        ((N1_T4, TWO_T4_WORKERS), True),  # GPU workers count
+        ((pool("ct5lp-hightpu-4t", image=TF_TPU_215), {}, {}, TPU_WORKERS), False),  # nor TPUs
+        ((N1_T4, {}, {}, TWO_T4_WORKERS), True),  # the fourth pool is read
+        ((N1_T4, {}, {}, {}, TWO_T4_WORKERS), False),  # a fifth is not (refused elsewhere)
+    ],
+)
+def test_undeclared_distribution_counts_gpu_replicas_of_the_four_compute_pools(
+    pools: tuple[dict[str, Any], ...], warns: bool
+) -> None:
+    assert _warns_no_distribution(job(*pools)) is warns
+
+
+def test_a_reduction_server_pool_declares_the_distribution() -> None:
+    one_t4_worker = pool("n1-standard-8", "NVIDIA_TESLA_T4", 1)
+    assert _warns_no_distribution(job(N1_T4, one_t4_worker))
+    assert not _warns_no_distribution(job(N1_T4, one_t4_worker, REDUCTION_SERVERS))

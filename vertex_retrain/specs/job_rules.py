@@ -260,11 +260,11 @@ def _check_distribution(
     labels_path: str,
     catalog: Catalog,
 ) -> list[Problem]:
+    # No Reduction Server pool is left out: one declares the distribution itself.
     compute_pools = [
         p
         for p in pools[:4]
         if mapping(p)
-        and not is_reduction_server(p)
         and str(mapping(mapping(p).get("machineSpec")).get("machineType"))
         not in catalog.tpu_machines
     ]

@@ -125,3 +125,9 @@ def test_a_reduction_server_pool_declares_the_distribution() -> None:
     one_t4_worker = pool("n1-standard-8", "NVIDIA_TESLA_T4", 1)
     assert _warns_no_distribution(job(N1_T4, one_t4_worker))
     assert not _warns_no_distribution(job(N1_T4, one_t4_worker, REDUCTION_SERVERS))
+
+
+def test_refused_label_suggests_the_key_and_value_written_validly() -> None:
+    problems = validate_custom_job(job(N1_T4, labels={"Team Name": "ML Ops!"}))
+    (refused,) = [problem for problem in problems if problem.code == "labels"]
+    assert list(refused.alternatives) == ["team_name=ml_ops_"]

@@ -131,3 +131,32 @@ def test_refused_label_suggests_the_key_and_value_written_validly() -> None:
     problems = validate_custom_job(job(N1_T4, labels={"Team Name": "ML Ops!"}))
     (refused,) = [problem for problem in problems if problem.code == "labels"]
     assert list(refused.alternatives) == ["team_name=ml_ops_"]
+
+
+def _error_fields(payload: dict[str, Any]) -> list[str]:
+    return _fields(validate_custom_job(payload))
+
+
+def test_pool_checks_skip_an_empty_pool_and_read_the_next() -> None:
+    fields = _error_fields(job(N1_T4, {}, pool("n1-nonexistent-8", replicas=2)))
+    assert "jobSpec.workerPoolSpecs[2].machineSpec.machineType" in fields
+
+
+def test_pool_checks_read_four_pools_and_not_a_fifth() -> None:
+    bad = pool("n1-nonexistent-8")
+    fields = _error_fields(job(N1_T4, {}, {}, bad, bad))
+    assert "jobSpec.workerPoolSpecs[3].machineSpec.machineType" in fields
+    assert not any(field.startswith("jobSpec.workerPoolSpecs[4].machineSpec") for field in fields)
+
+
+def test_gpu_pool_image_warning_names_the_pool_it_is_about() -> None:
+    problems = validate_custom_job(job(N1_T4, pool("n1-standard-8", "NVIDIA_TESLA_T4", 1,
+                                                   image="python:3.11-slim")))  # fmt: skip
+    fields = [problem.field for problem in problems if problem.code.startswith("gpu-image")]
+    assert fields == ["jobSpec.workerPoolSpecs[1].containerSpec.imageUri"]
+
+
+def test_tpu_runtime_error_names_the_tpu_generation() -> None:
+    payload = job(pool("ct6e-standard-1t", topology="1x1", image="gcr.io/p/trainer.py39:1"))
+    (refused,) = [p for p in validate_custom_job(payload) if p.code == "tpu-runtime"]
+    assert refused.message.startswith("TPU v6e needs Python 3.10+")

@@ -34,6 +34,7 @@ def register_model(
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    training_labels: dict = {},  # noqa: B006
 ) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
     """Uploads the model as a new version of ``display_name`` and sets its aliases.
 
@@ -77,6 +78,8 @@ def register_model(
         pipeline_run: Pipeline run that produced the version (lineage and idempotency).
         project: Google Cloud project.
         location: Google Cloud region.
+        training_labels: More labels on the version, over ``labels`` (``plan_training``'s:
+            how the version was trained, and the week of its line's last full retrain).
 
     Returns:
         version_id: The new (or existing, on a re-run) version id.
@@ -100,7 +103,7 @@ def register_model(
             serving_extras=[str(extra) for extra in serving_extras],
             health_route=health_route,
             predict_route=predict_route,
-            labels={str(k): str(v) for k, v in labels.items()},
+            labels={str(k): str(v) for k, v in {**labels, **training_labels}.items()},
             evaluation_metrics=evaluation_metrics,
             sample_instances=list(sample_instances),
             dataset_uri=dataset_uri,

@@ -10,8 +10,8 @@ from kfp.dsl import Artifact, Markdown, Metrics, Output
 from vertex_retrain.components.exec_launch import lightweight_component
 
 
-# expected_training_hours defaults to a literal copy of
-# vertex_retrain.specs.defaults.TRAINING.expected_training_hours: KFP embeds this function's
+# expected_training_hours and expected_warm_training_hours default to literal copies of
+# vertex_retrain.specs.defaults.TRAINING's: KFP embeds this function's
 # source and runs it on its own, where a reference to that module would be a NameError.
 # tests/test_specs_defaults.py fails when the copy differs.
 @lightweight_component
@@ -35,6 +35,7 @@ def run_summary(
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    expected_warm_training_hours: float = 0.4,
 ) -> None:
     """Gathers the run's window, data gate, decision, metrics, goodput and cost into
     ``summary`` and ``report``, and records the week.
@@ -62,6 +63,8 @@ def run_summary(
         notification_emails: Who Vertex e-mails when the run ends (the summary says so).
         project: Google Cloud project.
         location: Google Cloud region.
+        expected_warm_training_hours: Training time assumed for a warm start from the
+            champion (the summary says which kind ran, ``plan_training``).
     """
     import json
 
@@ -85,6 +88,7 @@ def run_summary(
         project=project,
         location=location,
         notification_emails=list(notification_emails),
+        expected_warm_training_hours=expected_warm_training_hours,
     )
     if model_display_name:
         record, facts["recorded"] = record_week(

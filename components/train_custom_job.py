@@ -48,6 +48,7 @@ def train_custom_job(
     # placeholders it cannot resolve, runs the component; Vertex sees the whole value.
     project: str = "{{" + "$.pipeline_google_cloud_project_id}}",
     location: str = "{{" + "$.pipeline_google_cloud_location}}",
+    warm_start_args: list = [],  # noqa: B006
 ) -> NamedTuple("Outputs", [("state", str), ("goodput", float), ("restarts", int)]):
     """Builds the CustomJob with the validated core, runs it, and outputs its model directory.
 
@@ -101,6 +102,9 @@ def train_custom_job(
             on-demand job must end (its timeout is cut to fit); 0: only ``timeout_seconds``.
         project: Google Cloud project.
         location: Google Cloud region.
+        warm_start_args: Flags placed after ``args`` that start the job from an earlier
+            model (``plan_training``'s output: the trainer's declared flag and the
+            champion's model folder); empty for a full retrain.
 
     Returns:
         state: The job's final state (``JOB_STATE_SUCCEEDED``...).
@@ -127,7 +131,7 @@ def train_custom_job(
         package_uris=merged_package_uris(package_uri, package_uris),
         executor_image_uri=executor_image_uri,
         image_uri=image_uri,
-        args=[format_flag_value(arg) for arg in args],
+        args=[format_flag_value(arg) for arg in [*args, *warm_start_args]],
         dataset_uri=dataset.uri if dataset is not None else "",
         dataset_flag=dataset_flag,
         hyperparameters=dict(hyperparameters),

@@ -29,6 +29,7 @@ RETRIED_COMPONENTS = frozenset(
         "prepare-dataset",  # reads and writes the data
         "train-custom-job",  # a CustomJob
         "hp-tune",  # a HyperparameterTuningJob
+        "plan-training",  # the registry's champion, the source in Cloud Storage
         "evaluate-model",  # the registry's champion and a CustomJob
         "register-model",  # the Model Registry
         "deploy-model",  # endpoints

@@ -27,6 +27,9 @@ evaluation reuses its finished training. Jobs find themselves again by a key mad
 inputs (:mod:`vertex_retrain.rules.idempotency`), not by the run's name.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from kfp import dsl
 
 from vertex_retrain.components.build_container import build_container
@@ -34,12 +37,14 @@ from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
 from vertex_retrain.components.hp_tune import hp_tune
+from vertex_retrain.components.plan_training import plan_training
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
+from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_LABELS, WARM
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
@@ -52,6 +57,40 @@ DESCRIPTION = (
     "Weekly retraining of a custom model: data gate, train, evaluate against the champion, "
     "register, deploy."
 )
+
+
+def _register_and_deploy(
+    trained: Any,
+    evaluation: Any,
+    training_labels: Any,
+    registration: dict[str, Any],
+    deployment: dict[str, Any],
+    on_refusal: Callable[[], None] | None = None,
+) -> None:
+    """Registers the evaluated candidate: as the deployed champion when the gate accepts it,
+    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks."""
+    candidate = dict(
+        model=trained.outputs["model"],
+        evaluation=evaluation.outputs["metrics"],
+        training_labels=training_labels,
+        **registration,
+    )
+    with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
+        champion = register_model(make_champion=True, **candidate).set_display_name(
+            "register-champion"
+        )
+        # It moves the registry's aliases and records this run (lineage): it runs every
+        # time, found again by its key (model and artifact) when it registered before.
+        champion.set_caching_options(False)
+        deploy_model(vertex_model=champion.outputs["vertex_model"], **deployment).set_display_name(
+            "deploy"
+        )
+    with dsl.Else(name="not-better"):
+        register_model(make_champion=False, **candidate).set_display_name(
+            "register-challenger"
+        ).set_caching_options(False)
+        if on_refusal is not None:
+            on_refusal()
 
 
 @dsl.pipeline(name=f"{PIPELINE_NAME}-week", description=DESCRIPTION)
@@ -105,6 +144,9 @@ def weekly_week(
     spot_fallback: bool = True,
     spot_fallback_deadline_seconds: int = 28800,
     notification_emails: list = [],  # noqa: B006
+    warm_start: bool = True,
+    full_retrain_every_weeks: int = 4,
+    expected_warm_training_hours: float = TRAINING.expected_warm_training_hours,
 ) -> None:
     """The weekly retraining flow of any team's model; see docs/components.md for each input.
 
@@ -136,6 +178,7 @@ def weekly_week(
         worker_count=worker_count,
         scheduling_strategy=scheduling_strategy,
         expected_training_hours=expected_training_hours,
+        expected_warm_training_hours=expected_warm_training_hours,
         model_display_name=model_display_name,
         notification_emails=notification_emails,
         project=project,
@@ -212,17 +255,29 @@ def weekly_week(
             with dsl.Else(name="no-tune"):
                 untuned = fixed_hyperparameters(values=hyperparameters)
                 untuned.set_caching_options(False)
+            # Never cached: it reads the registry's champion and the trainer's declaration.
+            plan = plan_training(
+                backend=backend,
+                source_uri=source_uri,
+                model_display_name=model_display_name,
+                as_of=week,
+                warm_start=warm_start,
+                full_retrain_every_weeks=full_retrain_every_weeks,
+                tune=tune,
+                project=project,
+                location=location,
+            ).set_display_name("plan-training")
+            plan.set_caching_options(False)
             trained = train_custom_job(
                 hyperparameters=dsl.OneOf(tuned.output, untuned.output),
                 worker_count=worker_count,
                 local_preemption_after_seconds=local_preemption_after_seconds,
+                warm_start_args=plan.outputs["warm_start_args"],
                 **common,
             ).set_display_name("train")
-            candidate = trained.outputs["model"]
             # The package's own scoring code (python -m evaluation_module) runs as a CPU job.
-            evaluation = evaluate_model(
+            judged = dict(
                 backend=backend,
-                candidate=candidate,
                 dataset=data.outputs["dataset"],
                 model_display_name=model_display_name,
                 base_output_directory=output_root,
@@ -235,47 +290,65 @@ def weekly_week(
                 service_account=service_account,
                 project=project,
                 location=location,
-            ).set_display_name("evaluate")
+            )
+            evaluation = evaluate_model(candidate=trained.outputs["model"], **judged)
+            evaluation.set_display_name("evaluate")
             # The decision reads the registry's champion, which is not among its inputs: a
             # cached decision could be about a champion that has changed since.
             evaluation.set_caching_options(False)
             registration = dict(
                 backend=backend,
-                model=candidate,
                 display_name=model_display_name,
                 serving_image_uri=serving_image_uri,
                 serving_command=serving_command,
                 serving_package_uri=package.outputs["reference"],
                 serving_extras=serving_extras,
                 sample_instances=sample_instances,
-                evaluation=evaluation.outputs["metrics"],
                 # The version carries its data window (data_as_of, data_from) as labels.
                 labels=data.outputs["window_labels"],
                 pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
                 project=project,
                 location=location,
             )
-            with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
-                champion = register_model(make_champion=True, **registration).set_display_name(
-                    "register-champion"
-                )
-                # It moves the registry's aliases and records this run (lineage): it runs every
-                # time, found again by its key (model and artifact) when it registered before.
-                champion.set_caching_options(False)
-                deploy_model(
-                    backend=backend,
-                    vertex_model=champion.outputs["vertex_model"],
-                    endpoint_display_name=endpoint_display_name,
-                    traffic_percentage=traffic_percentage,
-                    keep_last_n=keep_last_n,
-                    service_account=service_account,
-                    project=project,
-                    location=location,
-                ).set_display_name("deploy")
-            with dsl.Else(name="not-better"):
-                register_model(make_champion=False, **registration).set_display_name(
-                    "register-challenger"
-                ).set_caching_options(False)
+            deployment = dict(
+                backend=backend,
+                endpoint_display_name=endpoint_display_name,
+                traffic_percentage=traffic_percentage,
+                keep_last_n=keep_last_n,
+                service_account=service_account,
+                project=project,
+                location=location,
+            )
+
+            def retrain_fully() -> None:
+                # A refused warm start gets a full retrain in the same run (tuning weeks are
+                # planned full, so the untuned hyperparameters are the week's).
+                with dsl.If(plan.outputs["kind"] == WARM, name=FULL_RETRAIN_GROUP):
+                    retrained = train_custom_job(
+                        worker_count=worker_count,
+                        local_preemption_after_seconds=local_preemption_after_seconds,
+                        labels=REFUSAL_RETRAIN_LABELS,
+                        **{**common, "hyperparameters": hyperparameters},
+                    ).set_display_name("train-full")
+                    reevaluation = evaluate_model(candidate=retrained.outputs["model"], **judged)
+                    reevaluation.set_display_name("evaluate-full")
+                    reevaluation.set_caching_options(False)
+                    _register_and_deploy(
+                        retrained,
+                        reevaluation,
+                        plan.outputs["full_labels"],
+                        registration,
+                        deployment,
+                    )
+
+            _register_and_deploy(
+                trained,
+                evaluation,
+                plan.outputs["labels"],
+                registration,
+                deployment,
+                on_refusal=retrain_fully,
+            )
         with dsl.Else(name="data-breach"):
             stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
     retry_google_calls()  # every task that calls Google or runs a job: .retries

@@ -56,6 +56,9 @@ class TrainingDefaults:
         dataset_flag: The flag that carries the dataset URI to the training code.
         expected_training_hours: Expected run time of one training job on the default
             machine, for cost estimates: a budget figure, not a measurement.
+        expected_warm_training_hours: The same for a warm start from the champion
+            (:mod:`vertex_retrain.rules.warm_start`): a fifth of a full retrain, the aim of
+            the reference trainer's warm start, again a budget figure.
     """
 
     machine_type: str = "n1-standard-8"
@@ -68,6 +71,7 @@ class TrainingDefaults:
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
     dataset_flag: str = "--data"
     expected_training_hours: float = 2.0
+    expected_warm_training_hours: float = 0.4
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from vertex_retrain.cli.compiling import default_arguments
     from vertex_retrain.cli.costing import (
         NOT_INCLUDED,
+        estimate_kinds,
         estimate_run,
         price_location,
         training_hours,
@@ -128,6 +129,8 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 ]
             )
         estimate = estimate_run(spec, arguments, hours=hours, location=location)
+        currency = estimate.steps[0].currency if estimate.steps else ""
+        kinds = estimate_kinds(spec, arguments, hours=hours, location=location, currency=currency)
     except (PipelineReferenceError, ParameterError, JobSpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -140,6 +143,8 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
             **estimate.to_dict(),
             "not_included": NOT_INCLUDED,
         }
+        if kinds is not None:
+            document["week_kinds"] = kinds.to_dict()
         print(json.dumps(document, indent=2, sort_keys=True), file=out)
         return 0
     print(f"prices: {location} ({origin})", file=out)
@@ -154,8 +159,30 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "scale by the stated efficiency",
         file=out,
     )
+    if kinds is not None:
+        _print_week_kinds(kinds, out)
     print(NOT_INCLUDED, file=out)
     return 0
+
+
+def _print_week_kinds(kinds: Any, out: TextIO) -> None:
+    """Each kind of week and a typical month (``vertex_retrain.cli.week_costs``)."""
+    from vertex_retrain.specs.cost import format_money
+
+    print("by kind of week (training jobs only):", file=out)
+    for week in (kinds.full, kinds.warm, kinds.refused, kinds.month, kinds.all_full_month):
+        print(
+            f"  {week.kind}: {week.hours:.2f} h of training, on-demand "
+            f"{format_money(week.on_demand, kinds.currency)}, "
+            f"Spot {format_money(week.spot, kinds.currency)}",
+            file=out,
+        )
+    print(
+        f"  month: {kinds.full_weeks_per_month:g} full retrain(s) in "
+        f"{365.25 / 12 / 7:.2f} weeks; {kinds.assumption} (expected_warm_training_hours "
+        "for a warm start)",
+        file=out,
+    )
 
 
 def _print_step_table(estimate: Any, out: TextIO, *, wide: bool) -> None:

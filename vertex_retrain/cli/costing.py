@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vertex_retrain.cli.week_costs import WeekKinds, estimate_week_kinds, is_refusal_retrain
 from vertex_retrain.specs import PipelineCostEstimate, estimate_job_cost, estimate_pipeline_cost
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.specs.prices import load_prices
@@ -70,6 +71,45 @@ PRICED_FUNCTIONS = ("hp_tune", "train_custom_job")
 a short CPU job on demand)."""
 
 
+def _priced_jobs(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Any]:
+    from vertex_retrain.cli.job_tasks import job_tasks
+
+    return [
+        job
+        for job in job_tasks(spec, arguments)
+        if job.function in PRICED_FUNCTIONS and job.runs is not False
+    ]
+
+
+def estimate_kinds(
+    spec: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    *,
+    hours: float,
+    location: str,
+    currency: str = "",
+) -> WeekKinds | None:
+    """The warm-started week, the full retrain's, the refused warm start's and a typical
+    month (:mod:`vertex_retrain.cli.week_costs`); None for a pipeline that plans no kind.
+
+    Args:
+        spec: The compiled pipeline.
+        arguments: The run's parameters.
+        hours: Hours of one full training job.
+        location: Region whose prices apply.
+        currency: The prices' currency.
+    """
+    jobs = [job for job in _priced_jobs(spec, arguments) if job.payload is not None]
+    return estimate_week_kinds(
+        [job.payload for job in jobs if not is_refusal_retrain(job.payload)],
+        [job.payload for job in jobs if is_refusal_retrain(job.payload)],
+        arguments,
+        full_hours=hours,
+        location=location,
+        currency=currency,
+    )
+
+
 def estimate_run(
     spec: Mapping[str, Any],
     arguments: Mapping[str, Any],
@@ -100,15 +140,10 @@ def estimate_run(
         JobSpecError: A job the arguments describe is impossible (each problem names its
             task).
     """
-    from vertex_retrain.cli.job_tasks import job_tasks
-
     hours = training_hours(arguments, hours)
     location = location or price_location(arguments)[0]
-    jobs = [
-        job
-        for job in job_tasks(spec, arguments)
-        if job.function in PRICED_FUNCTIONS and job.runs is not False
-    ]
+    # The full retrain after a refused warm start is priced apart (estimate_kinds).
+    jobs = [job for job in _priced_jobs(spec, arguments) if not is_refusal_retrain(job.payload)]
     problems = [
         dataclasses.replace(problem, field=f"task {job.name}: {problem.field}")
         for job in jobs

@@ -24,6 +24,7 @@ COMPONENTS: dict[str, str] = {
     "prepare_dataset": "vertex_retrain.components.prepare_dataset:prepare_dataset",
     "train_custom_job": "vertex_retrain.components.train_custom_job:train_custom_job",
     "hp_tune": "vertex_retrain.components.hp_tune:hp_tune",
+    "plan_training": "vertex_retrain.components.plan_training:plan_training",
     "fixed_hyperparameters": (
         "vertex_retrain.components.fixed_hyperparameters:fixed_hyperparameters"
     ),

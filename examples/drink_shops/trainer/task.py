@@ -258,10 +258,10 @@ def run(args: argparse.Namespace) -> int:
             args.warm_start_from, raw_model, member_vocab, catalogue
         )
     if warm["used"]:
-        rows, counts = warm_start.warm_rows(
+        rows, row_counts = warm_start.warm_rows(
             data.train, args.warm_start_recent_weeks, args.warm_start_replay_fraction, args.seed
         )
-        warm.update(counts)
+        warm.update(row_counts)
     raw_model = raw_model.to(device)
     lr = scaled_learning_rate(args.learning_rate, info.world_size)
     optimizer = TrainingOptimizer(raw_model, lr=lr, weight_decay=args.weight_decay)

@@ -34,7 +34,10 @@ from typing import Any
 from bench.figures import figure, print_figure
 from bench.measure import SEED_SCALE, python_env, run_measured
 
-REDUCED_SCALE = {"members": 3_000, "stores": 30, "weeks": 52}
+REDUCED_SCALE = {"members": 20_000, "stores": 80, "weeks": 104}
+"""What `make bench` runs (`run(quick=False)`): the seeds' scale (`--seed-scale`) would take
+hours on 2 cores (nine epochs at 500,000 members per seed)."""
+QUICK_SCALE = {"members": 3_000, "stores": 30, "weeks": 52}
 SEEDS = (0, 1, 2)
 NEXT_WEEKS = 4
 MAX_TIME_RATIO = 0.2
@@ -138,8 +141,25 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"weeks": per_week, "time_met": time_met, "quality_met": quality_met}
 
 
-def run(scale: dict[str, int], seeds: tuple[int, ...], next_weeks: int) -> dict[str, Any]:
-    """Every seed, then the figure."""
+def run(
+    quick: bool,
+    scale: dict[str, int] | None = None,
+    seeds: tuple[int, ...] = SEEDS,
+    next_weeks: int = NEXT_WEEKS,
+) -> dict[str, Any]:
+    """Every seed, then the figure.
+
+    Args:
+        quick: One seed, two weeks at :data:`QUICK_SCALE` (a smoke run), unless told more.
+        scale: Members, stores and weeks (default :data:`REDUCED_SCALE`, or
+            :data:`QUICK_SCALE` when quick).
+        seeds: The worlds.
+        next_weeks: Weeks appended and trained both ways.
+    """
+    if scale is None:
+        scale = QUICK_SCALE if quick else REDUCED_SCALE
+        if quick:
+            seeds, next_weeks = seeds[:1], min(next_weeks, 2)
     load = os.getloadavg()[0]
     began = time.perf_counter()
     results = [run_seed(scale, seed, next_weeks) for seed in seeds]
@@ -205,6 +225,7 @@ def main() -> None:
     for key, value in REDUCED_SCALE.items():
         parser.add_argument(f"--{key}", type=int, default=value, help=f"default {value:,}")
     parser.add_argument("--seed-scale", action="store_true", help="500,000 members x 2,000 x 156")
+    parser.add_argument("--quick", action="store_true", help="one seed, two weeks, 3,000 members")
     parser.add_argument("--next-weeks", type=int, default=NEXT_WEEKS)
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
     args = parser.parse_args()
@@ -214,7 +235,10 @@ def main() -> None:
         else {key: getattr(args, key) for key in REDUCED_SCALE}
     )
     seeds = tuple(int(s) for s in args.seeds.split(","))
-    print_figure(run(scale, seeds, args.next_weeks))
+    if args.quick:
+        print_figure(run(True))
+        return
+    print_figure(run(False, scale, seeds, args.next_weeks))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """weekly_retraining: the scheduled retraining flow, from source to a served champion.
 
 data window (the run's week) -> data gate -> prepare dataset (rows before as_of, split into
-train, selection and gate periods) -> (optional) tune -> train (Spot, checkpointed) ->
-evaluate against the champion on the gate period -> if better: register as champion and
-deploy; else: register as a challenger with traffic untouched. Tuning and training get the
+train, selection and gate periods) -> (optional) tune -> plan the training (a warm start from
+the champion, or a full retrain: :mod:`vertex_retrain.rules.warm_start`) -> train (Spot,
+checkpointed) -> evaluate against the champion on the gate period -> if better: register as
+champion and deploy; else: register as a challenger with traffic untouched and, when the
+refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and training get the
 dataset with the gate period withheld, so nothing they choose sees the data the candidate is
 judged on. The training code
 is hashed (source digest) and built in parallel. A gate breach stops the run before training,
@@ -160,6 +162,12 @@ def weekly_week(
     ``gate_periods`` judge the candidate, the ``selection_periods`` before them are what
     training and tuning choose on. ``force_decision`` (``better``/``worse``) overrides the
     evaluation gate and needs ``force_reason``, which the summary and the history keep.
+
+    ``warm_start`` continues the champion when the trainer declares a warm-start flag
+    (``[tool.vertex-retrain] warm-start-flag`` in its ``pyproject.toml``), except every
+    ``full_retrain_every_weeks`` weeks (0: never by age), on tuning weeks and replays; a
+    refused warm-started candidate gets a full retrain in the same run. The summary prices a
+    warm start at ``expected_warm_training_hours``.
 
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within

@@ -5,14 +5,14 @@ train, selection and gate periods) -> (optional) tune -> plan the training (a wa
 the champion, or a full retrain: :mod:`vertex_retrain.rules.warm_start`) -> train (Spot,
 checkpointed) -> evaluate against the champion on the gate period -> if better: register as
 champion and deploy; else: register as a challenger with traffic untouched and, when the
-refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and training get the
-dataset with the gate period withheld, so nothing they choose sees the data the candidate is
-judged on. The training code
-is hashed (source digest) and built in parallel. A gate breach stops the run before training,
-with the gate's report as the error. An exit handler writes a run summary either way, and
-records the week (local registry database, or a Vertex AI Experiments run). The whole run sits
-under the failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training
-job or tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
+refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and
+training get the dataset with the gate period withheld, so nothing they choose sees the data
+the candidate is judged on. The training code is hashed (source digest) and built in parallel.
+A gate breach stops the run before training, with the gate's report as the error. An exit
+handler writes a run summary either way, and records the week (local registry database, or a
+Vertex AI Experiments run). The whole run sits under the failure notice: Vertex e-mails
+``notification_emails`` when it ends. A Spot training job or tuning study that loses its
+capacity falls back to on-demand (``spot_fallback``).
 
 It is a template: the team's own trainer (``source_uri``, ``training_module``,
 ``evaluation_module``), data (``data_uri`` with its ``dataset_declaration``) and metrics

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -127,7 +128,12 @@ def test_warm_start_replay_is_a_seeded_share_of_the_older_rows() -> None:
 
 @pytest.mark.parametrize(
     "flag",
-    ["--warm_start_recent_weeks=0", "--warm_start_replay_fraction=1.5", "--warm_start_epochs=0"],
+    [
+        "--warm_start_recent_weeks=0",
+        "--warm_start_replay_fraction=1.5",
+        "--warm_start_epochs=0",
+        "--warm_start_learning_rate=0",
+    ],
 )
 def test_warm_start_bad_flag_is_one_line_and_exit_2(flag: str, capsys: Any) -> None:
     from trainer.task import main
@@ -169,11 +175,20 @@ def test_task_warm_start_continues_the_champion_on_the_next_week(tmp_path: Path)
         f"--warm_start_from={tmp_path / 'full' / 'model'}",
         "--warm_start_epochs=1",
         "--warm_start_replay_fraction=0.1",
+        "--warm_start_recent_weeks=1",
+        "--warm_start_learning_rate=0.002",
     )
     assert first["warm_start"] == {"used": False}
     assert warm["warm_start"]["used"] is True
     assert warm["warm_start"]["kept"]["member.weight"] > 1
     assert warm["trained_rows"] < warm["train_rows"] / 2
+    # The newest training week alone, a tenth of the rest, at the warm start's own rate.
+    manifest = json.loads((tmp_path / "week2" / "manifest.json").read_text())
+    newest = Path(manifest["data_uri"]) / manifest["train"]["files"][-1]
+    assert warm["warm_start"]["recent_rows"] == pq.read_metadata(newest).num_rows
+    older = warm["warm_start"]["older_rows"]
+    assert 0.05 * older < warm["warm_start"]["replay_rows"] < 0.15 * older
+    assert (first["learning_rate"], warm["learning_rate"]) == (0.01, 0.002)
     assert (
         warm["trained_rows"]
         == warm["warm_start"]["recent_rows"] + warm["warm_start"]["replay_rows"]

@@ -263,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
         )
         warm.update(row_counts)
     raw_model = raw_model.to(device)
-    lr = scaled_learning_rate(args.learning_rate, info.world_size)
+    rate = args.warm_start_learning_rate if warm["used"] else args.learning_rate
+    lr = scaled_learning_rate(rate, info.world_size)
     optimizer = TrainingOptimizer(raw_model, lr=lr, weight_decay=args.weight_decay)
     model = wrap_ddp(raw_model, device) if info.world_size > 1 else raw_model
     loop_cfg = LoopConfig(

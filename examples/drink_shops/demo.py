@@ -207,6 +207,14 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
         )
 
 
+def period_span(periods: object) -> str:
+    """``2023-01-02..2023-06-12`` for a list of period starts; one start alone; ``-`` for none."""
+    if not isinstance(periods, list) or not periods:
+        return "-"
+    first, last = str(periods[0]), str(periods[-1])
+    return first if first == last else f"{first}..{last}"
+
+
 def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
     """One block per week: window, data, gate, cache reuse, decision."""
     print("\n=== the weeks ===", file=out)
@@ -218,9 +226,10 @@ def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
         if window:
             print(
                 f"  data: {window.get('first_row')} .. {window.get('last_row')}; train weeks "
-                f"{window.get('train_periods')}, selection {window.get('selection_periods')}, "
-                f"gate {window.get('gate_periods')} ({window.get('gate_rows')} rows); content "
-                f"{str(window.get('content_hash', ''))[:12]}",
+                f"{period_span(window.get('train_periods'))}, selection "
+                f"{period_span(window.get('selection_periods'))}, gate "
+                f"{period_span(window.get('gate_periods'))} ({window.get('gate_rows')} rows); "
+                f"content {str(window.get('content_hash', ''))[:12]}",
                 file=out,
             )
         if gate:

@@ -2,8 +2,8 @@
 
 Every command writes through these helpers, so one rule holds everywhere: colour and live
 progress only when the output is a terminal; piped output and log files get plain text (no
-escape codes), and tables are cut to the terminal's width (80 columns off a terminal) unless
-``--wide`` asks for every cell whole.
+escape codes). Tables are cut to the terminal's width on a terminal unless ``--wide`` asks for
+every cell whole; off a terminal (a pipe, a file) there is no width to fit, so cells are whole.
 """
 
 from __future__ import annotations
@@ -123,9 +123,11 @@ def render_table(
         out: Where to print.
         columns: What to show, in order.
         records: One mapping per row (the same records ``--json`` prints).
-        wide: Show every cell whole.
+        wide: Show every cell whole (always so off a terminal: a pipe has no width, and a cut
+            cell would lose what ``grep`` or a script reads).
         empty: The line printed under the headings when there are no records.
     """
+    wide = wide or not is_terminal(out)
     rows = [[cell_text(record.get(column.key)) for column in columns] for record in records]
     naturals = [
         max([len(column.header), *(len(row[index]) for row in rows)])

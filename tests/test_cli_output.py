@@ -54,6 +54,18 @@ def test_render_table_keeps_cells_whole_off_a_terminal(monkeypatch: pytest.Monke
     assert not ANSI.search(piped.getvalue())
 
 
+def test_render_table_cuts_only_digest_cells_off_a_terminal() -> None:
+    columns = (Column("uri", "URI", 10), Column("metrics", "METRICS", 20, digest=True))
+    uri = "gs://bucket/a/long/path/to/the/model/"
+    piped = io.StringIO()
+    render_table(piped, columns, [{"uri": uri, **WIDE_RECORDS[0]}])
+    row = piped.getvalue().splitlines()[1]
+    assert row.startswith(uri + " ")  # the URI whole, though longer than its max_width
+    assert "…" in row and "metric_39" not in row  # the digest cut at its max_width
+    assert len(row) <= len(uri) + 2 + 20
+    assert piped.getvalue().splitlines()[-1].startswith("(cells cut with …")
+
+
 def test_render_table_gives_no_hint_when_every_cell_fits() -> None:
     out = io.StringIO()
     render_table(out, (Column("name", "NAME"), Column("m", "M", 20)), [{"name": "a", "m": "b"}])

@@ -7,6 +7,7 @@ The dataset declaration's optional ``source`` key (docs/components.md#warehouse-
       table: my-project.sales.transactions   # [project.]dataset.table (a view works too)
       dimension_tables: {items: my-project.sales.items}   # default: <table's dataset>.<name>
       max_bytes: 20000000000        # the window query's byte budget (optional)
+      database: warehouse.duckdb    # locally: DuckDB reads sales.transactions from this file
 
     source:
       kind: duckdb
@@ -16,8 +17,11 @@ The dataset declaration's optional ``source`` key (docs/components.md#warehouse-
       glob: raw/*.parquet           # relative to data_uri; dimensions stay their declared files
       max_bytes: 20000000000
 
-The user declares the table and its time column (the declaration's ``table.time_column``);
-the library writes the window query (:mod:`vertex_retrain.contracts.window_query`). This
+The same declaration runs on both backends: on Vertex a BigQuery source is queried in
+BigQuery; locally the embedded DuckDB runs the same window over the DuckDB file ``database``
+(default ``warehouse.duckdb``), where the table ``<dataset>.<table>`` stands in for it. The
+user declares the table and its time column (the declaration's ``table.time_column``); the
+library writes the window query (:mod:`vertex_retrain.contracts.window_query`). This
 module is pure: it validates values only.
 """
 
@@ -31,6 +35,7 @@ from typing import Any, NoReturn
 from vertex_retrain.contracts.shown import shown
 
 __all__ = [
+    "LOCAL_DATABASE",
     "SOURCE_KINDS",
     "WAREHOUSE_KINDS",
     "SourceDeclaration",
@@ -42,6 +47,10 @@ SOURCE_KINDS = ("parquet_folder", "bigquery", "duckdb")
 """The ``source.kind`` values."""
 
 WAREHOUSE_KINDS = ("bigquery", "duckdb")
+
+LOCAL_DATABASE = "warehouse.duckdb"
+"""The local stand-in of a BigQuery source: the DuckDB file, relative to the data URI, whose
+``<dataset>.<table>`` tables the local backend reads instead of ``<project>.<dataset>.<table>``."""
 """The kinds whose rows a window extraction writes as a Parquet folder first."""
 
 # [project.]dataset.table: a project id (6-30 characters, may hold dashes and a domain
@@ -66,7 +75,8 @@ class SourceDeclaration:
         kind: ``parquet_folder``, ``bigquery`` or ``duckdb``.
         table: The fact table: ``[project.]dataset.table`` (BigQuery) or a table of the DuckDB
             database; empty for a Parquet folder or a DuckDB glob.
-        database: The DuckDB file, relative to the data URI (DuckDB only).
+        database: The DuckDB file, relative to the data URI (for BigQuery: its local
+            stand-in).
         glob: Parquet files read through DuckDB, relative to the data URI (DuckDB only).
         dimension_tables: Each dimension's table, by dimension name (defaults filled in).
         max_bytes: The window query's byte budget; 0: none.
@@ -184,6 +194,9 @@ def parse_source(raw: Any, dimensions: tuple[str, ...]) -> SourceDeclaration:
     if kind not in SOURCE_KINDS:
         _fail("source.kind", kind, f"one of {', '.join(SOURCE_KINDS)}")
     budget = raw.get("max_bytes", 0)
+    # A pipeline's dict parameter travels as a protobuf Struct, whose numbers are doubles.
+    if isinstance(budget, float) and budget.is_integer():
+        budget = int(budget)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         _fail("source.max_bytes", budget, "a whole number of bytes, 0 or more (0: no budget)")
     if kind == "parquet_folder":
@@ -192,10 +205,11 @@ def parse_source(raw: Any, dimensions: tuple[str, ...]) -> SourceDeclaration:
             _fail(f"source.{extra[0]}", raw[extra[0]], "nothing else with kind parquet_folder")
         return SourceDeclaration()
     if kind == "bigquery":
-        if raw.get("database") is not None or raw.get("glob") is not None:
-            given = raw.get("database", raw.get("glob"))
-            _fail("source.database", given, "no database or glob with kind bigquery")
+        if raw.get("glob") is not None:
+            _fail("source.glob", raw["glob"], "no glob with kind bigquery")
         table, tables = _bigquery(raw, dimensions)
-        return SourceDeclaration(kind, table, dimension_tables=tables, max_bytes=budget)
+        given = raw.get("database", LOCAL_DATABASE)
+        database = _relative(given, "source.database", LOCAL_DATABASE)
+        return SourceDeclaration(kind, table, database, "", tables, budget)
     table, database, glob, tables = _duckdb(raw, dimensions)
     return SourceDeclaration(kind, table, database, glob, tables, budget)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from vertex_retrain.contracts.dataset import DatasetDeclaration, DatasetDeclarationError
 
 __all__ = [
+    "Relation",
     "bigquery_bytes_of_row",
     "dimension_query",
-    "fact_table_sql",
+    "relations",
     "size_query",
     "time_column_problem",
     "window_end_of",
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 # The warehouse types a declared time column may have (the declaration says naive local time).
-_TIME_TYPES = {
+_TIME_TYPES: dict[str, dict[str, tuple[str, ...]]] = {
     "bigquery": {"date32[day]": ("DATE",), "timestamp": ("DATETIME",)},
     "duckdb": {
         "date32[day]": ("DATE",),
@@ -45,12 +47,66 @@ def window_end_of(declaration: DatasetDeclaration, as_of: dt.date) -> dt.date:
     return declaration.table.period_start(as_of)
 
 
-def _quote(name: str, kind: str) -> str:
-    mark = "`" if kind == "bigquery" else '"'
+@dataclass(frozen=True)
+class Relation:
+    """What a query reads, as one engine names it.
+
+    Attributes:
+        engine: ``bigquery`` or ``duckdb``.
+        table: The engine's table name; empty when ``path`` is read.
+        path: Local Parquet files (a path or glob) DuckDB reads instead of a table.
+    """
+
+    engine: str
+    table: str = ""
+    path: str = ""
+
+    def sql(self) -> str:
+        """The relation as a ``FROM`` clause names it."""
+        if self.path:
+            return f"read_parquet({_literal(self.path)})"
+        if self.engine == "bigquery":
+            return f"`{self.table}`"
+        return ".".join(f'"{part}"' for part in self.table.split("."))
+
+
+def relations(
+    declaration: DatasetDeclaration, engine: str, data_root: str = ""
+) -> tuple[Relation, dict[str, Relation]]:
+    """The fact table's and each dimension's relation for ``engine``.
+
+    DuckDB reading a BigQuery declaration (the local backend) reads the table of the same
+    dataset and name in the local database: ``project.sales.items`` is ``sales.items``.
+
+    Args:
+        declaration: A declaration whose source is ``bigquery`` or ``duckdb``.
+        engine: The engine that runs the queries.
+        data_root: The local dataset folder a DuckDB glob or a dimension file is under.
+    """
+    source = declaration.source
+    root = data_root.rstrip("/")
+
+    def named(table: str) -> Relation:
+        if source.kind == "bigquery" and engine == "duckdb":
+            table = ".".join(table.split(".")[-2:])
+        return Relation(engine, table)
+
+    if source.glob:
+        fact = Relation(engine, path=f"{root}/{source.glob}")
+        dimensions = {
+            name: Relation(engine, path=f"{root}/{d.file}")
+            for name, d in declaration.dimensions.items()
+        }
+        return fact, dimensions
+    return named(source.table), {n: named(t) for n, t in source.dimension_tables.items()}
+
+
+def _quote(name: str, engine: str) -> str:
+    mark = "`" if engine == "bigquery" else '"'
     if mark in name:
         raise DatasetDeclarationError(
-            f"dataset declaration: column {name!r} holds {mark}, which the {kind} window query "
-            "cannot quote; rename the column (a view can)"
+            f"dataset declaration: column {name!r} holds {mark}, which the {engine} window "
+            "query cannot quote; rename the column (a view can)"
         )
     return f"{mark}{name}{mark}"
 
@@ -59,55 +115,45 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _from(declaration: DatasetDeclaration, table: str, glob: str, data_root: str) -> str:
-    source = declaration.source
-    if source.kind == "bigquery":
-        return f"`{table}`"
-    if glob:
-        return f"read_parquet({_literal(data_root.rstrip('/') + '/' + glob)})"
-    return ".".join(f'"{part}"' for part in table.split("."))
-
-
-def fact_table_sql(declaration: DatasetDeclaration, data_root: str = "") -> str:
-    """The fact table as a query's ``FROM`` names it (a DuckDB glob: ``read_parquet(...)``)."""
-    source = declaration.source
-    return _from(declaration, source.table, source.glob, data_root)
-
-
-def window_query(declaration: DatasetDeclaration, end: dt.date, data_root: str = "") -> str:
+def window_query(declaration: DatasetDeclaration, fact: Relation, end: dt.date) -> str:
     """``SELECT`` the declared columns of the rows before ``end`` (midnight, local time).
 
     Args:
-        declaration: A declaration whose source is ``bigquery`` or ``duckdb``.
+        declaration: The declaration: its table's columns and time column.
+        fact: The fact table's relation (:func:`relations`).
         end: The window's end (:func:`window_end_of`).
-        data_root: The local dataset folder a DuckDB glob is relative to.
     """
-    kind = declaration.source.kind
+    engine = fact.engine
     table = declaration.table
-    columns = ", ".join(_quote(c.name, kind) for c in table.columns)
-    time = _quote(table.time_column, kind)
+    columns = ", ".join(_quote(c.name, engine) for c in table.columns)
+    time = _quote(table.time_column, engine)
     if table.schema()[table.time_column].startswith("date32"):
         bound = f"DATE {_literal(end.isoformat())}"
     else:
-        keyword = "DATETIME" if kind == "bigquery" else "TIMESTAMP"
+        keyword = "DATETIME" if engine == "bigquery" else "TIMESTAMP"
         bound = f"{keyword} {_literal(end.isoformat() + ' 00:00:00')}"
-    return (
-        f"SELECT {columns} FROM {fact_table_sql(declaration, data_root)} "
-        f"WHERE {time} < {bound} ORDER BY {time}"
+    return f"SELECT {columns} FROM {fact.sql()} WHERE {time} < {bound}{_order(columns, engine)}"
+
+
+def _order(columns: str, engine: str) -> str:
+    """The rows' order: what makes the extracted files, and so their digest, repeatable.
+
+    DuckDB keeps the order the rows were stored in (``preserve_insertion_order``), the order
+    a Parquet folder's files hold them in, so a model trained on either sees the same rows in
+    the same order. BigQuery has no stored order: every column sorts its rows.
+    """
+    return f" ORDER BY {columns}" if engine == "bigquery" else ""
+
+
+def dimension_query(declaration: DatasetDeclaration, name: str, relation: Relation) -> str:
+    """``SELECT`` a dimension's declared columns."""
+    columns = ", ".join(
+        _quote(c.name, relation.engine) for c in declaration.dimensions[name].columns
     )
+    return f"SELECT {columns} FROM {relation.sql()}"
 
 
-def dimension_query(declaration: DatasetDeclaration, name: str, data_root: str = "") -> str:
-    """``SELECT`` a dimension's declared columns (its table, or its file with a DuckDB glob)."""
-    kind = declaration.source.kind
-    dimension = declaration.dimensions[name]
-    columns = ", ".join(_quote(c.name, kind) for c in dimension.columns)
-    table = declaration.source.dimension_tables.get(name, "")
-    glob = "" if table else dimension.file
-    return f"SELECT {columns} FROM {_from(declaration, table, glob, data_root)}"
-
-
-def size_query(declaration: DatasetDeclaration, data_root: str = "") -> str:
+def size_query(declaration: DatasetDeclaration, fact: Relation) -> str:
     """DuckDB: the row count and the string columns' bytes of the whole fact table.
 
     The whole table, not the window: BigQuery bills every row of the columns a query reads
@@ -119,7 +165,7 @@ def size_query(declaration: DatasetDeclaration, data_root: str = "") -> str:
         for c in table.columns
         if "string" in c.type or "binary" in c.type
     ]
-    return f"SELECT {', '.join(parts)} FROM {fact_table_sql(declaration, data_root)}"
+    return f"SELECT {', '.join(parts)} FROM {fact.sql()}"
 
 
 def bigquery_bytes_of_row(declaration: DatasetDeclaration) -> int:
@@ -141,20 +187,20 @@ def bigquery_bytes_of_row(declaration: DatasetDeclaration) -> int:
 
 
 def time_column_problem(
-    declaration: DatasetDeclaration, found: Mapping[str, str], where: str
+    declaration: DatasetDeclaration, engine: str, found: Mapping[str, str], where: str
 ) -> str | None:
     """One line when the warehouse table lacks the time column or types it otherwise.
 
     Args:
-        declaration: The declaration (its source's kind names the engine).
+        declaration: The declaration.
+        engine: The engine whose type names ``found`` holds.
         found: The table's columns as ``{name: engine type name}`` (upper case).
         where: The table, for the message.
     """
-    kind = declaration.source.kind
     table = declaration.table
     name = table.time_column
     declared = table.schema()[name]
-    allowed = _TIME_TYPES[kind]["date32[day]" if declared.startswith("date32") else "timestamp"]
+    allowed = _TIME_TYPES[engine]["date32[day]" if declared.startswith("date32") else "timestamp"]
     if name not in found:
         return (
             f"{where} has no column {name!r} (table.time_column); its columns: "

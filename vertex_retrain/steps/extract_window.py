@@ -2,8 +2,8 @@
 
 The declared source (BigQuery on Vertex, DuckDB locally) is queried with the window query the
 library writes (:mod:`vertex_retrain.contracts.window_query`): the declared columns, rows
-before the start of the period holding ``as_of``. The rows are cast to the declared types,
-sorted, and written one file per period (``<table.folder>/<period start>.parquet``, as a
+before the start of the period holding ``as_of``. The rows are cast to the declared types
+and written one file per period (``<table.folder>/<period start>.parquet``, as a
 Parquet folder holds them), with each dimension's file. The folder's name is the content's
 digest (``<output_root>/warehouse-windows/<hex>``), so the steps after it, keyed on its URI,
 reuse their cached outputs when the window is unchanged and run again when it is not.
@@ -94,7 +94,7 @@ def _arrow_type(column: Column) -> pa.DataType:
 
 
 def _as_declared(rows: pa.Table, columns: tuple[Column, ...], where: str) -> pa.Table:
-    """The rows with exactly the declared types, sorted by every column (a stable content)."""
+    """The rows with exactly the declared types, in the order the query gave them."""
     import pyarrow as pa
 
     arrays = []
@@ -107,8 +107,7 @@ def _as_declared(rows: pa.Table, columns: tuple[Column, ...], where: str) -> pa.
                 f"{where} column {column.name!r} is {found}, which does not convert to the "
                 f"declared {column.type}: {str(error).splitlines()[0]}"
             ) from None
-    table = pa.table(arrays, names=[c.name for c in columns])
-    return table.sort_by([(c.name, "ascending") for c in columns])
+    return pa.table(arrays, names=[c.name for c in columns])
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
@@ -136,15 +135,22 @@ def _by_period(rows: pa.Table, declaration: DatasetDeclaration) -> dict[dt.date,
 
 
 def _reader(
-    declaration: DatasetDeclaration, data_root: Path, project: str, location: str, client: Any
+    backend: str,
+    declaration: DatasetDeclaration,
+    data_uri: str,
+    project: str,
+    location: str,
+    client: Any,
 ) -> WindowReader:
-    if declaration.source.kind == "bigquery":
+    """BigQuery for a BigQuery source on Vertex (or with a client given); DuckDB otherwise."""
+    if declaration.source.kind == "bigquery" and (backend == "vertex" or client is not None):
         return BigQueryReader(declaration, project, location, client)
-    return DuckDBReader(declaration, data_root)
+    return DuckDBReader(declaration, readable_path(backend, data_uri))
 
 
-def _check_columns(declaration: DatasetDeclaration, found: Mapping[str, str], where: str) -> None:
-    problem = time_column_problem(declaration, found, where)
+def _check_columns(declaration: DatasetDeclaration, reader: WindowReader) -> None:
+    found, where = reader.columns(), reader.where
+    problem = time_column_problem(declaration, reader.engine, found, where)
     if problem:
         raise WarehouseError(problem)
     missing = [c.name for c in declaration.table.columns if c.name not in found]
@@ -187,10 +193,9 @@ def extract_window(
     if not source.is_warehouse:
         return ExtractedWindow(data_uri=data_uri)
     end = window_end_of(declaration, parse_as_of(as_of))
-    data_root = readable_path(backend, data_uri) if source.kind == "duckdb" else Path()
-    reader = _reader(declaration, data_root, project, location, client)
-    _check_columns(declaration, reader.columns(), reader.where)
-    query = window_query(declaration, end, str(data_root))
+    reader = _reader(backend, declaration, data_uri, project, location, client)
+    _check_columns(declaration, reader)
+    query = window_query(declaration, reader.fact, end)
     scanned = reader.scanned_bytes(query)
     if source.max_bytes and scanned > source.max_bytes:
         raise WarehouseError(
@@ -209,7 +214,8 @@ def extract_window(
     for start, part in _by_period(declared, declaration).items():
         files[f"{declaration.table.folder}/{start.isoformat()}.parquet"] = _parquet_bytes(part)
     for name, dimension in declaration.dimensions.items():
-        found = reader.read(dimension_query(declaration, name, str(data_root)), source.max_bytes)
+        query = dimension_query(declaration, name, reader.dimensions[name])
+        found = reader.read(query, source.max_bytes)
         files[dimension.file] = _parquet_bytes(
             _as_declared(found, dimension.columns, f"{reader.where} dimension {name!r}")
         )

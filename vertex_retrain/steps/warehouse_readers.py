@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_retrain.contracts.dataset import DatasetDeclaration
 from vertex_retrain.contracts.window_query import (
+    Relation,
     bigquery_bytes_of_row,
-    fact_table_sql,
+    relations,
     size_query,
 )
 
@@ -34,8 +35,11 @@ class WarehouseError(ValueError):
 class WindowReader(Protocol):
     """What the extraction needs of an engine."""
 
+    engine: str
     where: str
     bytes_billed: int
+    fact: Relation
+    dimensions: dict[str, Relation]
 
     def columns(self) -> dict[str, str]:
         """The fact table's columns as ``{name: engine type name}``."""
@@ -53,25 +57,29 @@ class WindowReader(Protocol):
 class DuckDBReader:
     """A DuckDB database file, or Parquet files read through DuckDB, opened read-only.
 
+    A BigQuery source read locally is read here too, from its stand-in database
+    (``source.database``; :data:`~vertex_retrain.contracts.dataset_source.LOCAL_DATABASE`).
+
     Args:
-        declaration: The declaration (its source is ``duckdb``).
+        declaration: The declaration (its source is ``duckdb`` or ``bigquery``).
         data_root: The local dataset folder the database or glob is relative to.
     """
 
+    engine = "duckdb"
     bytes_billed = 0
 
     def __init__(self, declaration: DatasetDeclaration, data_root: Path) -> None:
         import duckdb
 
         self._declaration = declaration
-        self._root = data_root
         source = declaration.source
+        self.fact, self.dimensions = relations(declaration, self.engine, str(data_root))
         if source.glob:
             self.where = f"DuckDB glob {source.glob!r} under {data_root}"
             self._connection = duckdb.connect(":memory:")
         else:
             database = data_root / source.database
-            self.where = f"DuckDB table {source.table!r} of {database}"
+            self.where = f"DuckDB table {self.fact.table!r} of {database}"
             if not database.is_file():
                 raise WarehouseError(
                     f"no DuckDB database at {database} (source.database "
@@ -90,8 +98,7 @@ class DuckDBReader:
 
     def columns(self) -> dict[str, str]:
         """The source's columns with DuckDB's type names (``DESCRIBE``)."""
-        source = fact_table_sql(self._declaration, str(self._root))
-        rows = self._run(f"DESCRIBE SELECT * FROM {source}").fetchall()
+        rows = self._run(f"DESCRIBE SELECT * FROM {self.fact.sql()}").fetchall()
         return {str(row[0]): str(row[1]).upper() for row in rows}
 
     def scanned_bytes(self, query: str) -> int:
@@ -102,7 +109,7 @@ class DuckDBReader:
         passes here holds on Vertex for the same data.
         """
         del query  # the estimate is of the table the query reads, not of its result
-        counts = self._run(size_query(self._declaration, str(self._root))).fetchone()
+        counts = self._run(size_query(self._declaration, self.fact)).fetchone()
         rows, strings = int(counts[0]), sum(int(v) for v in counts[1:])
         return rows * bigquery_bytes_of_row(self._declaration) + strings
 
@@ -122,6 +129,8 @@ class BigQueryReader:
         client: A ``google.cloud.bigquery.Client`` (a test's fake); built when None.
     """
 
+    engine = "bigquery"
+
     def __init__(
         self, declaration: DatasetDeclaration, project: str, location: str, client: Any = None
     ) -> None:
@@ -130,8 +139,8 @@ class BigQueryReader:
 
             client = bigquery.Client(project=project or None, location=location or None)
         self._client = client
-        self._table = declaration.source.table
-        self.where = f"BigQuery table {self._table}"
+        self.fact, self.dimensions = relations(declaration, self.engine)
+        self.where = f"BigQuery table {self.fact.table}"
         self.bytes_billed = 0
 
     def columns(self) -> dict[str, str]:
@@ -139,7 +148,7 @@ class BigQueryReader:
         from google.api_core import exceptions
 
         try:
-            table = self._client.get_table(self._table)
+            table = self._client.get_table(self.fact.table)
         except exceptions.NotFound:
             raise WarehouseError(
                 f"{self.where} does not exist (source.table), or the run's account cannot see it"

@@ -147,10 +147,9 @@ def _order(columns: str, engine: str) -> str:
 
 def dimension_query(declaration: DatasetDeclaration, name: str, relation: Relation) -> str:
     """``SELECT`` a dimension's declared columns."""
-    columns = ", ".join(
-        _quote(c.name, relation.engine) for c in declaration.dimensions[name].columns
-    )
-    return f"SELECT {columns} FROM {relation.sql()}"
+    dimension = declaration.dimensions[name]
+    columns = ", ".join(_quote(c.name, relation.engine) for c in dimension.columns)
+    return f"SELECT {columns} FROM {relation.sql()}{_order(columns, relation.engine)}"
 
 
 def size_query(declaration: DatasetDeclaration, fact: Relation) -> str:

@@ -41,7 +41,7 @@ def _declaration(source: dict[str, Any], **table: Any) -> dict[str, Any]:
             "period": "week",
             "columns": COLUMNS,
             **table,
-        },  # fmt: skip
+        },
         "dimensions": DIMENSIONS,
         "source": source,
     }
@@ -90,9 +90,14 @@ def test_extract_window_writes_one_file_per_whole_period_that_prepare_reads(
     assert first.column("units").to_pylist() == [1, 2]
     assert (window.rows, window.periods, window.bytes_billed) == (3, 2, 0)
     assert pq.read_table(folder / "stores.parquet").num_rows == 2
-    prepared = prepare(backend="local", data_uri=window.data_uri,
-                       dataset_declaration=_declaration(DUCKDB), output_dir=str(tmp_path / "d"),
-                       selection_periods=0, as_of="2026-01-19")  # fmt: skip
+    prepared = prepare(
+        backend="local",
+        data_uri=window.data_uri,
+        dataset_declaration=_declaration(DUCKDB),
+        output_dir=str(tmp_path / "d"),
+        selection_periods=0,
+        as_of="2026-01-19",
+    )
     assert (prepared.train_rows, prepared.gate_rows) == (2, 1)
 
 
@@ -122,8 +127,13 @@ def test_extract_window_duckdb_glob_reads_parquet_files(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     days = [dt.date.fromisoformat(r[0]) for r in ROWS]
-    table = pa.table({"day": pa.array(days, pa.date32()), "store": [r[1] for r in ROWS],
-                      "units": pa.array([r[2] for r in ROWS], pa.int64())})  # fmt: skip
+    table = pa.table(
+        {
+            "day": pa.array(days, pa.date32()),
+            "store": [r[1] for r in ROWS],
+            "units": pa.array([r[2] for r in ROWS], pa.int64()),
+        }
+    )
     pq.write_table(table.slice(0, 2), raw / "a.parquet")
     pq.write_table(table.slice(2), raw / "b.parquet")
     pq.write_table(pa.table({"store": ["a", "b"]}), tmp_path / "stores.parquet")
@@ -136,18 +146,30 @@ def test_extract_window_duckdb_glob_reads_parquet_files(tmp_path: Path) -> None:
     [
         ({"source": {**DUCKDB, "table": "nope"}}, "Table with name nope does not exist"),
         ({"source": {**DUCKDB, "database": "other.duckdb"}}, "no DuckDB database at"),
-        ({"table": {"time_column": "store", "columns": {**COLUMNS, "store": "date32[day]"}}},
-         "column 'store' (table.time_column) is VARCHAR; the declaration's date32[day] needs "
-         "DATE"),
-        ({"table": {"time_column": "when", "columns": {**COLUMNS, "when": "date32[day]"}}},
-         "has no column 'when' (table.time_column)"),
-        ({"table": {"columns": {**COLUMNS, "price": "double"}}}, "lacks the declared column(s) price"),
+        (
+            {"table": {"time_column": "store", "columns": {**COLUMNS, "store": "date32[day]"}}},
+            "column 'store' (table.time_column) is VARCHAR; the declaration's date32[day] needs "
+            "DATE",
+        ),
+        (
+            {"table": {"time_column": "when", "columns": {**COLUMNS, "when": "date32[day]"}}},
+            "has no column 'when' (table.time_column)",
+        ),
+        (
+            {"table": {"columns": {**COLUMNS, "price": "double"}}},
+            "lacks the declared column(s) price",
+        ),
         ({"as_of": "2026-01-06"}, "has no rows before 2026-01-05 (the window's end"),
         ({"source": {**DUCKDB, "max_bytes": 50}}, "would scan 95 bytes, over source.max_bytes 50"),
-        ({"table": {"columns": {**COLUMNS, "units": "int8"}}, "rows": [("2026-01-05", "a", 300)]},
-         "column 'units' is int32, which does not convert to the declared int8"),
+        (
+            {
+                "table": {"columns": {**COLUMNS, "units": "int8"}},
+                "rows": [("2026-01-05", "a", 300)],
+            },
+            "column 'units' is int32, which does not convert to the declared int8",
+        ),
     ],
-)  # fmt: skip
+)
 def test_extract_window_bad_input_fails_with_one_line(
     tmp_path: Path, change: dict[str, Any], line: str
 ) -> None:
@@ -164,7 +186,7 @@ def test_extract_window_budget_boundary_equal_passes(tmp_path: Path) -> None:
     _database(tmp_path)
     # 5 rows x (date 8 + string 2 + int 8) + 5 one-byte store names = 95 bytes.
     assert _extract(tmp_path, _declaration({**DUCKDB, "max_bytes": 95})).bytes_scanned == 95
-    with pytest.raises(WarehouseError, match="would scan 95 bytes, over source.max_bytes 94"):
+    with pytest.raises(WarehouseError, match=r"would scan 95 bytes, over source\.max_bytes 94"):
         _extract(tmp_path, _declaration({**DUCKDB, "max_bytes": 94}))
 
 
@@ -214,8 +236,13 @@ BQ_SCHEMA = {"day": "DATE", "store": "STRING", "units": "INTEGER"}
 
 def _bigquery_rows() -> pa.Table:
     days = [dt.date.fromisoformat(r[0]) for r in ROWS[:3]]
-    return pa.table({"day": pa.array(days, pa.date32()), "store": [r[1] for r in ROWS[:3]],
-                     "units": pa.array([r[2] for r in ROWS[:3]], pa.int64())})  # fmt: skip
+    return pa.table(
+        {
+            "day": pa.array(days, pa.date32()),
+            "store": [r[1] for r in ROWS[:3]],
+            "units": pa.array([r[2] for r in ROWS[:3]], pa.int64()),
+        }
+    )
 
 
 def test_extract_window_bigquery_dry_runs_then_queries_capped_through_the_storage_api(
@@ -236,16 +263,28 @@ def test_extract_window_bigquery_dry_runs_then_queries_capped_through_the_storag
 @pytest.mark.parametrize(
     ("client", "declaration", "line"),
     [
-        (FakeBigQuery(None, pa.table({})), BIGQUERY,
-         "BigQuery table my-project.shop.sales does not exist (source.table)"),
-        (FakeBigQuery({**BQ_SCHEMA, "day": "TIMESTAMP"}, pa.table({})), BIGQUERY,
-         "column 'day' (table.time_column) is TIMESTAMP; the declaration's date32[day] needs DATE"),
-        (FakeBigQuery(BQ_SCHEMA, pa.table({}), processed=1001), BIGQUERY,
-         "would scan 1,001 bytes, over source.max_bytes 1,000"),
-        (FakeBigQuery(BQ_SCHEMA, _bigquery_rows().slice(0, 0)), BIGQUERY,
-         "BigQuery table my-project.shop.sales has no rows before 2026-01-19"),
+        (
+            FakeBigQuery(None, pa.table({})),
+            BIGQUERY,
+            "BigQuery table my-project.shop.sales does not exist (source.table)",
+        ),
+        (
+            FakeBigQuery({**BQ_SCHEMA, "day": "TIMESTAMP"}, pa.table({})),
+            BIGQUERY,
+            "column 'day' (table.time_column) is TIMESTAMP; the declaration's date32[day] needs DATE",
+        ),
+        (
+            FakeBigQuery(BQ_SCHEMA, pa.table({}), processed=1001),
+            BIGQUERY,
+            "would scan 1,001 bytes, over source.max_bytes 1,000",
+        ),
+        (
+            FakeBigQuery(BQ_SCHEMA, _bigquery_rows().slice(0, 0)),
+            BIGQUERY,
+            "BigQuery table my-project.shop.sales has no rows before 2026-01-19",
+        ),
     ],
-)  # fmt: skip
+)
 def test_extract_window_bigquery_bad_input_fails_before_any_billed_query(
     tmp_path: Path, client: FakeBigQuery, declaration: dict[str, Any], line: str
 ) -> None:
@@ -267,11 +306,20 @@ def test_extract_window_bigquery_client_runs_in_the_pipelines_project_and_region
         return fake
 
     monkeypatch.setattr(bigquery, "Client", client)
-    monkeypatch.setattr("vertex_retrain.steps.extract_window.readable_path",
-                        lambda backend, uri: Path(uri.replace("gs://", str(tmp_path) + "/")))  # fmt: skip
-    window = extract_window(backend="vertex", data_uri="gs://b/data",
-                            dataset_declaration=_declaration(BIGQUERY), as_of="2026-01-21",
-                            output_root="gs://b/root", project="p-1", location="europe-west4")  # fmt: skip
+    mounted = str(tmp_path) + "/"
+    monkeypatch.setattr(
+        "vertex_retrain.steps.extract_window.readable_path",
+        lambda backend, uri: Path(uri.replace("gs://", mounted)),
+    )
+    window = extract_window(
+        backend="vertex",
+        data_uri="gs://b/data",
+        dataset_declaration=_declaration(BIGQUERY),
+        as_of="2026-01-21",
+        output_root="gs://b/root",
+        project="p-1",
+        location="europe-west4",
+    )
     assert made == [{"project": "p-1", "location": "europe-west4"}]
     assert window.data_uri.startswith("gs://b/root/warehouse-windows/")
     assert (tmp_path / window.data_uri.removeprefix("gs://") / "_COMPLETE").is_file()

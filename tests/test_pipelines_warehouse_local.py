@@ -48,8 +48,9 @@ def _week(root: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any]
     generate(WorldConfig(members=200, stores=5, weeks=5, seed=3), str(data), workers=1)
     WAREHOUSE.load_duckdb(data)
     source = root / "trainer-source"
-    shutil.copytree(DRINK_SHOPS / "trainer", source,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))  # fmt: skip
+    shutil.copytree(
+        DRINK_SHOPS / "trainer", source, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     spec = compile_to_dict(CHAIN.weekly)
     arguments = local_arguments(
         default_arguments(spec),

@@ -271,7 +271,8 @@ def test_extract_window_bigquery_dry_runs_then_queries_capped_through_the_storag
         (
             FakeBigQuery({**BQ_SCHEMA, "day": "TIMESTAMP"}, pa.table({})),
             BIGQUERY,
-            "column 'day' (table.time_column) is TIMESTAMP; the declaration's date32[day] needs DATE",
+            "column 'day' (table.time_column) is TIMESTAMP; the declaration's date32[day] "
+            "needs DATE",
         ),
         (
             FakeBigQuery(BQ_SCHEMA, pa.table({}), processed=1001),

@@ -18,7 +18,7 @@ import pytest
 
 from tests.examples import DRINK_SHOPS, evaluation_declaration, example_module
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
-from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
+from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally, task_errors
 
 CHAIN = example_module(DRINK_SHOPS, "pipelines")
 WAREHOUSE = example_module(DRINK_SHOPS, "warehouse")
@@ -37,7 +37,9 @@ def _floored() -> dict[str, Any]:
     }
 
 
-def _week(root: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any]) -> Any:
+def _week(
+    root: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any], succeeds: bool = True
+) -> Any:
     from trainer.data import generate
     from trainer.world import WorldConfig
 
@@ -58,6 +60,8 @@ def _week(root: Path, monkeypatch: pytest.MonkeyPatch, overrides: dict[str, Any]
     )
     with open(os.devnull, "w") as quiet:
         outcome = run_pipeline_locally(CHAIN.weekly, arguments, console=quiet)
+    if not succeeds:
+        return outcome
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     return outcome.summary
 
@@ -78,3 +82,23 @@ def test_warehouse_weekly_from_duckdb_matches_the_parquet_folder(
     windows = list((tmp_path / "warehouse").rglob("warehouse-windows/*/_COMPLETE"))
     assert len(windows) == 1
     assert not list((tmp_path / "folder").rglob("warehouse-windows"))
+
+
+def test_warehouse_weekly_missing_table_stops_before_training_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    declaration = dict(WAREHOUSE.WAREHOUSE_DECLARATION)
+    declaration["source"] = {**declaration["source"], "table": "drink_shops.purchases"}
+    outcome = _week(
+        tmp_path / "missing", monkeypatch, {"dataset_declaration": declaration}, succeeds=False
+    )
+    # The run's output names the failed step and its one-line cause.
+    errors = task_errors(outcome.log_path.read_text().splitlines())
+    assert errors == [
+        "vertex_retrain.steps.warehouse_readers.WarehouseError: DuckDB table "
+        f"'drink_shops.purchases' of {tmp_path / 'missing' / 'gcs' / 'drink-shops-ml'}"
+        "/transactions/warehouse.duckdb "
+        "cannot be read: Catalog Error: Table with name purchases does not exist!"
+    ]
+    assert not outcome.succeeded
+    assert not list((tmp_path / "missing" / "pipeline-root").glob("*/train-custom-job"))

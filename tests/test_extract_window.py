@@ -324,3 +324,25 @@ def test_extract_window_bigquery_client_runs_in_the_pipelines_project_and_region
     assert made == [{"project": "p-1", "location": "europe-west4"}]
     assert window.data_uri.startswith("gs://b/root/warehouse-windows/")
     assert (tmp_path / window.data_uri.removeprefix("gs://") / "_COMPLETE").is_file()
+
+
+def test_extract_window_bigquery_source_runs_locally_on_its_duckdb_stand_in(
+    tmp_path: Path,
+) -> None:
+    path = _database(tmp_path)
+    with duckdb.connect(str(path)) as connection:
+        connection.execute("CREATE SCHEMA shop")
+        connection.execute("CREATE TABLE shop.sales AS SELECT * FROM sales")
+        connection.execute("CREATE TABLE shop.outlets AS SELECT * FROM stores")
+    path.rename(tmp_path / "stand-in.duckdb")
+    source = {
+        **BIGQUERY,
+        "database": "stand-in.duckdb",
+        "dimension_tables": {"stores": "my-project.shop.outlets"},
+    }
+    window = _extract(tmp_path, _declaration(source))
+    assert (window.rows, window.periods, window.bytes_billed) == (3, 2, 0)
+    # The dimension came from the table dimension_tables names.
+    assert pq.read_table(Path(window.data_uri) / "stores.parquet").num_rows == 2
+    with pytest.raises(WarehouseError, match="no DuckDB database at"):
+        _extract(tmp_path, _declaration(BIGQUERY))  # the default stand-in is not there

@@ -211,6 +211,7 @@ class FakeBigQuery:
     schema: dict[str, str] | None
     rows: pa.Table
     processed: int = 120
+    refuse: Exception | None = None
     queries: list[tuple[str, Any]] = field(default_factory=list)
     jobs: list[FakeJob] = field(default_factory=list)
 
@@ -222,6 +223,8 @@ class FakeBigQuery:
 
     def query(self, sql: str, job_config: bigquery.QueryJobConfig) -> FakeJob:
         self.queries.append((sql, job_config))
+        if job_config.dry_run and self.refuse is not None:
+            raise self.refuse
         if job_config.dry_run:
             return FakeJob(None, total_bytes_processed=self.processed)
         stores = pa.table({"store": ["a", "b"]})
@@ -346,3 +349,19 @@ def test_extract_window_bigquery_source_runs_locally_on_its_duckdb_stand_in(
     assert pq.read_table(Path(window.data_uri) / "stores.parquet").num_rows == 2
     with pytest.raises(WarehouseError, match="no DuckDB database at"):
         _extract(tmp_path, _declaration(BIGQUERY))  # the default stand-in is not there
+
+
+def test_extract_window_bigquery_refused_dry_run_is_one_line_before_any_bill(
+    tmp_path: Path,
+) -> None:
+    refusal = exceptions.NotFound(
+        "Not found: Dataset my-project:shop was not found in location europe-west4"
+    )
+    client = FakeBigQuery(BQ_SCHEMA, _bigquery_rows(), refuse=refusal)
+    with pytest.raises(WarehouseError) as error:
+        _extract(tmp_path, _declaration(BIGQUERY), client=client)
+    assert str(error.value) == (
+        "BigQuery refused the window query of BigQuery table my-project.shop.sales: Not found: "
+        "Dataset my-project:shop was not found in location europe-west4"
+    )
+    assert all(config.dry_run for _, config in client.queries)

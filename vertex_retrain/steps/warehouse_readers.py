@@ -163,9 +163,20 @@ class BigQueryReader:
         return bigquery.QueryJobConfig(**values)
 
     def scanned_bytes(self, query: str) -> int:
-        """BigQuery's dry run: the bytes the query would process, billed nothing."""
+        """BigQuery's dry run: the bytes the query would process, billed nothing.
+
+        A query BigQuery refuses (a dataset in another location, a column it cannot read)
+        is refused here, in one line, before anything is billed.
+        """
+        from google.api_core import exceptions
+
         config = self._config(dry_run=True, use_query_cache=False)
-        job = self._client.query(query, job_config=config)
+        try:
+            job = self._client.query(query, job_config=config)
+        except (exceptions.BadRequest, exceptions.NotFound, exceptions.Forbidden) as error:
+            first = " ".join(str(error.message).split())
+            message = f"BigQuery refused the window query of {self.where}: {first}"
+            raise WarehouseError(message) from None
         return int(job.total_bytes_processed or 0)
 
     def read(self, query: str, max_bytes: int) -> pa.Table:

@@ -223,7 +223,7 @@ class FakeBigQuery:
 
     def query(self, sql: str, job_config: bigquery.QueryJobConfig) -> FakeJob:
         self.queries.append((sql, job_config))
-        if job_config.dry_run and self.refuse is not None:
+        if self.refuse is not None and job_config.dry_run:
             raise self.refuse
         if job_config.dry_run:
             return FakeJob(None, total_bytes_processed=self.processed)
@@ -361,7 +361,22 @@ def test_extract_window_bigquery_refused_dry_run_is_one_line_before_any_bill(
     with pytest.raises(WarehouseError) as error:
         _extract(tmp_path, _declaration(BIGQUERY), client=client)
     assert str(error.value) == (
-        "BigQuery refused the window query of BigQuery table my-project.shop.sales: Not found: "
+        "BigQuery refused a query of BigQuery table my-project.shop.sales's window: Not found: "
         "Dataset my-project:shop was not found in location europe-west4"
     )
     assert all(config.dry_run for _, config in client.queries)
+
+
+def test_extract_window_bigquery_missing_dimension_table_is_one_line(tmp_path: Path) -> None:
+    refusal = exceptions.NotFound("Not found: Table my-project:shop.stores")
+
+    class RefusingDimensions(FakeBigQuery):
+        def query(self, sql: str, job_config: bigquery.QueryJobConfig) -> FakeJob:
+            if "stores" in sql:
+                raise refusal
+            return super().query(sql, job_config)
+
+    refusing = RefusingDimensions(BQ_SCHEMA, _bigquery_rows())
+    with pytest.raises(WarehouseError, match=r"Not found: Table my-project:shop\.stores$"):
+        _extract(tmp_path, _declaration(BIGQUERY), client=refusing)
+    assert not (tmp_path / "pipeline-root").exists()

@@ -162,27 +162,30 @@ class BigQueryReader:
 
         return bigquery.QueryJobConfig(**values)
 
+    def _query(self, query: str, config: Any) -> Any:
+        """Starts a query job; a query BigQuery refuses is one line (:class:`WarehouseError`)."""
+        from google.api_core import exceptions
+
+        try:
+            return self._client.query(query, job_config=config)
+        except (exceptions.BadRequest, exceptions.NotFound, exceptions.Forbidden) as error:
+            first = " ".join(str(error.message).split())
+            message = f"BigQuery refused a query of {self.where}'s window: {first}"
+            raise WarehouseError(message) from None
+
     def scanned_bytes(self, query: str) -> int:
         """BigQuery's dry run: the bytes the query would process, billed nothing.
 
         A query BigQuery refuses (a dataset in another location, a column it cannot read)
         is refused here, in one line, before anything is billed.
         """
-        from google.api_core import exceptions
-
-        config = self._config(dry_run=True, use_query_cache=False)
-        try:
-            job = self._client.query(query, job_config=config)
-        except (exceptions.BadRequest, exceptions.NotFound, exceptions.Forbidden) as error:
-            first = " ".join(str(error.message).split())
-            message = f"BigQuery refused the window query of {self.where}: {first}"
-            raise WarehouseError(message) from None
+        job = self._query(query, self._config(dry_run=True, use_query_cache=False))
         return int(job.total_bytes_processed or 0)
 
     def read(self, query: str, max_bytes: int) -> pa.Table:
         """Runs the query (capped at ``max_bytes`` billed) and reads its rows as Arrow."""
         config = self._config(maximum_bytes_billed=max_bytes) if max_bytes else self._config()
-        job = self._client.query(query, job_config=config)
+        job = self._query(query, config)
         rows = job.to_arrow(create_bqstorage_client=True)
         self.bytes_billed += int(job.total_bytes_billed or 0)
         return rows

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load on first
     from .data_window import data_window
     from .deploy_model import deploy_model
     from .evaluate_model import evaluate_model
+    from .extract_window import extract_window
     from .fixed_hyperparameters import fixed_hyperparameters
     from .hp_tune import hp_tune
     from .image import set_component_image
@@ -41,6 +42,7 @@ __all__ = [
     "data_window",
     "deploy_model",
     "evaluate_model",
+    "extract_window",
     "fixed_hyperparameters",
     "hp_tune",
     "prepare_dataset",

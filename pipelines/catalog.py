@@ -19,6 +19,7 @@ COMPONENTS: dict[str, str] = {
     "data_window": "vertex_retrain.components.data_window:data_window",
     "source_digest": "vertex_retrain.components.source_digest:source_digest",
     "build_container": "vertex_retrain.components.build_container:build_container",
+    "extract_window": "vertex_retrain.components.extract_window:extract_window",
     "check_data": "vertex_retrain.components.check_data:check_data",
     "stop_run": "vertex_retrain.components.stop_run:stop_run",
     "prepare_dataset": "vertex_retrain.components.prepare_dataset:prepare_dataset",

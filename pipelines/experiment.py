@@ -64,7 +64,7 @@ def train_only(
     creation time) in ``data_time_zone`` gives the week. See ``weekly_retraining`` for the
     other inputs.
     """
-    week, gate = week_and_data_gate(
+    week, gate, window_data = week_and_data_gate(
         backend=backend,
         data_uri=data_uri,
         dataset_declaration=dataset_declaration,
@@ -72,11 +72,13 @@ def train_only(
         time_zone=data_time_zone,
         thresholds=data_gate_thresholds,
         accept=data_gate_accept,
+        project=project,
+        location=location,
     )
     with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
         data = prepare_dataset(
             backend=backend,
-            data_uri=data_uri,
+            data_uri=window_data,
             dataset_declaration=dataset_declaration,
             selection_periods=selection_periods,
             gate_periods=gate_periods,

@@ -25,6 +25,7 @@ RETRIED_COMPONENTS = frozenset(
     {
         "build-container",  # Cloud Build, Artifact Registry
         "source-digest",  # reads the source from Cloud Storage
+        "extract-window",  # BigQuery; writes a folder named by its content (safe to redo)
         "check-data",  # reads the data (Cloud Storage, BigQuery)
         "prepare-dataset",  # reads and writes the data
         "train-custom-job",  # a CustomJob

@@ -144,7 +144,7 @@ def weekly_week(
     # It reports this run's outcome: an earlier run's summary is never the answer.
     summary.set_caching_options(False)
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
-        week, gate = week_and_data_gate(
+        week, gate, window_data = week_and_data_gate(
             backend=backend,
             data_uri=data_uri,
             dataset_declaration=dataset_declaration,
@@ -152,6 +152,8 @@ def weekly_week(
             time_zone=data_time_zone,
             thresholds=data_gate_thresholds,
             accept=data_gate_accept,
+            project=project,
+            location=location,
         )
         # Never cached: the code's digest, read afresh; the build below is keyed on it.
         code = source_digest(
@@ -170,7 +172,7 @@ def weekly_week(
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
-                data_uri=data_uri,
+                data_uri=window_data,
                 dataset_declaration=dataset_declaration,
                 selection_periods=selection_periods,
                 gate_periods=gate_periods,

@@ -8,7 +8,8 @@ consumes, an input that changes when its week or content does:
 
 - an output of a key source: a task with caching off, of a component that reads what its
   inputs do not show (:data:`KEY_SOURCES`: ``data_window`` reads the run's time,
-  ``source_digest`` the source's content), so it runs every time and its output changes
+  ``source_digest`` the source's content, ``extract_window`` the warehouse's window, in a
+  folder named by its content), so it runs every time and its output changes
   exactly when the week or the content does.
 
 A pipeline parameter alone is not a key: its default is the same every week. Nor is a
@@ -42,7 +43,7 @@ __all__ = [
     "has_data_window",
 ]
 
-KEY_SOURCES = frozenset({"data-window", "source-digest"})
+KEY_SOURCES = frozenset({"data-window", "source-digest", "extract-window"})
 """Components (compiled names) whose uncached output is a cache key of what consumes it."""
 
 PER_RUN_PLACEHOLDERS = (

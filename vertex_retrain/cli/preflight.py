@@ -156,7 +156,7 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
     images = [(w, i) for w, i in executor_images(target.spec) if i != DEFAULT_COMPONENT_IMAGE]
     # The executor image, the serving image and any other image a parameter names.
     images += _named(target.arguments, lambda name: name.endswith("image_uri"))
-    return online_problems(
+    problems = online_problems(
         checker,
         images=images,
         region=settings.location,
@@ -165,6 +165,12 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
         readable=_named(target.arguments, READ_PARAMETERS.__contains__),
         writable=_named(target.arguments, WRITE_PARAMETERS.__contains__),
     )
+    declaration = target.arguments.get("dataset_declaration")
+    if isinstance(declaration, Mapping) and declaration:
+        from vertex_retrain.backends.vertex.preflight_warehouse import warehouse_problems
+
+        problems += warehouse_problems(checker, declaration, settings.location, settings.project)
+    return problems
 
 
 READ_PARAMETERS = frozenset({"data_uri", "source_uri", "package_uri", "package_uris"})

@@ -87,6 +87,7 @@ def test_component_yaml_project_and_location_default_to_the_pipeline_placeholder
     assert set(catalog.COMPONENTS) - set(placed) == {
         "prepare_dataset",
         "fixed_hyperparameters",
+        "no_image",
         "data_window",
         "source_digest",
         "check_data",

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "CONTAINER",
     "EVALUATION",
     "PIPELINE_SERVICE_ACCOUNT",
+    "PYTHON_PACKAGE",
     "TRAINING",
     "TUNING",
     "EvaluationDefaults",
@@ -31,6 +33,15 @@ PIPELINE_SERVICE_ACCOUNT = "{{$.pipeline_service_account}}"
 pipeline's own. GCPC's placeholder (``google_cloud_pipeline_components._placeholders
 .SERVICE_ACCOUNT_PLACEHOLDER``): Vertex resolves it to the PipelineJob's service account (its
 default account when the job sets none). A ``service_account`` parameter overrides it."""
+
+
+CONTAINER = "container"
+"""The templates' default ``training_code``: the jobs run a custom container built from the
+team's Dockerfile (``containerSpec``), which no prebuilt-image lifecycle ends."""
+
+PYTHON_PACKAGE = "python_package"
+"""The other ``training_code``: the jobs run the team's package on a prebuilt training image
+(``pythonPackageSpec.executorImageUri``), refused once Google no longer serves it."""
 
 
 @dataclass(frozen=True)

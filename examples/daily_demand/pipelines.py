@@ -4,8 +4,8 @@ A grocery chain forecasts the units each store sells of each item per day with a
 scikit-learn regressor (``demand_forecast/``) and retrains it every Monday on the sales up to
 Sunday. Everything specific to the team is here: its bucket, its package's modules and flags,
 the dataset and evaluation declarations, the training image (``demand_forecast/Dockerfile``:
-scikit-learn on CPU, no accelerator, on-demand), the serving image and command, and the instances a new deployment
-must answer. The library holds none of it.
+scikit-learn on CPU, no accelerator, on-demand), the serving image and command, and the
+instances a new deployment must answer. The library holds none of it.
 
     python -m demand_forecast.data generate --out=gs://daily-demand-ml/data
     vertex-retrain run examples/daily_demand/pipelines.py:weekly --local \

@@ -14,7 +14,6 @@ from vertex_retrain.steps.job_request import (
 )
 from vertex_retrain.steps.tune import TuningRequest, tuning_job_payload
 
-
 # Requests of the package path on an image that is served: the shipped catalog's have all ended.
 pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 

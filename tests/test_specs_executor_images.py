@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from pathlib import Path
 
 from tests.examples import DRINK_SHOPS
 from vertex_retrain.build.package_metadata import read_package_metadata
@@ -154,3 +155,24 @@ def test_validate_never_recommends_a_retired_executor_image() -> None:
         for name, image in catalog.training.items():
             if name in alternative:
                 assert image.end_of_availability and image.end_of_availability >= TODAY
+
+
+def test_validate_gpu_image_and_dockerfile_advice_name_no_retired_image() -> None:
+    from vertex_retrain.build.dockerfile_lint import lint_dockerfile, parse_dockerfile
+    from vertex_retrain.specs.image_rules import check_gpu_image
+
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4"},
+        "containerSpec": {"imageUri": "europe-west4-docker.pkg.dev/p/r/trainer:1"},
+    }
+    (advice,) = check_gpu_image(pool, "jobSpec.workerPoolSpecs[0]")
+    info = parse_dockerfile('FROM python:3.12-slim-trixie\nENTRYPOINT ["python"]\n')
+    (lint,) = [f for f in lint_dockerfile(info, context=Path("."), files=[], gpu=True)]
+    said = [*advice.alternatives, lint.message]
+    retired = [
+        name
+        for name, image in load_containers().training.items()
+        if image.end_of_availability and image.end_of_availability < TODAY
+    ]
+    assert not [(n, s) for n in retired for s in said if n.split(".py")[0] in s]
+    assert any("nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04" in s for s in said)

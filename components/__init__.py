@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load on first
     from .fixed_hyperparameters import fixed_hyperparameters
     from .hp_tune import hp_tune
     from .image import set_component_image
+    from .no_image import no_image
     from .prepare_dataset import prepare_dataset
     from .register_model import register_model
     from .run_summary import run_summary
@@ -45,6 +46,7 @@ __all__ = [
     "extract_window",
     "fixed_hyperparameters",
     "hp_tune",
+    "no_image",
     "prepare_dataset",
     "register_model",
     "run_summary",

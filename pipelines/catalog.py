@@ -28,6 +28,7 @@ COMPONENTS: dict[str, str] = {
     "fixed_hyperparameters": (
         "vertex_retrain.components.fixed_hyperparameters:fixed_hyperparameters"
     ),
+    "no_image": "vertex_retrain.components.no_image:no_image",
     "evaluate_model": "vertex_retrain.components.evaluate_model:evaluate_model",
     "register_model": "vertex_retrain.components.register_model:register_model",
     "deploy_model": "vertex_retrain.components.deploy_model:deploy_model",

@@ -37,8 +37,8 @@ RETRIED_COMPONENTS = frozenset(
     }
 )
 """Components (their KFP names) that call a Google API or run a job. Not here: data_window
-(the clock), fixed_hyperparameters (its input), stop_run (fails on purpose), and Vertex's own
-e-mail step."""
+(the clock), fixed_hyperparameters (its input), no_image (a constant), stop_run (fails on
+purpose), and Vertex's own e-mail step."""
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ train, selection and gate periods) -> (optional) tune -> train (Spot, checkpoint
 evaluate against the champion on the gate period -> if better: register as champion and
 deploy; else: register as a challenger with traffic untouched. Tuning and training get the
 dataset with the gate period withheld, so nothing they choose sees the data the candidate is
-judged on. The training code
-is hashed (source digest) and built in parallel. A gate breach stops the run before training,
-with the gate's report as the error. An exit handler writes a run summary either way, and
+judged on. The training code is hashed (source digest) and built in parallel: a container
+image from its Dockerfile, which the jobs run (:mod:`.training_image`), and the package a local
+deployment serves from. A gate breach stops the run before training, with the gate's report as
+the error. An exit handler writes a run summary either way, and
 records the week (local registry database, or a Vertex AI Experiments run). The whole run sits
 under the failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training
 job or tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
@@ -40,11 +41,12 @@ from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
+from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
+from .training_image import training_image
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -105,6 +107,9 @@ def weekly_week(
     spot_fallback: bool = True,
     spot_fallback_deadline_seconds: int = 28800,
     notification_emails: list = [],  # noqa: B006
+    training_code: str = CONTAINER,
+    image_destination: str = "",
+    dockerfile: str = "Dockerfile",
 ) -> None:
     """The weekly retraining flow of any team's model; see docs/components.md for each input.
 
@@ -125,6 +130,13 @@ def weekly_week(
     lost its capacity keeps its succeeded trials and runs the rest on demand, within the
     same deadline counted from the start of tuning. ``notification_emails``
     (at most three) get Vertex's e-mail when the run ends (``with_failure_notice``).
+
+    The jobs run a custom container by default (``training_code="container"``): the source's
+    ``dockerfile`` built into ``image_destination`` (an Artifact Registry image, no tag) and
+    run by digest, ``python -m training_module`` (or ``evaluation_module``) in it.
+    ``training_code="python_package"`` runs the package built from the source on the prebuilt
+    ``executor_image_uri`` instead. The package is built either way: a local deployment
+    serves from it.
     """
     summary = run_summary(
         backend=backend,
@@ -169,6 +181,16 @@ def weekly_week(
             project=project,
             location=location,
         ).set_display_name("build")
+        image = training_image(
+            backend=backend,
+            training_code=training_code,
+            source_uri=source_uri,
+            image_destination=image_destination,
+            dockerfile=dockerfile,
+            staging_uri=output_root,
+            project=project,
+            location=location,
+        )
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
@@ -185,6 +207,7 @@ def weekly_week(
                 base_output_directory=output_root,
                 python_module=training_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 dataset=data.outputs["training_dataset"],
                 args=training_args,
                 executor_image_uri=executor_image_uri,
@@ -231,6 +254,7 @@ def weekly_week(
                 evaluation_declaration=evaluation_declaration,
                 python_module=evaluation_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 executor_image_uri=executor_image_uri,
                 force_decision=force_decision,
                 force_reason=force_reason,

@@ -54,8 +54,12 @@ def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names()
     )
     assert plan.parameters["accelerator_type"] == "" and plan.parameters["accelerator_count"] == 0
     assert plan.parameters["scheduling_strategy"] == "STANDARD"
-    assert plan.executor_image_uri.startswith(
-        "europe-docker.pkg.dev/vertex-ai/training/pytorch-xla."
+    # The jobs run the trainer's own image, which the run builds: no prebuilt image.
+    assert "executor_image_uri" not in plan.parameters
+    assert (
+        plan.parameters["image_destination"]
+        == plan.training_image
+        == ("europe-west4-docker.pkg.dev/drink-shops/vertex-retrain/vertex-retrain-smoke-trainer")
     )
     assert plan.prefix == "gs://drink-shops-ml/vertex-retrain-smoke/t1"
     assert plan.parameters["data_uri"].startswith(plan.prefix)

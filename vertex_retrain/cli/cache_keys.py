@@ -29,6 +29,7 @@ is never a problem: it records an artifact that exists, and computes nothing to 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -188,7 +189,9 @@ class _Checker:
                     *inputs.get("artifacts", {}).values(),
                 ]
                 component = task.get("componentRef", {}).get("name", "").removeprefix("comp-")
-                source = not _caching_on(task) and component in self._key_sources
+                # KFP names a component's second use in one pipeline "<name>-2", and so on.
+                named = re.sub(r"-\d+$", "", component)
+                source = not _caching_on(task) and named in self._key_sources
                 keyed = source or any(self._input_keyed(where, s) for s in specs)
             self._memo[memo] = keyed
         return self._memo[memo]

@@ -112,19 +112,15 @@ def refusal(
 
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     """Writes one pipeline's result: a summary line, then one line per problem."""
-    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN, RETIRED_IMAGE
+    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
 
     errors, warnings = errors_of(problems), warnings_of(problems)
     unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
-    retired = [p for p in warnings if p.code == RETIRED_IMAGE]
     if errors:
         verdict = "would fail on Vertex"
     elif unknown:
         # Whether the package installs on its image is not known: never "ready".
         verdict = "not ready: whether the package installs on its executor image is unknown"
-    elif retired:
-        # Vertex no longer promises to serve the image: submitting is a gamble, never "ready".
-        verdict = "not ready: an executor image is past its end of availability"
     else:
         verdict = "ready to submit"
     print(

@@ -15,9 +15,10 @@ through injected clients:
 3. run the example's weekly pipeline reading that dataset (``extract-window`` queries BigQuery
    through the official client, as the pipeline's service account, and the run summary shows
    the bytes billed) (``weekly_retraining`` configured in ``pipelines.py``),
-   the preflight first: the run-summary exit handler, the data gate, the source digest and the
-   package build, the fixed hyperparameters through ``dsl.OneOf``, training on the smallest
-   CPU machine of the catalog on demand, evaluation, registration as champion and deployment
+   the preflight first: the run-summary exit handler, the data gate, the source digests, the
+   trainer's image build (Cloud Build) and the package build, the fixed hyperparameters
+   through ``dsl.OneOf``, training in that image on the smallest CPU machine of the catalog on
+   demand, evaluation, registration as champion and deployment
    to an endpoint of this run's own name; with ``--email``, the same run nested under the
    failure notice (the second exit handler, Vertex's e-mail);
 4. predict once at that endpoint;
@@ -157,18 +158,6 @@ def smallest_cpu_machine(location: str) -> str:
     return chosen.name
 
 
-def _cpu_executor_image(location: str) -> str:
-    """The newest CPU PyTorch training image, from Google's registry nearest ``location``."""
-    from vertex_retrain.specs.containers import load_containers
-    from vertex_retrain.specs.registry_rules import registry_location, serves_region
-
-    containers = load_containers()
-    torch = [i for i in containers.training_images(framework="torch") if i.accelerator == "cpu"]
-    registries = containers.registries["training"]
-    near = [r for r in registries if serves_region(registry_location(r).location or "", location)]
-    return f"{(near or registries)[0]}/{torch[0].name}:latest"
-
-
 @dataclass(frozen=True)
 class SmokePlan:
     """Everything the smoke run will create, run and delete, decided before anything happens.
@@ -184,7 +173,8 @@ class SmokePlan:
         serving_image: Given serving image, or None (built).
         service_account: Runtime service account of the pipeline.
         machine_type: The training machine (smallest CPU machine).
-        executor_image_uri: The CPU PyTorch executor image.
+        training_image: Where the pipeline builds the trainer's image (``trainer/Dockerfile``,
+            with Cloud Build); its jobs run it by digest.
         model_display_name: The registry model this run creates.
         endpoint_display_name: The endpoint the pipeline deploys it to.
         notification_emails: Who Vertex e-mails when the run ends (empty: no notice).
@@ -204,7 +194,7 @@ class SmokePlan:
     serving_image: str | None
     service_account: str
     machine_type: str
-    executor_image_uri: str
+    training_image: str
     model_display_name: str
     endpoint_display_name: str
     notification_emails: tuple[str, ...] = ()
@@ -252,6 +242,7 @@ def plan_smoke(
     name = f"vertex-retrain-smoke-{run_id}"
     machine = smallest_cpu_machine(location)
     dataset = "vertex_retrain_smoke_" + run_id.replace("-", "_")
+    image_host = f"{location}-docker.pkg.dev/{project}/{repository}"
     parameters = {
         "data_uri": f"{prefix}/transactions",
         "dataset_declaration": warehouse_declaration(project, dataset),
@@ -263,7 +254,8 @@ def plan_smoke(
         # The fixed hyperparameters' branch of dsl.OneOf: a study would cost trials.
         "tune": False,
         "spot_fallback": False,
-        "executor_image_uri": _cpu_executor_image(location),
+        # The jobs run the trainer's own image (the templates' default), built by the run.
+        "image_destination": f"{image_host}/vertex-retrain-smoke-trainer",
         "machine_type": machine,
         "accelerator_type": "",
         "accelerator_count": 0,
@@ -283,7 +275,7 @@ def plan_smoke(
         serving_image=serving_image,
         service_account=service_account,
         machine_type=machine,
-        executor_image_uri=str(parameters["executor_image_uri"]),
+        training_image=str(parameters["image_destination"]),
         model_display_name=name,
         endpoint_display_name=name,
         notification_emails=tuple(notification_emails),
@@ -310,8 +302,8 @@ def format_plan(plan: SmokePlan) -> str:
         f"  BigQuery: the sample loaded into {plan.project}.{plan.bigquery_dataset} "
         f"({plan.location}); extract-window queries it (at most {BIGQUERY_BUDGET:,} bytes)",
         f"  the weekly pipeline: data gate, build, fixed hyperparameters (dsl.OneOf), "
-        f"training on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}, "
-        "evaluation, registration",
+        f"the trainer's image (trainer/Dockerfile) built into {plan.training_image}, "
+        f"training on {plan.machine_type} (CPU, on demand) in it, evaluation, registration",
         f"  it deploys {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
         f"(1 x {SERVING_MACHINE}); predict once",
         (

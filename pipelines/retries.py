@@ -25,6 +25,7 @@ RETRIED_COMPONENTS = frozenset(
     {
         "build-container",  # Cloud Build, Artifact Registry
         "source-digest",  # reads the source from Cloud Storage
+        "extract-window",  # BigQuery; writes a folder named by its content (safe to redo)
         "check-data",  # reads the data (Cloud Storage, BigQuery)
         "prepare-dataset",  # reads and writes the data
         "train-custom-job",  # a CustomJob
@@ -37,8 +38,8 @@ RETRIED_COMPONENTS = frozenset(
     }
 )
 """Components (their KFP names) that call a Google API or run a job. Not here: data_window
-(the clock), fixed_hyperparameters (its input), stop_run (fails on purpose), and Vertex's own
-e-mail step."""
+(the clock), fixed_hyperparameters (its input), no_image (a constant), stop_run (fails on
+purpose), and Vertex's own e-mail step."""
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ checkpointed) -> evaluate against the champion on the gate period -> if better: 
 champion and deploy; else: register as a challenger with traffic untouched and, when the
 refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and
 training get the dataset with the gate period withheld, so nothing they choose sees the data
-the candidate is judged on. The training code is hashed (source digest) and built in parallel.
-A gate breach stops the run before training, with the gate's report as the error. An exit
-handler writes a run summary either way, and records the week (local registry database, or a
-Vertex AI Experiments run). The whole run sits under the failure notice: Vertex e-mails
-``notification_emails`` when it ends. A Spot training job or tuning study that loses its
-capacity falls back to on-demand (``spot_fallback``).
+the candidate is judged on. The training code is hashed (source digest) and built in parallel:
+a container image from its Dockerfile, which the jobs run (:mod:`.training_image`), and the
+package a local deployment serves from. A gate breach stops the run before training, with the
+gate's report as the error. An exit handler writes a run summary either way, and records the
+week (local registry database, or a Vertex AI Experiments run). The whole run sits under the
+failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training job or
+tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
 
 It is a template: the team's own trainer (``source_uri``, ``training_module``,
 ``evaluation_module``), data (``data_uri`` with its ``dataset_declaration``) and metrics
@@ -47,11 +48,12 @@ from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_LABELS, WARM
-from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
+from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
+from .training_image import training_image
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -146,6 +148,9 @@ def weekly_week(
     spot_fallback: bool = True,
     spot_fallback_deadline_seconds: int = 28800,
     notification_emails: list = [],  # noqa: B006
+    training_code: str = CONTAINER,
+    image_destination: str = "",
+    dockerfile: str = "Dockerfile",
     warm_start: bool = True,
     full_retrain_every_weeks: int = 4,
     expected_warm_training_hours: float = TRAINING.expected_warm_training_hours,
@@ -175,6 +180,13 @@ def weekly_week(
     lost its capacity keeps its succeeded trials and runs the rest on demand, within the
     same deadline counted from the start of tuning. ``notification_emails``
     (at most three) get Vertex's e-mail when the run ends (``with_failure_notice``).
+
+    The jobs run a custom container by default (``training_code="container"``): the source's
+    ``dockerfile`` built into ``image_destination`` (an Artifact Registry image, no tag) and
+    run by digest, ``python -m training_module`` (or ``evaluation_module``) in it.
+    ``training_code="python_package"`` runs the package built from the source on the prebuilt
+    ``executor_image_uri`` instead. The package is built either way: a local deployment
+    serves from it.
     """
     summary = run_summary(
         backend=backend,
@@ -195,7 +207,7 @@ def weekly_week(
     # It reports this run's outcome: an earlier run's summary is never the answer.
     summary.set_caching_options(False)
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
-        week, gate = week_and_data_gate(
+        week, gate, window_data = week_and_data_gate(
             backend=backend,
             data_uri=data_uri,
             dataset_declaration=dataset_declaration,
@@ -203,6 +215,8 @@ def weekly_week(
             time_zone=data_time_zone,
             thresholds=data_gate_thresholds,
             accept=data_gate_accept,
+            project=project,
+            location=location,
         )
         # Never cached: the code's digest, read afresh; the build below is keyed on it.
         code = source_digest(
@@ -218,10 +232,20 @@ def weekly_week(
             project=project,
             location=location,
         ).set_display_name("build")
+        image = training_image(
+            backend=backend,
+            training_code=training_code,
+            source_uri=source_uri,
+            image_destination=image_destination,
+            dockerfile=dockerfile,
+            staging_uri=output_root,
+            project=project,
+            location=location,
+        )
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
-                data_uri=data_uri,
+                data_uri=window_data,
                 dataset_declaration=dataset_declaration,
                 selection_periods=selection_periods,
                 gate_periods=gate_periods,
@@ -234,6 +258,7 @@ def weekly_week(
                 base_output_directory=output_root,
                 python_module=training_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 dataset=data.outputs["training_dataset"],
                 args=training_args,
                 executor_image_uri=executor_image_uri,
@@ -292,6 +317,7 @@ def weekly_week(
                 evaluation_declaration=evaluation_declaration,
                 python_module=evaluation_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 executor_image_uri=executor_image_uri,
                 force_decision=force_decision,
                 force_reason=force_reason,

@@ -22,6 +22,8 @@ from vertex_retrain.backends.local.environments.wheel_install import site_packag
 from vertex_retrain.backends.local.jobs.executor import SUCCEEDED, run_custom_job
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+# What the package path does on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 REPORT = """
 import importlib.metadata, importlib.util, json, os, sys
 from pathlib import Path

@@ -201,23 +201,23 @@ def test_register_model_puts_training_labels_over_the_window_labels(monkeypatch:
 def _weekly_tasks(**arguments: Any) -> dict[str, Any]:
     spec = compile_to_dict(catalog.pipeline_by_name("weekly-retraining"))
     values = {**default_arguments(spec), **arguments}
-    return {
-        task.path.split("weekly-retraining-run/")[-1]: task for task in leaf_tasks(spec, values)
-    }
+    return {task.path.split("/data-ok/")[-1]: task for task in leaf_tasks(spec, values)}
 
 
 def test_weekly_template_wires_the_warm_start_parameters() -> None:
     tasks = _weekly_tasks(
         warm_start=False, full_retrain_every_weeks=6, expected_warm_training_hours=0.25
     )
-    plan = tasks["condition-branches-2/data-ok/plan-training"]
+    plan = tasks["plan-training"]
     assert (
         plan.parameters["warm_start"] is False and plan.parameters["full_retrain_every_weeks"] == 6
     )
-    train = tasks["condition-branches-2/data-ok/train"]
+    train = tasks["train"]
     assert train.unknown["warm_start_args"] == "an output of task 'plan-training'"
     assert tasks["run-summary"].parameters["expected_warm_training_hours"] == 0.25
-    champion = tasks["condition-branches-2/data-ok/condition-branches-6/better/register-champion"]
+    champion = next(
+        t for p, t in tasks.items() if p.endswith("/better/register-champion") and "full" not in p
+    )
     assert champion.unknown["training_labels"] == "an output of task 'plan-training'"
 
 

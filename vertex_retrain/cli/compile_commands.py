@@ -107,6 +107,7 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         estimate_run,
         price_location,
         training_hours,
+        warehouse_budget,
     )
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
@@ -134,6 +135,7 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except (PipelineReferenceError, ParameterError, JobSpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    warehouse = warehouse_budget(arguments)
     if getattr(args, "json", False):
         document = {
             "pipeline": source.name,
@@ -145,9 +147,15 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         }
         if kinds is not None:
             document["week_kinds"] = kinds.to_dict()
+        if warehouse is not None:
+            document["warehouse"] = warehouse
         print(json.dumps(document, indent=2, sort_keys=True), file=out)
         return 0
     print(f"prices: {location} ({origin})", file=out)
+    if warehouse is not None:
+        from vertex_retrain.specs.bigquery_cost import warehouse_line
+
+        print(warehouse_line(warehouse), file=out)
     if not estimate.steps:
         print(f"{source.name} submits no training or tuning job: nothing to price", file=out)
         return 0

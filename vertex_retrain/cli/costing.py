@@ -66,6 +66,40 @@ def price_location(arguments: Mapping[str, Any], override: str | None = None) ->
     return load_prices().default_location, "the default: the pipeline names no region"
 
 
+def warehouse_budget(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A BigQuery source's window query, priced at its declared budget; None without one.
+
+    The extraction refuses a query that would scan more than ``source.max_bytes``, so the
+    budget is the most a run is billed for its data (BigQuery's dry run gives the figure of a
+    run; the run summary its bill).
+
+    Args:
+        arguments: The run's parameters; ``dataset_declaration`` holds the source.
+    """
+    from vertex_retrain.contracts.dataset import (
+        DatasetDeclarationError,
+        parse_dataset_declaration,
+    )
+    from vertex_retrain.specs.bigquery_cost import BIGQUERY_PRICE, bigquery_query_cost
+
+    declared = arguments.get("dataset_declaration")
+    if not isinstance(declared, Mapping) or not declared:
+        return None
+    try:
+        source = parse_dataset_declaration(declared).source
+    except DatasetDeclarationError:
+        return None  # the run's preflight says what is wrong with it
+    if source.kind != "bigquery":
+        return None
+    budget = source.max_bytes
+    return {
+        "table": source.table,
+        "max_bytes": budget,
+        "at_most_usd": bigquery_query_cost(budget) if budget else None,
+        "price": BIGQUERY_PRICE,
+    }
+
+
 PRICED_FUNCTIONS = ("hp_tune", "train_custom_job")
 """The job components whose jobs an estimate prices: tuning and training (the evaluation job is
 a short CPU job on demand)."""

@@ -120,7 +120,7 @@ def _interval(record: RunRecord) -> str | None:
         found = intervals.get(key)
         if found:
             worst = -float(found["high"]) if lower_is_better else float(found["low"])
-            return f"{worst:+.3f}{mark}"
+            return f"{worst:+.4f}{mark}"
     return None
 
 

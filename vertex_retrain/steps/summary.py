@@ -9,6 +9,7 @@ from typing import Any
 
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
+from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
@@ -158,7 +159,8 @@ def build_summary(
 
 
 def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
-    """The run's data window (data_window, prepare_dataset) and data gate (check_data)."""
+    """The run's data window (data_window, prepare_dataset), its extraction from a warehouse
+    (extract_window: digest, bytes billed and their price) and data gate (check_data)."""
     facts: dict[str, Any] = {}
     window = _first(outputs, "data-window")
     prepared = _first(outputs, "prepare-dataset")
@@ -167,6 +169,15 @@ def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
             **(dict(window.parameters) if window is not None else {}),
             **(prepared.artifacts.get("dataset", {}).get("metadata", {}) if prepared else {}),
         }
+    extracted = _first(outputs, "extract-window")
+    if extracted is not None and extracted.parameters.get("digest"):
+        facts["warehouse"] = {
+            key: extracted.parameters.get(key)
+            for key in ("digest", "rows", "bytes_scanned", "bytes_billed", "data_uri")
+        }
+        facts["warehouse"]["cost_usd"] = bigquery_query_cost(
+            int(extracted.parameters.get("bytes_billed") or 0)
+        )
     gate = _first(outputs, "check-data")
     if gate is not None:
         facts["data_gate"] = {
@@ -302,5 +313,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             f"on-demand {format_money(cost.get('on_demand'), currency)}, "
             f"Spot {format_money(cost.get('spot'), currency)}"
         )
+    if facts.get("warehouse"):
+        lines.append(f"**Warehouse:** {warehouse_line(facts['warehouse'])}")
     lines += week_lines(facts)
     return "\n".join(lines) + "\n"

@@ -54,6 +54,8 @@ TIMEOUT_OVERRIDES = {
     "bench_weekly_seed": {"quick": 900.0, "full": 7200.0},
     # Three seeds, each a generated world, an epoch at the seeds' scale and an evaluation.
     "bench_quality": {"quick": 1800.0, "full": 5 * 3600.0},
+    # Three seeds, each a world, its first champion and four weeks trained both ways.
+    "bench_warm_start": {"quick": 600.0, "full": 3600.0},
 }
 STOP_GRACE_SECONDS = 30.0
 

@@ -25,9 +25,12 @@ if TYPE_CHECKING:  # what type checkers see; at run time the names load on first
     from .data_window import data_window
     from .deploy_model import deploy_model
     from .evaluate_model import evaluate_model
+    from .extract_window import extract_window
     from .fixed_hyperparameters import fixed_hyperparameters
     from .hp_tune import hp_tune
     from .image import set_component_image
+    from .no_image import no_image
+    from .plan_training import plan_training
     from .prepare_dataset import prepare_dataset
     from .register_model import register_model
     from .run_summary import run_summary
@@ -41,8 +44,11 @@ __all__ = [
     "data_window",
     "deploy_model",
     "evaluate_model",
+    "extract_window",
     "fixed_hyperparameters",
     "hp_tune",
+    "no_image",
+    "plan_training",
     "prepare_dataset",
     "register_model",
     "run_summary",

@@ -36,6 +36,7 @@ def register_model(
     pipeline_run: str = "",
     project: str = ...,
     location: str = ...,
+    training_labels: dict = {},  # noqa: B006
 ) -> NamedTuple("Outputs", [("version_id", str), ("aliases", list)]):
     """Uploads the model as a new version of ``display_name`` and sets its aliases.
 
@@ -79,6 +80,8 @@ def register_model(
         pipeline_run: Pipeline run that produced the version (lineage and idempotency).
         project: Google Cloud project.
         location: Google Cloud region.
+        training_labels: More labels on the version, over ``labels`` (``plan_training``'s:
+            how the version was trained, and the week of its line's last full retrain).
 
     Returns:
         version_id: The new (or existing, on a re-run) version id.
@@ -102,7 +105,7 @@ def register_model(
             serving_extras=[str(extra) for extra in serving_extras],
             health_route=health_route,
             predict_route=predict_route,
-            labels={str(k): str(v) for k, v in labels.items()},
+            labels={str(k): str(v) for k, v in {**labels, **training_labels}.items()},
             evaluation_metrics=evaluation_metrics,
             sample_instances=list(sample_instances),
             dataset_uri=dataset_uri,

@@ -33,6 +33,7 @@ def run_summary(
     notification_emails: list = [],  # noqa: B006 - KFP reads defaults from the signature
     project: str = ...,
     location: str = ...,
+    expected_warm_training_hours: float = ...,
 ) -> None:
     """Gathers the run's window, data gate, decision, metrics, goodput and cost into
     ``summary`` and ``report``, and records the week.
@@ -60,6 +61,8 @@ def run_summary(
         notification_emails: Who Vertex e-mails when the run ends (the summary says so).
         project: Google Cloud project.
         location: Google Cloud region.
+        expected_warm_training_hours: Training time assumed for a warm start from the
+            champion (the summary says which kind ran, ``plan_training``).
     """
     import json
 
@@ -83,6 +86,7 @@ def run_summary(
         project=project,
         location=location,
         notification_emails=list(notification_emails),
+        expected_warm_training_hours=expected_warm_training_hours,
     )
     if model_display_name:
         record, facts["recorded"] = record_week(

@@ -46,6 +46,7 @@ def train_custom_job(
     spot_fallback_deadline_seconds: int = 0,
     project: str = ...,
     location: str = ...,
+    warm_start_args: list = [],  # noqa: B006
 ) -> NamedTuple("Outputs", [("state", str), ("goodput", float), ("restarts", int)]):
     """Builds the CustomJob with the validated core, runs it, and outputs its model directory.
 
@@ -99,6 +100,9 @@ def train_custom_job(
             on-demand job must end (its timeout is cut to fit); 0: only ``timeout_seconds``.
         project: Google Cloud project.
         location: Google Cloud region.
+        warm_start_args: Flags placed after ``args`` that start the job from an earlier
+            model (``plan_training``'s output: the trainer's declared flag and the
+            champion's model folder); empty for a full retrain.
 
     Returns:
         state: The job's final state (``JOB_STATE_SUCCEEDED``...).
@@ -113,7 +117,8 @@ def train_custom_job(
     from vertex_retrain.steps.job_request import keyed_output, training_request
     from vertex_retrain.steps.train import train
 
-    request = training_request(inputs)
+    # The warm start's flags follow the team's own.
+    request = training_request({**inputs, "args": [*args, *warm_start_args]})
     directory, key = keyed_output("train", base_output_directory, request)
     result = train(
         replace(request, base_output_directory=directory),

@@ -19,14 +19,17 @@ COMPONENTS: dict[str, str] = {
     "data_window": "vertex_retrain.components.data_window:data_window",
     "source_digest": "vertex_retrain.components.source_digest:source_digest",
     "build_container": "vertex_retrain.components.build_container:build_container",
+    "extract_window": "vertex_retrain.components.extract_window:extract_window",
     "check_data": "vertex_retrain.components.check_data:check_data",
     "stop_run": "vertex_retrain.components.stop_run:stop_run",
     "prepare_dataset": "vertex_retrain.components.prepare_dataset:prepare_dataset",
     "train_custom_job": "vertex_retrain.components.train_custom_job:train_custom_job",
     "hp_tune": "vertex_retrain.components.hp_tune:hp_tune",
+    "plan_training": "vertex_retrain.components.plan_training:plan_training",
     "fixed_hyperparameters": (
         "vertex_retrain.components.fixed_hyperparameters:fixed_hyperparameters"
     ),
+    "no_image": "vertex_retrain.components.no_image:no_image",
     "evaluate_model": "vertex_retrain.components.evaluate_model:evaluate_model",
     "register_model": "vertex_retrain.components.register_model:register_model",
     "deploy_model": "vertex_retrain.components.deploy_model:deploy_model",

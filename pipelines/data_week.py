@@ -1,4 +1,4 @@
-"""The start both pipelines share: the run's week, and the data gate on that week.
+"""The start both pipelines share: the run's week, its window of the data, and the data gate.
 
 Called while a pipeline body is being built, so its tasks join the calling pipeline (inside
 whatever ``dsl.ExitHandler`` is open), exactly as if written there.
@@ -10,6 +10,7 @@ from kfp import dsl
 
 from vertex_retrain.components.check_data import check_data
 from vertex_retrain.components.data_window import data_window
+from vertex_retrain.components.extract_window import extract_window
 
 
 def week_and_data_gate(
@@ -21,11 +22,15 @@ def week_and_data_gate(
     time_zone: Any,
     thresholds: Any,
     accept: Any,
-) -> tuple[Any, Any]:
-    """Adds the ``data-window`` and ``data-gate`` tasks; returns the week and the gate task.
+    project: Any = "",
+    location: Any = "",
+) -> tuple[Any, Any, Any]:
+    """Adds the ``data-window``, ``extract-window`` and ``data-gate`` tasks.
 
     The window is never cached: it reads the run's schedule (else creation) time, and its
-    ``as_of`` output is the cache key of every task that follows.
+    ``as_of`` output is the cache key of every task that follows. Nor is the extraction: it
+    reads the declared source (a warehouse's window, written to a folder named by its content;
+    a Parquet folder's URI passed on), and its ``data_uri`` output keys the data steps.
 
     Args:
         backend: The pipeline's ``backend`` parameter.
@@ -35,10 +40,13 @@ def week_and_data_gate(
         time_zone: The data's time zone, which says when a week starts.
         thresholds: Gate thresholds overridden by name.
         accept: Gate checks a person accepts for this run.
+        project: The pipeline's project (a BigQuery source is queried there).
+        location: The pipeline's region (a BigQuery source is queried there).
 
     Returns:
-        The week (``data_window``'s ``as_of`` output) and the ``check_data`` task, whose
-        ``passed`` output decides whether training runs.
+        The week (``data_window``'s ``as_of`` output), the ``check_data`` task, whose
+        ``passed`` output decides whether training runs, and the Parquet folder the data steps
+        read (``extract_window``'s ``data_uri`` output).
     """
     window = data_window(
         as_of=as_of,
@@ -48,12 +56,23 @@ def week_and_data_gate(
     ).set_display_name("data-window")
     window.set_caching_options(False)
     week = window.outputs["as_of"]
-    gate = check_data(
+    extracted = extract_window(
         backend=backend,
         data_uri=data_uri,
+        dataset_declaration=dataset_declaration,
+        as_of=week,
+        output_root=dsl.PIPELINE_ROOT_PLACEHOLDER,
+        project=project,
+        location=location,
+    ).set_display_name("extract-window")
+    extracted.set_caching_options(False)
+    folder = extracted.outputs["data_uri"]
+    gate = check_data(
+        backend=backend,
+        data_uri=folder,
         dataset_declaration=dataset_declaration,
         as_of=week,
         thresholds=thresholds,
         accept=accept,
     ).set_display_name("data-gate")
-    return week, gate
+    return week, gate, folder

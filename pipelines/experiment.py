@@ -3,7 +3,8 @@
 Nothing is deployed and the champion never moves, so experiments (on Spot, by default) can
 run next to production without touching what serves. Like the weekly template, a run has a
 data window (``as_of``) and a data gate before training. The team's package (``package_uri``,
-a built wheel), modules, data and metrics are parameters with no default.
+a built wheel), modules, data and metrics are parameters with no default; the jobs run the
+image built from the source's Dockerfile (:mod:`.training_image`).
 """
 
 from kfp import dsl
@@ -13,10 +14,11 @@ from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING
+from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING
 
 from .data_week import week_and_data_gate
 from .retries import retry_google_calls
+from .training_image import training_image
 
 PIPELINE_NAME = "train-only"
 
@@ -57,14 +59,23 @@ def train_only(
     timeout_seconds: int = TRAINING.timeout_seconds,
     service_account: str = PIPELINE_SERVICE_ACCOUNT,
     local_preemption_after_seconds: float = 0.0,
+    training_code: str = CONTAINER,
+    source_uri: str = "",
+    image_destination: str = "",
+    dockerfile: str = "Dockerfile",
 ) -> None:
     """Trains one candidate and registers it as a challenger; traffic is never touched.
 
     ``as_of`` (``YYYY-MM-DD``) replays a past week; empty, the run's schedule time (else its
     creation time) in ``data_time_zone`` gives the week. See ``weekly_retraining`` for the
     other inputs.
+
+    The jobs run a custom container by default (``training_code="container"``): ``dockerfile``
+    in ``source_uri`` built into ``image_destination`` and run by digest.
+    ``training_code="python_package"`` runs ``package_uri`` on the prebuilt
+    ``executor_image_uri`` instead. ``package_uri`` is what a local deployment serves from.
     """
-    week, gate = week_and_data_gate(
+    week, gate, window_data = week_and_data_gate(
         backend=backend,
         data_uri=data_uri,
         dataset_declaration=dataset_declaration,
@@ -72,11 +83,23 @@ def train_only(
         time_zone=data_time_zone,
         thresholds=data_gate_thresholds,
         accept=data_gate_accept,
+        project=project,
+        location=location,
+    )
+    image = training_image(
+        backend=backend,
+        training_code=training_code,
+        source_uri=source_uri,
+        image_destination=image_destination,
+        dockerfile=dockerfile,
+        staging_uri=output_root,
+        project=project,
+        location=location,
     )
     with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
         data = prepare_dataset(
             backend=backend,
-            data_uri=data_uri,
+            data_uri=window_data,
             dataset_declaration=dataset_declaration,
             selection_periods=selection_periods,
             gate_periods=gate_periods,
@@ -88,6 +111,7 @@ def train_only(
             base_output_directory=output_root,
             python_module=training_module,
             package_uri=package_uri,
+            image_uri=image,
             executor_image_uri=executor_image_uri,
             # Training reads the dataset without its gate period.
             dataset=data.outputs["training_dataset"],
@@ -112,6 +136,7 @@ def train_only(
             evaluation_declaration=evaluation_declaration,
             python_module=evaluation_module,
             package_uri=package_uri,
+            image_uri=image,
             executor_image_uri=executor_image_uri,
             service_account=service_account,
             project=project,

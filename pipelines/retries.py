@@ -25,10 +25,12 @@ RETRIED_COMPONENTS = frozenset(
     {
         "build-container",  # Cloud Build, Artifact Registry
         "source-digest",  # reads the source from Cloud Storage
+        "extract-window",  # BigQuery; writes a folder named by its content (safe to redo)
         "check-data",  # reads the data (Cloud Storage, BigQuery)
         "prepare-dataset",  # reads and writes the data
         "train-custom-job",  # a CustomJob
         "hp-tune",  # a HyperparameterTuningJob
+        "plan-training",  # the registry's champion, the source in Cloud Storage
         "evaluate-model",  # the registry's champion and a CustomJob
         "register-model",  # the Model Registry
         "deploy-model",  # endpoints
@@ -36,8 +38,8 @@ RETRIED_COMPONENTS = frozenset(
     }
 )
 """Components (their KFP names) that call a Google API or run a job. Not here: data_window
-(the clock), fixed_hyperparameters (its input), stop_run (fails on purpose), and Vertex's own
-e-mail step."""
+(the clock), fixed_hyperparameters (its input), no_image (a constant), stop_run (fails on
+purpose), and Vertex's own e-mail step."""
 
 
 @dataclass(frozen=True)

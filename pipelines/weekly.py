@@ -1,16 +1,19 @@
 """weekly_retraining: the scheduled retraining flow, from source to a served champion.
 
 data window (the run's week) -> data gate -> prepare dataset (rows before as_of, split into
-train, selection and gate periods) -> (optional) tune -> train (Spot, checkpointed) ->
-evaluate against the champion on the gate period -> if better: register as champion and
-deploy; else: register as a challenger with traffic untouched. Tuning and training get the
-dataset with the gate period withheld, so nothing they choose sees the data the candidate is
-judged on. The training code
-is hashed (source digest) and built in parallel. A gate breach stops the run before training,
-with the gate's report as the error. An exit handler writes a run summary either way, and
-records the week (local registry database, or a Vertex AI Experiments run). The whole run sits
-under the failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training
-job or tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
+train, selection and gate periods) -> (optional) tune -> plan the training (a warm start from
+the champion, or a full retrain: :mod:`vertex_retrain.rules.warm_start`) -> train (Spot,
+checkpointed) -> evaluate against the champion on the gate period -> if better: register as
+champion and deploy; else: register as a challenger with traffic untouched and, when the
+refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and
+training get the dataset with the gate period withheld, so nothing they choose sees the data
+the candidate is judged on. The training code is hashed (source digest) and built in parallel:
+a container image from its Dockerfile, which the jobs run (:mod:`.training_image`), and the
+package a local deployment serves from. A gate breach stops the run before training, with the
+gate's report as the error. An exit handler writes a run summary either way, and records the
+week (local registry database, or a Vertex AI Experiments run). The whole run sits under the
+failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training job or
+tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
 
 It is a template: the team's own trainer (``source_uri``, ``training_module``,
 ``evaluation_module``), data (``data_uri`` with its ``dataset_declaration``) and metrics
@@ -27,6 +30,9 @@ evaluation reuses its finished training. Jobs find themselves again by a key mad
 inputs (:mod:`vertex_retrain.rules.idempotency`), not by the run's name.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from kfp import dsl
 
 from vertex_retrain.components.build_container import build_container
@@ -34,17 +40,20 @@ from vertex_retrain.components.deploy_model import deploy_model
 from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
 from vertex_retrain.components.hp_tune import hp_tune
+from vertex_retrain.components.plan_training import plan_training
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
-from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
+from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_LABELS, WARM
+from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .data_week import week_and_data_gate
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
+from .training_image import training_image
 
 PIPELINE_NAME = "weekly-retraining"
 
@@ -52,6 +61,40 @@ DESCRIPTION = (
     "Weekly retraining of a custom model: data gate, train, evaluate against the champion, "
     "register, deploy."
 )
+
+
+def _register_and_deploy(
+    trained: Any,
+    evaluation: Any,
+    training_labels: Any,
+    registration: dict[str, Any],
+    deployment: dict[str, Any],
+    on_refusal: Callable[[], None] | None = None,
+) -> None:
+    """Registers the evaluated candidate: as the deployed champion when the gate accepts it,
+    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks."""
+    candidate = dict(
+        model=trained.outputs["model"],
+        evaluation=evaluation.outputs["metrics"],
+        training_labels=training_labels,
+        **registration,
+    )
+    with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
+        champion = register_model(make_champion=True, **candidate).set_display_name(
+            "register-champion"
+        )
+        # It moves the registry's aliases and records this run (lineage): it runs every
+        # time, found again by its key (model and artifact) when it registered before.
+        champion.set_caching_options(False)
+        deploy_model(vertex_model=champion.outputs["vertex_model"], **deployment).set_display_name(
+            "deploy"
+        )
+    with dsl.Else(name="not-better"):
+        register_model(make_champion=False, **candidate).set_display_name(
+            "register-challenger"
+        ).set_caching_options(False)
+        if on_refusal is not None:
+            on_refusal()
 
 
 @dsl.pipeline(name=f"{PIPELINE_NAME}-week", description=DESCRIPTION)
@@ -105,6 +148,12 @@ def weekly_week(
     spot_fallback: bool = True,
     spot_fallback_deadline_seconds: int = 28800,
     notification_emails: list = [],  # noqa: B006
+    training_code: str = CONTAINER,
+    image_destination: str = "",
+    dockerfile: str = "Dockerfile",
+    warm_start: bool = True,
+    full_retrain_every_weeks: int = 4,
+    expected_warm_training_hours: float = TRAINING.expected_warm_training_hours,
 ) -> None:
     """The weekly retraining flow of any team's model; see docs/components.md for each input.
 
@@ -119,12 +168,25 @@ def weekly_week(
     training and tuning choose on. ``force_decision`` (``better``/``worse``) overrides the
     evaluation gate and needs ``force_reason``, which the summary and the history keep.
 
+    ``warm_start`` continues the champion when the trainer declares a warm-start flag
+    (``[tool.vertex-retrain] warm-start-flag`` in its ``pyproject.toml``), except every
+    ``full_retrain_every_weeks`` weeks (0: never by age), on tuning weeks and replays; a
+    refused warm-started candidate gets a full retrain in the same run. The summary prices a
+    warm start at ``expected_warm_training_hours``.
+
     ``spot_fallback`` reruns a Spot training job that lost its capacity (preempted past
     Vertex's six restarts, or STOCKOUT) on demand, resuming from its checkpoints, within
     ``spot_fallback_deadline_seconds`` of the start of training; a Spot tuning study that
     lost its capacity keeps its succeeded trials and runs the rest on demand, within the
     same deadline counted from the start of tuning. ``notification_emails``
     (at most three) get Vertex's e-mail when the run ends (``with_failure_notice``).
+
+    The jobs run a custom container by default (``training_code="container"``): the source's
+    ``dockerfile`` built into ``image_destination`` (an Artifact Registry image, no tag) and
+    run by digest, ``python -m training_module`` (or ``evaluation_module``) in it.
+    ``training_code="python_package"`` runs the package built from the source on the prebuilt
+    ``executor_image_uri`` instead. The package is built either way: a local deployment
+    serves from it.
     """
     summary = run_summary(
         backend=backend,
@@ -136,6 +198,7 @@ def weekly_week(
         worker_count=worker_count,
         scheduling_strategy=scheduling_strategy,
         expected_training_hours=expected_training_hours,
+        expected_warm_training_hours=expected_warm_training_hours,
         model_display_name=model_display_name,
         notification_emails=notification_emails,
         project=project,
@@ -144,7 +207,7 @@ def weekly_week(
     # It reports this run's outcome: an earlier run's summary is never the answer.
     summary.set_caching_options(False)
     with dsl.ExitHandler(summary, name="weekly-retraining-run"):
-        week, gate = week_and_data_gate(
+        week, gate, window_data = week_and_data_gate(
             backend=backend,
             data_uri=data_uri,
             dataset_declaration=dataset_declaration,
@@ -152,6 +215,8 @@ def weekly_week(
             time_zone=data_time_zone,
             thresholds=data_gate_thresholds,
             accept=data_gate_accept,
+            project=project,
+            location=location,
         )
         # Never cached: the code's digest, read afresh; the build below is keyed on it.
         code = source_digest(
@@ -167,10 +232,20 @@ def weekly_week(
             project=project,
             location=location,
         ).set_display_name("build")
+        image = training_image(
+            backend=backend,
+            training_code=training_code,
+            source_uri=source_uri,
+            image_destination=image_destination,
+            dockerfile=dockerfile,
+            staging_uri=output_root,
+            project=project,
+            location=location,
+        )
         with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
             data = prepare_dataset(
                 backend=backend,
-                data_uri=data_uri,
+                data_uri=window_data,
                 dataset_declaration=dataset_declaration,
                 selection_periods=selection_periods,
                 gate_periods=gate_periods,
@@ -183,6 +258,7 @@ def weekly_week(
                 base_output_directory=output_root,
                 python_module=training_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 dataset=data.outputs["training_dataset"],
                 args=training_args,
                 executor_image_uri=executor_image_uri,
@@ -212,70 +288,101 @@ def weekly_week(
             with dsl.Else(name="no-tune"):
                 untuned = fixed_hyperparameters(values=hyperparameters)
                 untuned.set_caching_options(False)
+            # Never cached: it reads the registry's champion and the trainer's declaration.
+            plan = plan_training(
+                backend=backend,
+                source_uri=source_uri,
+                model_display_name=model_display_name,
+                as_of=week,
+                warm_start=warm_start,
+                full_retrain_every_weeks=full_retrain_every_weeks,
+                tune=tune,
+                project=project,
+                location=location,
+            ).set_display_name("plan-training")
+            plan.set_caching_options(False)
             trained = train_custom_job(
                 hyperparameters=dsl.OneOf(tuned.output, untuned.output),
                 worker_count=worker_count,
                 local_preemption_after_seconds=local_preemption_after_seconds,
+                warm_start_args=plan.outputs["warm_start_args"],
                 **common,
             ).set_display_name("train")
-            candidate = trained.outputs["model"]
             # The package's own scoring code (python -m evaluation_module) runs as a CPU job.
-            evaluation = evaluate_model(
+            judged = dict(
                 backend=backend,
-                candidate=candidate,
                 dataset=data.outputs["dataset"],
                 model_display_name=model_display_name,
                 base_output_directory=output_root,
                 evaluation_declaration=evaluation_declaration,
                 python_module=evaluation_module,
                 package_uri=package.outputs["reference"],
+                image_uri=image,
                 executor_image_uri=executor_image_uri,
                 force_decision=force_decision,
                 force_reason=force_reason,
                 service_account=service_account,
                 project=project,
                 location=location,
-            ).set_display_name("evaluate")
+            )
+            evaluation = evaluate_model(candidate=trained.outputs["model"], **judged)
+            evaluation.set_display_name("evaluate")
             # The decision reads the registry's champion, which is not among its inputs: a
             # cached decision could be about a champion that has changed since.
             evaluation.set_caching_options(False)
             registration = dict(
                 backend=backend,
-                model=candidate,
                 display_name=model_display_name,
                 serving_image_uri=serving_image_uri,
                 serving_command=serving_command,
                 serving_package_uri=package.outputs["reference"],
                 serving_extras=serving_extras,
                 sample_instances=sample_instances,
-                evaluation=evaluation.outputs["metrics"],
                 # The version carries its data window (data_as_of, data_from) as labels.
                 labels=data.outputs["window_labels"],
                 pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
                 project=project,
                 location=location,
             )
-            with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
-                champion = register_model(make_champion=True, **registration).set_display_name(
-                    "register-champion"
-                )
-                # It moves the registry's aliases and records this run (lineage): it runs every
-                # time, found again by its key (model and artifact) when it registered before.
-                champion.set_caching_options(False)
-                deploy_model(
-                    backend=backend,
-                    vertex_model=champion.outputs["vertex_model"],
-                    endpoint_display_name=endpoint_display_name,
-                    traffic_percentage=traffic_percentage,
-                    keep_last_n=keep_last_n,
-                    service_account=service_account,
-                    project=project,
-                    location=location,
-                ).set_display_name("deploy")
-            with dsl.Else(name="not-better"):
-                register_model(make_champion=False, **registration).set_display_name(
-                    "register-challenger"
-                ).set_caching_options(False)
+            deployment = dict(
+                backend=backend,
+                endpoint_display_name=endpoint_display_name,
+                traffic_percentage=traffic_percentage,
+                keep_last_n=keep_last_n,
+                service_account=service_account,
+                project=project,
+                location=location,
+            )
+
+            def retrain_fully() -> None:
+                # A refused warm start gets a full retrain in the same run (tuning weeks are
+                # planned full, so the untuned hyperparameters are the week's).
+                with dsl.If(plan.outputs["kind"] == WARM, name=FULL_RETRAIN_GROUP):
+                    retrained = train_custom_job(
+                        worker_count=worker_count,
+                        local_preemption_after_seconds=local_preemption_after_seconds,
+                        labels=REFUSAL_RETRAIN_LABELS,
+                        **{**common, "hyperparameters": hyperparameters},
+                    ).set_display_name("train-full")
+                    reevaluation = evaluate_model(candidate=retrained.outputs["model"], **judged)
+                    reevaluation.set_display_name("evaluate-full")
+                    reevaluation.set_caching_options(False)
+                    _register_and_deploy(
+                        retrained,
+                        reevaluation,
+                        plan.outputs["full_labels"],
+                        registration,
+                        deployment,
+                    )
+
+            _register_and_deploy(
+                trained,
+                evaluation,
+                plan.outputs["labels"],
+                registration,
+                deployment,
+                on_refusal=retrain_fully,
+            )
         with dsl.Else(name="data-breach"):
             stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
     retry_google_calls()  # every task that calls Google or runs a job: .retries

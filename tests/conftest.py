@@ -63,3 +63,28 @@ def no_leftover_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         kill(left)
         listing = "\n".join(f"  pid {pid}: {command}" for pid, command in sorted(left.items()))
         pytest.fail(f"processes still running after the module's tests ended:\n{listing}")
+
+
+@pytest.fixture
+def catalog_still_serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A container catalog in which the prebuilt training images are still served.
+
+    Every training image of the shipped catalog is past its end of availability (an error
+    everywhere). Tests of what the Python-package path does with an image that is available
+    (package checks, the job's environment, the Vertex request) use this copy, whose training
+    images end in 2099; their end of availability itself is tested on the shipped catalog.
+    """
+    import re
+
+    from vertex_retrain.specs import containers
+
+    text = containers.DEFAULT_CONTAINERS_PATH.read_text(encoding="utf-8")
+    head, _, rest = text.partition("\ntraining:\n")
+    training, _, tail = rest.partition("\nprediction:\n")
+    training = re.sub(
+        r'end_of_availability: "\d{4}-\d{2}-\d{2}"', 'end_of_availability: "2099-12-31"', training
+    )
+    copy = tmp_path / "containers.yaml"
+    copy.write_text(f"{head}\ntraining:\n{training}\nprediction:\n{tail}", encoding="utf-8")
+    monkeypatch.setattr(containers, "DEFAULT_CONTAINERS_PATH", copy)
+    return copy

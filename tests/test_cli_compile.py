@@ -48,7 +48,7 @@ def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_pa
         assert name in result.stdout
     for name in catalog.COMPONENTS:
         assert (tmp_path / "out" / "components" / f"{name}.yaml").is_file()
-    assert "build-container -> check-data -> prepare-dataset" in result.stdout
+    assert "build-container -> extract-window -> check-data -> prepare-dataset" in result.stdout
     assert "on-demand" in result.stdout and "Spot" in result.stdout
     assert "placeholder" not in result.stdout
 

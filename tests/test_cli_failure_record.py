@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import io
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
-from vertex_retrain.cli.failure_record import record_cause
+from vertex_retrain.cli.failure_record import record_cause, record_interruption
+from vertex_retrain.cli.local_run import run_pipeline_locally
 from vertex_retrain.run_record import RunRecord
 
 GENERIC = "Task exit-handler-1 failed."
@@ -36,3 +42,43 @@ def test_record_cause_leaves_a_record_that_already_says_why(root: Path) -> None:
 def test_record_cause_without_a_registry_makes_none(root: Path) -> None:
     assert not record_cause(root, "r1", "ValueError: boom")
     assert not (root / "registry.db").exists()
+
+
+def test_record_interruption_records_the_week_as_cancelled_at_its_step(root: Path) -> None:
+    assert record_interruption(root, "r1", "m", "2026-11-16", "train-custom-job")
+    (week,) = RunHistory().weeks("m")
+    assert (week.run, week.state, week.as_of) == ("r1", "CANCELLED", "2026-11-16")
+    assert week.error == "interrupted at step train-custom-job; nothing after it ran"
+    assert record_interruption(root, "r2", "m", "", None)
+    assert RunHistory().weeks("m")[0].error == "interrupted between steps; nothing after it ran"
+
+
+def test_record_interruption_keeps_a_record_the_exit_handler_wrote(root: Path) -> None:
+    RunHistory().record(_failed("r1", "ValueError: boom"))
+    assert not record_interruption(root, "r1", "m", "2026-11-16", "run-summary")
+    assert _errors() == {"r1": "ValueError: boom"}
+
+
+def test_run_pipeline_locally_records_an_interrupted_run_and_stops(root: Path) -> None:
+    def interrupted(**arguments: Any) -> None:
+        (root / "pipeline-root" / "weekly-run-1").mkdir(parents=True)
+        print("Executing task 'train-custom-job'")  # what kfp.local logs as a task starts
+        raise KeyboardInterrupt
+
+    arguments = {"as_of": "2026-11-16", "model_display_name": "m"}
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline_locally(interrupted, arguments, console=io.StringIO())
+    (week,) = RunHistory().weeks("m")
+    assert (week.run, week.state, week.as_of) == ("weekly-run-1", "CANCELLED", "2026-11-16")
+    assert "train-custom-job" in week.error
+
+
+def test_record_interruption_is_the_latest_run_of_its_week(root: Path) -> None:
+    from vertex_retrain.cli.history_command import latest_of_each_week
+
+    done = RunRecord(run="r1", model="m", backend="local", state="SUCCEEDED", as_of="2026-11-16")
+    RunHistory().record(replace(done, recorded_at="2026-11-16T10:00:00+00:00"))
+    assert record_interruption(root, "r2", "m", "2026-11-16", "evaluate-model")
+    (latest,) = latest_of_each_week(RunHistory().weeks("m"))
+    assert (latest.run, latest.state) == ("r2", "CANCELLED")
+    assert latest.recorded_at > "2026-11-16T10:00:00+00:00"

@@ -25,20 +25,45 @@ class FakeTerminal(io.StringIO):
         return True
 
 
-def test_render_table_cuts_wide_cells_unless_wide() -> None:
-    columns = (Column("name", "NAME"), Column("metrics", "METRICS", 20))
-    records = [{"name": "recs", "metrics": {f"metric_{i}": i / 3 for i in range(40)}}]
-    cut, whole = io.StringIO(), io.StringIO()
-    render_table(cut, columns, records)
-    render_table(whole, columns, records, wide=True)
-    assert max(len(line) for line in cut.getvalue().splitlines()) <= 80
+WIDE_RECORDS = [{"name": "recs", "metrics": {f"metric_{i}": i / 3 for i in range(40)}}]
+WIDE_COLUMNS = (Column("name", "NAME"), Column("metrics", "METRICS", 20))
+
+
+def test_render_table_cuts_wide_cells_on_a_terminal_unless_wide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    cut, whole = FakeTerminal(), FakeTerminal()
+    render_table(cut, WIDE_COLUMNS, WIDE_RECORDS)
+    render_table(whole, WIDE_COLUMNS, WIDE_RECORDS, wide=True)
+    assert max(len(ANSI.sub("", line)) for line in cut.getvalue().splitlines()) <= 80
     assert "…" in cut.getvalue() and "metric_39=13" in whole.getvalue()
     assert "metric_39" not in cut.getvalue()
-    assert not ANSI.search(cut.getvalue() + whole.getvalue())
     assert "{" not in whole.getvalue()  # cells never show a dict repr
     hint = "(cells cut with … to fit the width; --wide shows them whole)"
     assert cut.getvalue().splitlines()[-1] == hint
     assert hint not in whole.getvalue()
+
+
+def test_render_table_keeps_cells_whole_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    piped = io.StringIO()
+    render_table(piped, WIDE_COLUMNS, WIDE_RECORDS)
+    assert "metric_39=13" in piped.getvalue() and "…" not in piped.getvalue()
+    assert "cells cut" not in piped.getvalue()
+    assert not ANSI.search(piped.getvalue())
+
+
+def test_render_table_cuts_only_digest_cells_off_a_terminal() -> None:
+    columns = (Column("uri", "URI", 10), Column("metrics", "METRICS", 20, digest=True))
+    uri = "gs://bucket/a/long/path/to/the/model/"
+    piped = io.StringIO()
+    render_table(piped, columns, [{"uri": uri, **WIDE_RECORDS[0]}])
+    row = piped.getvalue().splitlines()[1]
+    assert row.startswith(uri + " ")  # the URI whole, though longer than its max_width
+    assert "…" in row and "metric_39" not in row  # the digest cut at its max_width
+    assert len(row) <= len(uri) + 2 + 20
+    assert piped.getvalue().splitlines()[-1].startswith("(cells cut with …")
 
 
 def test_render_table_gives_no_hint_when_every_cell_fits() -> None:

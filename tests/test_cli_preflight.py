@@ -95,8 +95,11 @@ def test_preflight_refuses_a_python_38_executor_image_for_a_package_needing_310(
         train_only,
         package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
         executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-tpu.2-0:latest",
+        training_code="python_package",
     )
-    (refusal,) = [p for p in problems if p.severity == "error"]
+    # The image is also past its end of availability (2025-05-15): an error of its own.
+    assert "executor-image-retired" in _codes(problems, "error")
+    (refusal,) = [p for p in problems if p.code == "package-python"]
     assert refusal.code == "package-python"
     assert "mytrainer" in refusal.message and "Python 3.8" in refusal.message
     assert refusal.field.startswith("task ")  # checked once, for the first task that runs it
@@ -112,6 +115,7 @@ def test_preflight_refuses_a_prebuilt_image_outside_the_catalog_by_its_tags_pyth
         train_only,
         package_uri="gs://b/mytrainer-1.0-py3-none-any.whl",
         executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13.py38:latest",
+        training_code="python_package",
     )
     (refusal,) = [p for p in problems if p.severity == "error"]
     assert refusal.code == "package-python" and "Python 3.8 read from its tag" in refusal.message
@@ -120,8 +124,10 @@ def test_preflight_refuses_a_prebuilt_image_outside_the_catalog_by_its_tags_pyth
 def test_preflight_refuses_an_executor_image_that_is_not_prebuilt(
     train_only: dict[str, Any],
 ) -> None:
-    problems = _problems(train_only, executor_image_uri=IMAGE)
+    problems = _problems(train_only, executor_image_uri=IMAGE, training_code="python_package")
     assert "executor-image" in _codes(problems, "error")
+    # The container path (the default) runs no executor image: nothing is said of it.
+    assert "executor-image" not in _codes(_problems(train_only, executor_image_uri=IMAGE), "error")
 
 
 def test_preflight_warns_on_a_machine_not_offered_in_the_region(
@@ -340,9 +346,10 @@ def test_preflight_with_project_runs_the_online_checks_through_the_factory(
     assert asked == ["drink-shops"]
     out = capsys.readouterr().out
     assert "preflight drink-shops-experiment: 1 error(s)" in out
+    # One line for the image, naming the first executor that runs it.
     assert (
-        f'error: deploymentSpec.executors.exec-check-data.container.image = "{IMAGE}": The '
-        "registry has no such image" in out
+        f'error: deploymentSpec.executors.exec-build-container.container.image = "{IMAGE}": '
+        "The registry has no such image" in out
     )
 
 

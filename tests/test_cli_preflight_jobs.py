@@ -16,7 +16,7 @@ import pytest
 
 from vertex_retrain.cli.cache_keys import cache_key_problems
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments, write_spec
-from vertex_retrain.cli.job_tasks import job_tasks
+from vertex_retrain.cli.job_tasks import STAND_IN_IMAGE, job_tasks
 from vertex_retrain.cli.main import main
 from vertex_retrain.cli.spec_tasks import evaluate_condition, leaf_tasks
 
@@ -80,8 +80,8 @@ def test_preflight_says_which_inputs_it_could_not_check() -> None:
     code, result = _preflight(f"{USER_JOBS}:nested_jobs")
     assert code == 0
     (unchecked,) = [p for p in result["problems"] if p["code"] == "inputs-unchecked"]
-    assert unchecked["field"] == "task train: inputs" and unchecked["value"] == ["package_uri"]
-    assert "an output of task 'package-location'" in unchecked["message"]
+    assert unchecked["field"] == "task train: inputs" and unchecked["value"] == ["image_uri"]
+    assert "an output of task 'image-location'" in unchecked["message"]
 
 
 def test_job_tasks_leave_out_problems_of_fields_an_unknown_input_sets() -> None:
@@ -89,12 +89,13 @@ def test_job_tasks_leave_out_problems_of_fields_an_unknown_input_sets() -> None:
 
     spec = compile_to_dict(nested_jobs)
     (train,) = [job for job in job_tasks(spec, default_arguments(spec)) if job.name == "train"]
-    # Its package is another task's output: the stand-in package builds the job, nothing about
-    # packageUris is reported, and the machine is still checked.
-    assert train.problems == () and train.package_uris == ()
+    # Its image is another task's output: a stand-in container builds the job, nothing about
+    # the image is reported (no executor image is checked), and the machine is still checked.
+    assert train.problems == () and train.executor_image_uri == ""
     assert train.payload is not None
     pool = train.payload["jobSpec"]["workerPoolSpecs"][0]
     assert pool["machineSpec"] == {"machineType": "n1-standard-4"}
+    assert pool["containerSpec"]["imageUri"] == STAND_IN_IMAGE
 
 
 def test_preflight_accepts_the_readme_evaluate_only_example(
@@ -174,7 +175,7 @@ def test_leaf_tasks_pass_parameters_into_groups_and_fill_channels_in_constants()
     tasks = {task.path.rsplit("/", 1)[-1]: task for task in leaf_tasks(spec, arguments)}
     assert tasks["tune"].runs is True and tasks["tune"].parameters["accelerator_count"] == 2
     assert tasks["tune"].parameters["parameter_specs"][0]["parameterId"] == "lr"
-    assert tasks["train"].unknown == {"package_uri": "an output of task 'package-location'"}
+    assert tasks["train"].unknown == {"image_uri": "an output of task 'image-location'"}
     missing = {t.path.rsplit("/", 1)[-1]: t for t in leaf_tasks(spec, {})}
     assert missing["tune"].runs is None  # the condition's input has no value
     assert "pipeline parameter 'trial_accelerators' has no value" in str(missing["tune"].unknown)

@@ -69,7 +69,13 @@ TRANSACTIONS = "gs://shop/transactions"
 PACKAGES = "gs://shop/packages"
 PLACE = {"project": LOCAL_PROJECT, "location": LOCAL_LOCATION}
 LOCAL = {"backend": "local", **PLACE}
-PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+TRAINER_IMAGE = "europe-west4-docker.pkg.dev/shop/training/trainer"
+"""Where the reference trainer's Dockerfile is built: the jobs run it, as the templates do."""
+TINY_IMAGE = "europe-west4-docker.pkg.dev/shop/training/tiny"
+TINY_DOCKERFILE = (
+    "FROM python:3.12-slim-trixie\nWORKDIR /app\nCOPY tiny_trainer/ /app/tiny_trainer/\n"
+    'ENTRYPOINT ["python", "-m", "tiny_trainer.task"]\n'
+)
 CPU_JOB = {
     "machine_type": "n1-standard-4",
     "accelerator_type": "",
@@ -133,6 +139,7 @@ class Trained:
     """Outputs of the direct build, prepare and train calls (the reference trainer)."""
 
     package: Any
+    image: str
     data: Any
     training: Any
 
@@ -140,12 +147,13 @@ class Trained:
 @pytest.fixture(scope="module")
 def trained(world: LocalWorld) -> Trained:
     _init_kfp_local(world)
+    source = str(ROOT / "examples" / "drink_shops" / "trainer")
     package = build_container(
-        source_uri=str(ROOT / "examples" / "drink_shops" / "trainer"),
-        destination=PACKAGES,
-        kind="python_package",
-        **LOCAL,
+        source_uri=source, destination=PACKAGES, kind="python_package", **LOCAL
     )
+    image = build_container(
+        source_uri=source, destination=TRAINER_IMAGE, kind="container", gpu=False, **LOCAL
+    ).outputs["reference"]
     data = prepare_dataset(
         backend="local",
         data_uri=TRANSACTIONS,
@@ -157,14 +165,13 @@ def trained(world: LocalWorld) -> Trained:
         display_name="direct-training",
         base_output_directory="gs://shop/runs/direct",
         python_module="trainer.task",
-        package_uri=package.outputs["reference"],
-        executor_image_uri=PREBUILT,
+        image_uri=image,
         # A single-component call cannot take the Dataset artifact, so its path goes in args.
         args=["--data", data.outputs["training_dataset"].path, *FAST_TRAINING],
         **CPU_JOB,
         **LOCAL,
     )
-    return Trained(package, data, training)
+    return Trained(package, image, data, training)
 
 
 def _copy_tiny_trainer(target: Path) -> Path:
@@ -172,16 +179,13 @@ def _copy_tiny_trainer(target: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny_package(world: LocalWorld, tmp_path_factory: pytest.TempPathFactory) -> str:
+def tiny_image(world: LocalWorld, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tiny trainer as an image (its context on PYTHONPATH locally: it installs nothing)."""
     _init_kfp_local(world)
-    source = _copy_tiny_trainer(tmp_path_factory.mktemp("tiny-package"))
+    context = _copy_tiny_trainer(tmp_path_factory.mktemp("tiny-image")).parent
+    (context / "Dockerfile").write_text(TINY_DOCKERFILE)
     built = build_container(
-        source_uri=str(source),
-        destination=PACKAGES,
-        kind="python_package",
-        package_name="tiny_trainer",
-        package_version="0.1.0",
-        **LOCAL,
+        source_uri=str(context), destination=TINY_IMAGE, kind="container", gpu=False, **LOCAL
     )
     return str(built.outputs["reference"])
 
@@ -312,7 +316,7 @@ def test_train_custom_job_local_trains_into_the_model_artifact(trained: Trained)
 
 
 def test_train_custom_job_local_failure_fails_the_task_with_the_replica_log(
-    world: LocalWorld, tiny_package: str, capfd: pytest.CaptureFixture[str]
+    world: LocalWorld, tiny_image: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     _init_kfp_local(world)
     with pytest.raises(RuntimeError, match="train-custom-job"):
@@ -320,8 +324,7 @@ def test_train_custom_job_local_failure_fails_the_task_with_the_replica_log(
             display_name="failing-training",
             base_output_directory="gs://shop/runs/failing",
             python_module="tiny_trainer.task",
-            package_uris=[tiny_package],
-            executor_image_uri=PREBUILT,
+            image_uri=tiny_image,
             args=["--x", "9", "--fail_above", "1"],
             **CPU_JOB,
             **LOCAL,
@@ -355,7 +358,7 @@ def test_train_custom_job_impossible_machine_fails_before_any_job_starts(
 
 
 def test_hp_tune_local_returns_the_best_successful_trial_and_a_report(
-    world: LocalWorld, tiny_package: str
+    world: LocalWorld, tiny_image: str
 ) -> None:
     _init_kfp_local(world)
     study = hp_tune(
@@ -368,8 +371,7 @@ def test_hp_tune_local_returns_the_best_successful_trial_and_a_report(
         parallel_trial_count=1,
         max_failed_trial_count=2,
         python_module="tiny_trainer.task",
-        package_uris=[tiny_package],
-        executor_image_uri=PREBUILT,
+        image_uri=tiny_image,
         # x=9 would score best, but its trial fails: a failed trial must never win.
         args=["--fail_above", "5"],
         **CPU_JOB,
@@ -408,7 +410,7 @@ class EvaluationOutputs(NamedTuple):
 
 @dsl.pipeline(name="evaluate-imported")
 def evaluate_imported(
-    model_uri: str, dataset_uri: str, model_display_name: str, package_uri: str
+    model_uri: str, dataset_uri: str, model_display_name: str, image_uri: str
 ) -> EvaluationOutputs:
     """evaluate_model on an imported candidate model and dataset."""
     model = dsl.importer(artifact_uri=model_uri, artifact_class=Model)
@@ -420,8 +422,7 @@ def evaluate_imported(
         base_output_directory="gs://shop/runs/evaluate-imported",
         evaluation_declaration=RULE,
         python_module="trainer.evaluate",
-        package_uri=package_uri,
-        executor_image_uri=PREBUILT,
+        image_uri=image_uri,
         args=["--num-threads", "1"],
         backend="local",
         project=LOCAL_PROJECT,
@@ -526,7 +527,7 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
             model_uri=model_uri,
             dataset_uri=dataset_uri,
             model_display_name=name,
-            package_uri=trained.package.outputs["reference"],
+            image_uri=trained.image,
         ).outputs
 
     def register(make_champion: bool, run: str, uri: str = model_uri) -> Any:
@@ -637,14 +638,13 @@ def evaluate_unless_broken(broken_marker: str, model: dsl.Input[Model]) -> str:
 
 
 @dsl.pipeline(name="train-then-evaluate")
-def train_then_evaluate(package_uri: str, broken_marker: str) -> None:
+def train_then_evaluate(image_uri: str, broken_marker: str) -> None:
     """The weekly shape in small: a cached training, then an evaluation that may fail."""
     training = train_custom_job(
         display_name="rerun-training",
         base_output_directory="gs://shop/runs/rerun",
         python_module="tiny_trainer.task",
-        package_uris=[package_uri],
-        executor_image_uri=PREBUILT,
+        image_uri=image_uri,
         args=["--x", "2"],
         **CPU_JOB,
         **LOCAL,
@@ -655,7 +655,7 @@ def train_then_evaluate(package_uri: str, broken_marker: str) -> None:
 
 
 def test_train_custom_job_local_rerun_after_a_failed_evaluation_reuses_the_training(
-    world: LocalWorld, tiny_package: str, tmp_path: Path
+    world: LocalWorld, tiny_image: str, tmp_path: Path
 ) -> None:
     import io
 
@@ -663,7 +663,7 @@ def test_train_custom_job_local_rerun_after_a_failed_evaluation_reuses_the_train
 
     marker = tmp_path / "broken"
     marker.touch()
-    arguments = {"package_uri": tiny_package, "broken_marker": str(marker)}
+    arguments = {"image_uri": tiny_image, "broken_marker": str(marker)}
     failed = run_pipeline_locally(train_then_evaluate, arguments, console=io.StringIO())
     assert not failed.succeeded
     marker.unlink()  # the evaluation is fixed; the week is run again
@@ -691,7 +691,6 @@ def small_pipeline(
     place = {"backend": backend, "project": project, "location": location}
     job = {
         "python_module": "trainer.task",
-        "executor_image_uri": PREBUILT,
         "args": FAST_TRAINING,
         **CPU_JOB,
         **place,
@@ -710,6 +709,13 @@ def small_pipeline(
             kind="python_package",
             **place,
         )
+        image = build_container(
+            source_uri=trainer_source,
+            destination=TRAINER_IMAGE,
+            kind="container",
+            gpu=False,
+            **place,
+        )
         data = prepare_dataset(
             data_uri=TRANSACTIONS, dataset_declaration=DECLARATION, backend=backend
         )
@@ -725,7 +731,7 @@ def small_pipeline(
             algorithm="GRID_SEARCH",
             max_trial_count=2,
             parallel_trial_count=2,
-            package_uris=[package.outputs["reference"]],
+            image_uri=image.outputs["reference"],
             dataset=data.outputs["training_dataset"],
             **job,
         )
@@ -733,7 +739,7 @@ def small_pipeline(
         training = train_custom_job(
             display_name="small-training",
             base_output_directory="gs://shop/runs/small",
-            package_uris=[package.outputs["reference"]],
+            image_uri=image.outputs["reference"],
             dataset=data.outputs["training_dataset"],
             hyperparameters=chosen.output,
             **job,
@@ -747,8 +753,7 @@ def small_pipeline(
             # members' own usual: the example's four references would keep it out.
             evaluation_declaration={**RULE, "reference": "popularity"},
             python_module="trainer.evaluate",
-            package_uris=[package.outputs["reference"]],
-            executor_image_uri=PREBUILT,
+            image_uri=image.outputs["reference"],
             args=["--num-threads", "1"],
             **place,
         )

@@ -50,7 +50,8 @@ PACKAGE = "gs://shop/packages/trainer-1.0.0-py3-none-any.whl"
 DATASET = "gs://shop/pipeline-root/run-7/prepare-dataset/dataset"
 
 
-pytestmark = pytest.mark.usefixtures("fast_gcpc_polling")
+# The package jobs' requests on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("fast_gcpc_polling", "catalog_still_serving")
 
 
 @pytest.fixture

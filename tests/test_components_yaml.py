@@ -7,6 +7,7 @@ compiles and runs on this machine (kfp.local, local backend).
 
 # No `from __future__ import annotations`: KFP reads the pipeline's annotations as types.
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def test_component_yaml_project_and_location_default_to_the_pipeline_placeholder
     for name in catalog.COMPONENTS:
         text = (dist / f"{name}.yaml").read_text(encoding="utf-8")
         assert "us-central1" not in text, name  # kubeflow/pipelines#11283
-        inputs = _spec(dist, name)["root"]["inputDefinitions"]["parameters"]
+        inputs = _spec(dist, name)["root"].get("inputDefinitions", {}).get("parameters", {})
         if "project" not in inputs:
             continue
         placed.append(name)
@@ -87,6 +88,7 @@ def test_component_yaml_project_and_location_default_to_the_pipeline_placeholder
     assert set(catalog.COMPONENTS) - set(placed) == {
         "prepare_dataset",
         "fixed_hyperparameters",
+        "no_image",
         "data_window",
         "source_digest",
         "check_data",
@@ -123,12 +125,11 @@ def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
     @dsl.pipeline(name="someone-elses-pipeline")
     def reuse(source: str, backend: str = "local") -> Model:
         place = {"backend": backend, "project": LOCAL_PROJECT, "location": LOCAL_LOCATION}
-        package = build_op(
+        image = build_op(
             source_uri=source,
-            destination="gs://elsewhere/packages",
-            kind="python_package",
-            package_name="tiny_trainer",
-            package_version="0.1.0",
+            destination="us-docker.pkg.dev/elsewhere/training/tiny",
+            kind="container",
+            gpu=False,
             **place,
         )
         chosen = values_op(values={"x": 4})
@@ -136,8 +137,7 @@ def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
             display_name="reused-training",
             base_output_directory="gs://elsewhere/runs",
             python_module="tiny_trainer.task",
-            package_uris=[package.outputs["reference"]],
-            executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+            image_uri=image.outputs["reference"],
             hyperparameters=chosen.output,
             machine_type="n1-standard-4",
             accelerator_type="",
@@ -154,6 +154,12 @@ def test_component_yaml_loaded_into_another_pipeline_compiles_and_runs_locally(
         "fixed-hyperparameters",
         "train-custom-job",
     }
-    model = reuse(source=str(TINY_TRAINER)).output
+    context = local_run / "context"  # the image: the package under its WORKDIR
+    shutil.copytree(TINY_TRAINER, context / "tiny_trainer")
+    (context / "Dockerfile").write_text(
+        "FROM python:3.12-slim-trixie\nWORKDIR /app\nCOPY tiny_trainer/ /app/tiny_trainer/\n"
+        'ENTRYPOINT ["python", "-m", "tiny_trainer.task"]\n'
+    )
+    model = reuse(source=str(context)).output
     trained = json.loads((to_local_path(model.uri) / "model.json").read_text(encoding="utf-8"))
     assert trained["x"] == 4.0  # the loaded fixed_hyperparameters fed the loaded training

@@ -61,7 +61,9 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
     local_root: Path,
 ) -> None:
     printed = io.StringIO()
-    source = {"source_uri": str(local_root / "demand-source")}
+    # warm_start on (the template's default, given here to say so): the forecaster declares
+    # no warm start, so both weeks retrain fully, and say why.
+    source = {"source_uri": str(local_root / "demand-source"), "warm_start": True}
     first, second = DEMO.run_demo(DEMAND, {**QUICK, **source}, printed)
     assert first.succeeded, first.log_path.read_text()[-3000:]
     assert second.succeeded, second.log_path.read_text()[-3000:]
@@ -92,6 +94,8 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
     assert summary["data_window"]["content_hash"] != window["content_hash"]
     assert summary["data_gate"]["passed"] is True
     assert "build-container" in cached_tasks(second.run_dir)  # same code: the build is reused
+    kind = summary["training_kind"]
+    assert kind["kind"] == "full" and "the trainer declares no warm start" in kind["reason"]
     metrics, decision = summary["metrics"], summary["decision"]
     # Lower is better: the candidate, trained on a week more of the trend, has the lower RMSE
     # (the same seeded data gives the same models), so it wins by the champion's RMSE minus its
@@ -110,6 +114,10 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
         (FIRST_MONDAY + dt.timedelta(days=7)).isoformat(),
     ]
     assert "champion" in new.aliases and "champion" not in old.aliases
+    assert (
+        new.labels["training_kind"] == "full"
+        and new.labels["full_retrain_as_of"] == (FIRST_MONDAY + dt.timedelta(days=7)).isoformat()
+    )
     deployed = LocalEndpoints().get(MODEL).deployed_models
     assert {m.model_version_id: m.traffic_percentage for m in deployed} == {
         new.version_id: 100,

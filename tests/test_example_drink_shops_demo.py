@@ -74,3 +74,17 @@ def test_demo_runs_the_newest_week_again_when_its_run_failed(
     _record(NEWEST, "FAILED")
     assert DEMO.main([], out=io.StringIO()) == 0
     assert ran == [(1, NEWEST), (2, "2023-07-10")]
+
+
+@pytest.mark.parametrize(
+    ("periods", "shown"),
+    [
+        (["2023-01-02", "2023-06-12"], "2023-01-02..2023-06-12"),
+        (["2023-06-19"], "2023-06-19"),
+        (["2023-06-19", "2023-06-19"], "2023-06-19"),
+        ([], "-"),
+        (None, "-"),
+    ],
+)
+def test_demo_period_span_reads_as_a_range(periods: Any, shown: str) -> None:
+    assert DEMO.period_span(periods) == shown

@@ -129,8 +129,7 @@ def _training_request(**changes: object) -> TrainingRequest:
         display_name="t",
         base_output_directory="gs://b/out",
         python_module="trainer.task",
-        package_uris=["gs://b/p/trainer-1.0.0-py3-none-any.whl"],
-        executor_image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+        image_uri=f"us-docker.pkg.dev/p/training/trainer-cuda@sha256:{'a' * 64}",
         service_account=SERVICE_ACCOUNT,
     )
     fields.update(changes)

@@ -315,3 +315,23 @@ def test_endpoint_default_routes_reach_the_server(
     assert _predict(deployed.port or 0, deployed.predict_route, [3])["predictions"] == [
         {"model": "a", "value": 3}
     ]
+
+
+def test_wait_until_healthy_names_the_code_of_a_server_that_exits_between_two_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vertex_retrain.backends.local.serving import model_server
+
+    codes = iter([None, None, 2])  # running at the first look, gone at the second
+    monkeypatch.setattr(model_server, "exit_code", lambda pid: next(codes, 2))
+    monkeypatch.setattr(model_server, "is_running", lambda pid, start: False)
+    monkeypatch.setattr(model_server, "stop_server", lambda *args, **kwargs: None)
+    log = tmp_path / "server.log"
+    log.write_text("refused: missing key 'sha256'\n", encoding="utf-8")
+    server = model_server.ServerProcess(1, None, 1, log, "/health", "/predict")
+    with pytest.raises(model_server.ServerStartError) as caught:
+        model_server.wait_until_healthy(server, timeout_s=5)
+    first = str(caught.value).splitlines()[0]
+    assert "exited with code 2 before its health route answered" in first
+    assert "missing key 'sha256'" in first  # the server's own last line, first
+    assert first.endswith("it was stopped. Last lines of " + str(log) + ":")

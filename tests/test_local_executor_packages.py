@@ -17,6 +17,8 @@ from vertex_retrain.backends.local.jobs.executor import SUCCEEDED, run_custom_jo
 
 JOBS = Path(__file__).parent / "data" / "local_jobs"
 PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+# The package path on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 
 
 def package_job(package_uri: str, image: str = PYTORCH_IMAGE) -> dict:

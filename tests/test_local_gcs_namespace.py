@@ -16,6 +16,8 @@ from vertex_retrain.backends.local.jobs import gcs_namespace
 from vertex_retrain.backends.local.jobs.executor import FAILED, SUCCEEDED, run_custom_job
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+# The package path on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 # Follows Vertex's documentation: gs://B/P is /gcs/B/P (or, with --host, another folder that
 # stands for this machine's /gcs).
 TRAINER = """

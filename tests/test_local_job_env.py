@@ -22,6 +22,8 @@ from vertex_retrain.backends.local.environments.wheel_install import site_packag
 from vertex_retrain.backends.local.jobs.executor import SUCCEEDED, run_custom_job
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+# What the package path does on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 REPORT = """
 import importlib.metadata, importlib.util, json, os, sys
 from pathlib import Path
@@ -76,7 +78,7 @@ def _probe_wheel(root: Path, requires: list[str], name: str = "probe") -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("install", ["regular", "editable"])
 def test_job_env_runs_the_given_wheel_although_the_caller_has_the_same_name_and_version(
-    tmp_path: Path, install: str
+    tmp_path: Path, install: str, catalog_still_serving: Path
 ) -> None:
     # The caller: a venv that sees this library (and its packages) and has mytrainer 1.0
     # installed, without evaluate.py. The job's wheel, also mytrainer 1.0, holds evaluate.py.
@@ -104,6 +106,8 @@ def test_job_env_runs_the_given_wheel_although_the_caller_has_the_same_name_and_
         "import importlib.metadata, importlib.util, json, sys\n"
         "from pathlib import Path\n"
         "from vertex_retrain.backends.local.jobs.executor import run_custom_job\n"
+        "from vertex_retrain.specs import containers\n"
+        "containers.DEFAULT_CONTAINERS_PATH = Path(sys.argv[3])  # the served images' copy\n"
         "seen = (importlib.metadata.version('mytrainer'),"
         " importlib.util.find_spec('mytrainer.evaluate') is not None)\n"
         "result = run_custom_job(json.loads(sys.argv[1]), root=Path(sys.argv[2]),"
@@ -113,7 +117,8 @@ def test_job_env_runs_the_given_wheel_although_the_caller_has_the_same_name_and_
     )
     env = {k: v for k, v in os.environ.items() if k not in {"VERTEX_LOCAL_ROOT", "PYTHONPATH"}}
     done = subprocess.run(
-        [str(caller / "bin" / "python"), "-c", script, json.dumps(payload), str(root)],
+        [str(caller / "bin" / "python"), "-c", script, json.dumps(payload), str(root),
+         str(catalog_still_serving)],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -15,6 +15,8 @@ from vertex_retrain.specs.package_compat import package_problems
 from vertex_retrain.specs.problems import errors_of
 
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+# What the package path does on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 
 
 def _project(folder: Path, *, requires_python: str, dependencies: list[str]) -> Path:

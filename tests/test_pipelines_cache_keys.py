@@ -65,6 +65,22 @@ def test_cache_keys_weekly_build_is_keyed_on_the_source_digest() -> None:
     assert tasks["source-digest"].get("cachingOptions", {}).get("enableCache") is not True
 
 
+@pytest.mark.parametrize("name", sorted(catalog.PIPELINES))
+def test_cache_keys_data_steps_read_the_extracted_window_named_by_its_content(name: str) -> None:
+    tasks = _tasks(compile_to_dict(catalog.pipeline_by_name(name)))
+    assert tasks["extract-window"].get("cachingOptions", {}).get("enableCache") is not True
+    folder = {
+        "taskOutputParameter": {"outputParameterKey": "data_uri", "producerTask": "extract-window"}
+    }
+    assert tasks["check-data"]["inputs"]["parameters"]["data_uri"] == folder
+    # Inside the data-ok condition, the same output through the group's input.
+    channel = {"componentInputParameter": "pipelinechannel--extract-window-data_uri"}
+    assert tasks["prepare-dataset"]["inputs"]["parameters"]["data_uri"] == channel
+    extract = tasks["extract-window"]["inputs"]["parameters"]
+    assert extract["output_root"]["runtimeValue"]["constant"] == "{{$.pipeline_root}}"
+    assert extract["as_of"]["taskOutputParameter"]["producerTask"] == "data-window"
+
+
 def test_cache_keys_refuse_a_dataset_keyed_on_the_parameter_alone() -> None:
     problems = cache_key_problems(compile_to_dict(stale_cache.stale_dataset))
     assert len(problems) == 1

@@ -145,6 +145,12 @@ def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
     assert decision["is_better"] is False
     assert "ndcg_at_10_usual_margin is" in decision["reason"]
     assert "beyond the required minimum 1.0000" in decision["reason"]
+    # The champion's week again: a warm start from it, refused, then a full retrain in the same
+    # run, refused too; the summary keeps both (the warm attempt's decision, then the full's).
+    kind = outcome.summary["training_kind"]
+    assert kind["kind"] == "warm+full" and kind["planned"] == "warm"
+    assert "the gate refused the warm-started candidate" in kind["reason"]
+    assert "ndcg_at_10_usual_margin is" in kind["warm_attempt"]["decision"]
     registry = ModelRegistry()
     versions = registry.list_versions(MODEL)
     assert "challenger" in versions[-1].aliases
@@ -215,6 +221,9 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
         "evaluate-model",
     } & set(cached)
     newest = ModelRegistry().list_versions(MODEL)[-1]
+    # The next week continues the champion (warm start, declared by the trainer's package).
+    assert outcome.summary["training_kind"]["kind"] == "warm"
+    assert newest.labels["training_kind"] == "warm"
     assert newest.labels["data_as_of"] == as_of.isoformat()
     assert newest.labels["data_from"] == "2023-01-02"
     assert newest.labels["data_gate_from"] == week_two["gate_periods"][0]

@@ -323,7 +323,7 @@ def test_history_shows_the_interval_and_marks_forced_and_replayed_weeks(
     lines = capsys.readouterr().out.splitlines()
     assert "! = decision forced, ~ = champion not comparable (a replay)" in lines[0]
     assert "CI-LOW" in lines[1].split()
-    assert "+0.004c" in lines[2].split()
+    assert "+0.0040c" in lines[2].split()
     assert lines[3].split()[1] == "champion!~"
 
 
@@ -412,10 +412,10 @@ def test_history_metric_option_picks_the_column_else_each_runs_primary_metric(
 @pytest.mark.parametrize(
     ("direction", "low", "high", "shown"),
     [
-        ("higher", 0.004, 0.016, "+0.004c"),  # a sure gain
-        ("higher", -0.016, -0.004, "-0.016c"),  # a sure loss
-        ("lower", -0.016, -0.004, "+0.004c"),  # lower loss: a sure gain
-        ("lower", 0.004, 0.016, "-0.016c"),  # higher loss: a sure loss
+        ("higher", 0.004, 0.016, "+0.0040c"),  # a sure gain
+        ("higher", -0.016, -0.004, "-0.0160c"),  # a sure loss
+        ("lower", -0.016, -0.004, "+0.0040c"),  # lower loss: a sure gain
+        ("lower", 0.004, 0.016, "-0.0160c"),  # higher loss: a sure loss
     ],
 )
 def test_history_interval_is_the_worst_gain_in_the_metrics_better_direction(

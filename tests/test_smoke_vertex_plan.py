@@ -54,8 +54,12 @@ def test_plan_trains_on_the_smallest_cpu_machine_on_demand_under_its_own_names()
     )
     assert plan.parameters["accelerator_type"] == "" and plan.parameters["accelerator_count"] == 0
     assert plan.parameters["scheduling_strategy"] == "STANDARD"
-    assert plan.executor_image_uri.startswith(
-        "europe-docker.pkg.dev/vertex-ai/training/pytorch-xla."
+    # The jobs run the trainer's own image, which the run builds: no prebuilt image.
+    assert "executor_image_uri" not in plan.parameters
+    assert (
+        plan.parameters["image_destination"]
+        == plan.training_image
+        == ("europe-west4-docker.pkg.dev/drink-shops/vertex-retrain/vertex-retrain-smoke-trainer")
     )
     assert plan.prefix == "gs://drink-shops-ml/vertex-retrain-smoke/t1"
     assert plan.parameters["data_uri"].startswith(plan.prefix)
@@ -112,6 +116,12 @@ def test_make_smoke_vertex_plan_prints_and_does_nothing(capsys: pytest.CaptureFi
     assert text == format_plan(expected)
     assert "predict once" in text and "then delete:" in text
     assert "no e-mail" in text and "dsl.OneOf" in text
+    # The run reads its data from BigQuery: the extraction's path, through the official client.
+    source = expected.parameters["dataset_declaration"]["source"]
+    table = "drink-shops.vertex_retrain_smoke_t1.transactions"
+    assert source == {"kind": "bigquery", "max_bytes": 2**30, "table": table}
+    assert "BigQuery: the sample loaded into drink-shops.vertex_retrain_smoke_t1" in text
+    assert "BigQuery dataset drink-shops.vertex_retrain_smoke_t1 (its tables)" in expected.deletes
     emailed = io.StringIO()
     main(
         ["--project", "drink-shops", "--location", "europe-west4", "--bucket", "drink-shops-ml",
@@ -119,6 +129,26 @@ def test_make_smoke_vertex_plan_prints_and_does_nothing(capsys: pytest.CaptureFi
         emailed,
     )  # fmt: skip
     assert f"e-mail to {EMAIL[0]}: the run nested under the failure notice" in emailed.getvalue()
+
+
+class FakeBigQueryAdmin:
+    """The smoke run's BigQuery calls: a dataset created, tables loaded, the dataset deleted."""
+
+    def __init__(self) -> None:
+        self.datasets: dict[str, str] = {}
+        self.loads: list[tuple[str, str, list[tuple[str, str]]]] = []
+
+    def create_dataset(self, dataset: Any, exists_ok: bool) -> None:
+        self.datasets[f"{dataset.project}.{dataset.dataset_id}"] = dataset.location
+
+    def load_table_from_uri(self, uri: str, table: str, job_config: Any) -> Any:
+        schema = [(f.name, f.field_type) for f in job_config.schema]
+        self.loads.append((uri, table, schema))
+        return type("Job", (), {"result": lambda self, timeout: None})()
+
+    def delete_dataset(self, name: str, delete_contents: bool, not_found_ok: bool) -> None:
+        assert delete_contents
+        self.datasets.pop(name, None)
 
 
 def _clients(
@@ -168,6 +198,7 @@ def _clients(
         run_pipeline=run_pipeline,
         prepare_inputs=prepare,
         clock=lambda: float(next(ticks)),
+        bigquery=FakeBigQueryAdmin(),
     )
     return clients, endpoints, storage
 
@@ -181,6 +212,12 @@ def test_apply_deploys_predicts_once_then_deletes_everything_and_prints_the_cost
     assert outcome.prediction == [{"echo": True}]
     assert len(clients.predictions.requests) == 1  # predicted once
     assert endpoints.endpoints == {} and models.versions == {} and storage.objects == {}
+    assert clients.bigquery.datasets == {}  # created, loaded, then deleted
+    tables = [table for _, table, _ in clients.bigquery.loads]
+    dataset = "drink-shops.vertex_retrain_smoke_t1"
+    assert tables == [f"{dataset}.{name}" for name in ("transactions", "drinks", "stores")]
+    _, _, schema = clients.bigquery.loads[0]
+    assert ("timestamp", "DATETIME") in schema and ("member_id", "INTEGER") in schema
     text = out.getvalue()
     assert "cost, training: at most" in text and "0.25 h" in text  # 900 s by the fake clock
     assert "cost, serving: 0.25 node-hour(s) of n1-standard-4" in text
@@ -193,4 +230,5 @@ def test_apply_cleans_up_and_prints_the_cost_when_the_pipeline_fails() -> None:
     with pytest.raises(RuntimeError, match="ended PIPELINE_STATE_FAILED"):
         apply_smoke(_plan(), clients, {}, out)
     assert storage.objects == {} and endpoints.endpoints == {}
+    assert clients.bigquery.datasets == {}
     assert "cost, training" in out.getvalue()

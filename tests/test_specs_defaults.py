@@ -113,7 +113,7 @@ def test_estimate_of_compiled_defaults_prices_the_defined_job(pipeline: str) -> 
         display_name="defined",
         base_output_directory="gs://b/out",
         python_module="trainer.task",
-        package_uris=["gs://b/p/trainer-1.0.0-py3-none-any.whl"],
+        image_uri=f"us-docker.pkg.dev/p/training/trainer-cuda@sha256:{'a' * 64}",
     )
     expected = estimate_training_cost(defined, TRAINING.expected_training_hours)
     train = estimate.steps[-1]

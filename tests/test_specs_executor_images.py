@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from pathlib import Path
 
 from tests.examples import DRINK_SHOPS
 from vertex_retrain.build.package_metadata import read_package_metadata
@@ -18,6 +19,7 @@ from vertex_retrain.specs.executor_images import (
 from vertex_retrain.specs.package_compat import package_problems
 from vertex_retrain.specs.pool_rules import check_pool_structure
 from vertex_retrain.specs.problems import errors_of, warning
+from vertex_retrain.specs.validate import validate_custom_job
 
 GPU_310 = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 END = dt.date(2026, 7, 24)  # its end of availability (containers.yaml, T1 and T2)
@@ -98,18 +100,48 @@ def test_preflight_report_with_unknown_compatibility_is_not_ready_to_submit() ->
     assert "ready to submit" in known.getvalue()
 
 
-def test_preflight_report_with_a_retired_image_is_not_ready_to_submit() -> None:
+def test_preflight_report_with_a_retired_image_would_fail_and_a_retiring_one_is_ready() -> None:
     (retired,) = executor_image_problems(GPU_310, "f", today=END + dt.timedelta(1))
+    assert retired.severity == "error"
     out = io.StringIO()
     report("p", [retired], out)
-    assert "0 error(s), 1 warning(s): not ready: an executor image is past its end" in (
-        out.getvalue()
-    )
+    assert "1 error(s), 0 warning(s): would fail on Vertex" in out.getvalue()
     (retiring,) = executor_image_problems(GPU_310, "f", today=END - dt.timedelta(10))
-    assert retiring.code == "executor-image-retiring"
+    assert retiring.code == "executor-image-retiring" and retiring.severity == "warning"
     soon = io.StringIO()
     report("p", [retiring], soon)
     assert "ready to submit" in soon.getvalue()  # still available: a warning only
+
+
+def _package_job(image: str) -> dict:
+    package = {"executorImageUri": image, "pythonModule": "m", "packageUris": ["gs://b/p.whl"]}
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1}
+    return {
+        "displayName": "j",
+        "jobSpec": {"workerPoolSpecs": [{**pool, "pythonPackageSpec": package}]},
+    }
+
+
+def test_validate_refuses_a_retired_executor_image_and_warns_within_90_days() -> None:
+    field = "jobSpec.workerPoolSpecs[0].pythonPackageSpec.executorImageUri"
+
+    def found(today: dt.date) -> list:
+        problems = validate_custom_job(_package_job(GPU_310), today=today, check_fields=False)
+        return [(p.severity, p.code) for p in problems if p.field == field]
+
+    assert found(END + dt.timedelta(1)) == [("error", "executor-image-retired")]
+    assert found(END) == [("warning", "executor-image-retiring")]
+    assert found(END - RETIRING_WITHIN + dt.timedelta(1)) == [
+        ("warning", "executor-image-retiring")
+    ]
+    assert found(END - RETIRING_WITHIN) == []
+    (retired,) = [
+        p
+        for p in validate_custom_job(_package_job(GPU_310), today=TODAY, check_fields=False)
+        if p.field == field
+    ]
+    assert not any("pytorch" in a for a in retired.alternatives)  # none available that day
+    assert any("custom container" in a for a in retired.alternatives)
 
 
 def test_validate_never_recommends_a_retired_executor_image() -> None:
@@ -123,3 +155,24 @@ def test_validate_never_recommends_a_retired_executor_image() -> None:
         for name, image in catalog.training.items():
             if name in alternative:
                 assert image.end_of_availability and image.end_of_availability >= TODAY
+
+
+def test_validate_gpu_image_and_dockerfile_advice_name_no_retired_image() -> None:
+    from vertex_retrain.build.dockerfile_lint import lint_dockerfile, parse_dockerfile
+    from vertex_retrain.specs.image_rules import check_gpu_image
+
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4"},
+        "containerSpec": {"imageUri": "europe-west4-docker.pkg.dev/p/r/trainer:1"},
+    }
+    (advice,) = check_gpu_image(pool, "jobSpec.workerPoolSpecs[0]")
+    info = parse_dockerfile('FROM python:3.12-slim-trixie\nENTRYPOINT ["python"]\n')
+    (lint,) = [f for f in lint_dockerfile(info, context=Path("."), files=[], gpu=True)]
+    said = [*advice.alternatives, lint.message]
+    retired = [
+        name
+        for name, image in load_containers().training.items()
+        if image.end_of_availability and image.end_of_availability < TODAY
+    ]
+    assert not [(n, s) for n in retired for s in said if n.split(".py")[0] in s]
+    assert any("nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04" in s for s in said)

@@ -126,12 +126,14 @@ def test_executor_image_must_be_a_prebuilt_training_image() -> None:
     assert _codes(unknown) == ["executor-image-unknown"]
 
 
-def test_executor_image_past_its_support_dates_is_a_warning_naming_the_date() -> None:
+def test_executor_image_past_its_end_of_patch_is_a_warning_and_past_its_availability_an_error() -> (
+    None
+):
     assert executor_image_problems(GPU_310, "f", today=dt.date(2025, 1, 1)) == []
     unpatched = executor_image_problems(GPU_310, "f", today=dt.date(2025, 8, 1))
     assert _codes(unpatched) == ["executor-image-unpatched"]
     (retired,) = executor_image_problems(GPU_310, "f", today=dt.date(2026, 12, 1))
-    assert retired.severity == "warning" and "2026-07-24" in retired.message
+    assert retired.severity == "error" and "2026-07-24" in retired.message
 
 
 def _wheel(folder: Path, metadata: str) -> Path:

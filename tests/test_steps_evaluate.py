@@ -34,6 +34,9 @@ from vertex_retrain.steps.job_request import custom_job_payload
 FIXTURE = Path(__file__).resolve().parent / "data" / "components" / "tiny_evaluator"
 SERVING = {"imageUri": "us-docker.pkg.dev/p/r/serve:1", "predictRoute": "/predict"}
 RULE = {"primary": "score", "metrics": {"score": "higher"}}
+# The package path's evaluation on an executor image that is served: the shipped catalog's
+# have all ended (that refusal is tested in test_specs_executor_images and test_cli_preflight).
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,9 @@ INPUTS = {
 }
 """A training component's inputs, as its body receives them."""
 
+# Requests of the package path on an image that is served: the shipped catalog's have all ended.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
+
 
 def _request(**changes: object) -> TrainingRequest:
     fields: dict = dict(
@@ -186,3 +189,18 @@ def test_evaluation_request_reads_artifacts_and_the_output_directory() -> None:
     assert request.output_directory == "gs://b/out"
     assert request.package_uris == ["gs://b/a.whl", "gs://b/b.whl"]
     assert request.args == ["5", "--x"]
+
+
+def test_container_job_runs_the_module_in_the_image_and_the_image_otherwise() -> None:
+    image = f"us-docker.pkg.dev/p/training/trainer@sha256:{'a' * 64}"
+    payload = custom_job_payload(_request(image_uri=image, hyperparameters={"lr": 0.1}))
+    check_payload_parses(payload, "custom_job")
+    (pool,) = payload["jobSpec"]["workerPoolSpecs"]
+    assert "pythonPackageSpec" not in pool
+    spec = pool["containerSpec"]
+    assert spec["imageUri"] == image
+    # One image holds training and evaluation: the module picks the entry point.
+    assert spec["command"] == ["python", "-m", "trainer.task"]
+    assert spec["args"] == ["--lr=0.1"]
+    own = custom_job_payload(_request(image_uri=image, python_module=""))
+    assert "command" not in own["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]

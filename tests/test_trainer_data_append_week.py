@@ -53,4 +53,6 @@ def test_append_cli_reports_the_week_written(tmp_path: Path, weeks: int) -> None
         text=True,
         check=True,
     )
-    assert done.stdout.startswith(f"appended week {weeks} (")
+    assert done.stdout.startswith(
+        f"appended transactions/week-{weeks:04d}.parquet (week {weeks + 1} of the data, "
+    )

@@ -6,13 +6,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "drink_shops"
-CONTEXTS = {"Dockerfile": EXAMPLE, "Dockerfile.serve": ROOT}
-"""Each image's build context: the training image needs only the example; the serving image
-also copies packages/guarded-asgi, the HTTP server, from the repository."""
 
 
 def _instructions(name: str) -> list[tuple[str, str]]:
@@ -30,29 +25,36 @@ def _single(instructions: list[tuple[str, str]], keyword: str) -> str:
     return value
 
 
-@pytest.mark.parametrize(
-    ("name", "base", "module"),
-    [
-        ("Dockerfile", r"^nvidia/cuda:\d+\.\d+\.\d+-cudnn-runtime-ubuntu", "trainer.task"),
-        ("Dockerfile.serve", r"^python:3\.1[1-9]-slim$", "trainer.serve"),
-    ],
-)
-def test_dockerfile_base_entrypoint_and_copies(name: str, base: str, module: str) -> None:
-    steps = _instructions(name)
-    assert steps[0][0] == "FROM" and re.match(base, steps[0][1])
-    assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", module]
+def test_serving_dockerfile_base_entrypoint_and_copies() -> None:
+    steps = _instructions("Dockerfile.serve")
+    assert steps[0][0] == "FROM" and re.match(r"^python:3\.1[1-9]-slim$", steps[0][1])
+    assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", "trainer.serve"]
     copies = [arg.split() for key, arg in steps if key == "COPY"]
-    context = CONTEXTS[name]
+    # The repository is the context: the image copies packages/guarded-asgi, the HTTP server.
     for source, _target in copies:
-        assert (context / source).exists(), (
-            f"{name} copies {source}, which is not in its context {context}"
-        )
-    trainer = (EXAMPLE / "trainer").relative_to(context).as_posix()
-    assert [f"{trainer}/", "/app/trainer/"] in copies
+        assert (ROOT / source).exists(), f"copies {source}, which is not in the repository"
+    assert ["examples/drink_shops/trainer/", "/app/trainer/"] in copies
     assert _single(steps, "WORKDIR") == "/app"  # so `python -m trainer.*` finds the package
+    assert "-r /app/trainer/requirements.txt" in " ".join(a for k, a in steps if k == "RUN")
+    _requirements_copied_first(steps)
+
+
+def test_training_dockerfile_builds_from_the_trainer_folder_and_installs_the_trainer() -> None:
+    # The weekly pipeline builds it with trainer/ as the context (build_container).
+    steps = _instructions("Dockerfile")
+    assert steps[0][0] == "FROM"
+    assert re.match(r"^nvidia/cuda:\d+\.\d+\.\d+-cudnn-runtime-ubuntu", steps[0][1])
+    assert json.loads(_single(steps, "ENTRYPOINT")) == ["python", "-m", "trainer.task"]
+    copies = [arg.split() for key, arg in steps if key == "COPY"]
+    for source, _target in copies:
+        assert (EXAMPLE / "trainer" / source).exists(), f"copies {source}, not in trainer/"
+    assert [".", "/src/trainer"] in copies
     runs = " ".join(arg for key, arg in steps if key == "RUN")
-    assert "-r /app/trainer/requirements.txt" in runs
-    # The requirements file is copied before it is installed.
+    assert "-r /app/requirements.txt" in runs and '"/src/trainer[framework]"' in runs
+    _requirements_copied_first(steps)
+
+
+def _requirements_copied_first(steps: list[tuple[str, str]]) -> None:
     order = [
         key
         for key, arg in steps

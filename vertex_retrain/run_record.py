@@ -62,6 +62,10 @@ class RunRecord:
         spot_fallback: When training fell back from Spot to on-demand: the hours of each and
             what they cost (empty otherwise).
         error: Why the run failed.
+        training_kind: Which training ran and why: ``kind`` (``warm``, ``full``, or
+            ``warm+full`` when the gate refused the warm start and the week retrained fully),
+            ``reason``, ``planned`` and, after a refusal, ``warm_attempt`` (empty when the
+            pipeline plans no kind).
     """
 
     run: str
@@ -81,6 +85,7 @@ class RunRecord:
     restarts: int | None = None
     spot_fallback: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    training_kind: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form (what ``history --json`` prints and the database stores)."""
@@ -107,6 +112,8 @@ class RunRecord:
             "champion_comparison": str(self.decision.get("champion_comparison", "")),
             "override_reason": str((self.decision.get("override") or {}).get("reason", "")),
             "spot_fallback": "yes" if self.spot_fallback else "no",
+            "training_kind": str(self.training_kind.get("kind", "")),
+            "training_reason": str(self.training_kind.get("reason", "")),
         }
         return {key: value for key, value in params.items() if value != ""}
 
@@ -258,4 +265,5 @@ def record_from_summary(
         restarts=None if restarts is None else int(restarts),
         spot_fallback=dict(facts.get("spot_fallback") or {}),
         error=str(facts.get("error", "")),
+        training_kind=dict(facts.get("training_kind") or {}),
     )

@@ -3,9 +3,9 @@
 A grocery chain forecasts the units each store sells of each item per day with a
 scikit-learn regressor (``demand_forecast/``) and retrains it every Monday on the sales up to
 Sunday. Everything specific to the team is here: its bucket, its package's modules and flags,
-the dataset and evaluation declarations, the executor image (scikit-learn on CPU, no
-accelerator, on-demand), the serving image and command, and the instances a new deployment
-must answer. The library holds none of it.
+the dataset and evaluation declarations, the training image (``demand_forecast/Dockerfile``:
+scikit-learn on CPU, no accelerator, on-demand), the serving image and command, and the
+instances a new deployment must answer. The library holds none of it.
 
     python -m demand_forecast.data generate --out=gs://daily-demand-ml/data
     vertex-retrain run examples/daily_demand/pipelines.py:weekly --local \
@@ -30,13 +30,13 @@ DATA_URI = f"{BUCKET}/data"
 SOURCE_URI = f"{BUCKET}/source/demand_forecast"
 PACKAGES_URI = f"{BUCKET}/packages"
 PACKAGE_URI = f"{PACKAGES_URI}/demand_forecast-0.1.0-py3-none-any.whl"
-"""The package's wheel as ``weekly`` builds it (``experiment`` runs a built wheel)."""
+"""The package's wheel as ``weekly`` builds it (a local deployment serves from it)."""
 
 MODEL = "daily-demand"
 
-EXECUTOR_IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-6:latest"
-"""The newest scikit-learn training image the container catalog lists (scikit-learn 1.6.1,
-Python 3.10); the package declares only what it lacks (pyarrow)."""
+TRAINING_IMAGE = "us-docker.pkg.dev/daily-demand-ml/training/demand-forecast"
+"""Where ``demand_forecast/Dockerfile`` is built (Python 3.12, scikit-learn 1.6); the jobs run it
+by digest. Google's scikit-learn training image, sklearn-cpu.1-6, ended on 2026-07-11."""
 
 SAMPLE_INSTANCES = [
     {"store": "S01", "item": "I01", "day": "2025-03-03", "price": 2.5, "on_promo": True}
@@ -58,6 +58,8 @@ TUNING_PARAMETERS = [
 
 COMMON = dict(
     data_uri=DATA_URI,
+    source_uri=SOURCE_URI,
+    image_destination=TRAINING_IMAGE,
     dataset_declaration=load_dataset_declaration(HERE / "dataset.yaml"),
     evaluation_declaration=load_evaluation_declaration(HERE / "evaluation.yaml"),
     training_module="demand_forecast.task",
@@ -68,7 +70,6 @@ COMMON = dict(
     serving_command=["python", "-m", "demand_forecast.serve"],
     serving_extras=["serve"],
     sample_instances=SAMPLE_INSTANCES,
-    executor_image_uri=EXECUTOR_IMAGE,
     machine_type="n1-standard-4",
     accelerator_type="",
     accelerator_count=0,
@@ -92,7 +93,6 @@ weekly = configure(
     weekly_retraining,
     name="daily-demand-weekly",
     description="Weekly retraining of the daily demand forecaster (units per store, item, day).",
-    source_uri=SOURCE_URI,
     package_destination=PACKAGES_URI,
     endpoint_display_name=MODEL,
     tuning_parameters=TUNING_PARAMETERS,

@@ -1,8 +1,11 @@
 """``make demo``: the drink shops' weekly pipeline, locally, for two consecutive weeks.
 
 Small synthetic data is generated into the chain's local bucket (``trainer.data generate``,
-once). Week 1 replays the newest week of it; then the generator appends the next week
-(``trainer.data append``) and week 2 runs on it, as next Monday's scheduled run would: fresh
+once) and kept in the chain's warehouse: ``warehouse.duckdb`` beside it, DuckDB standing in for
+BigQuery (``warehouse.py``). Each week's run reads its window from there (``extract-window``,
+the same declaration a Vertex run queries BigQuery with). Week 1 replays the newest week of
+it; then the generator appends the next week (``trainer.data append``), the warehouse is
+loaded again, and week 2 runs on it, as next Monday's scheduled run would: fresh
 data through the data gate, the build reused from week 1's cache (same code), the
 champion/challenger decision against week 1's champion, and the weeks on record. Another
 ``make demo`` continues one week further: it appends the next week and runs that one only (a
@@ -46,16 +49,29 @@ DEMO_PARAMETERS: dict[str, Any] = {
 }
 
 
-def load_pipelines() -> ModuleType:
-    """The example's configured pipelines (``pipelines.py`` beside this file)."""
-    spec = importlib.util.spec_from_file_location("drink_shops_pipelines", HERE / "pipelines.py")
+def _load(name: str) -> ModuleType:
+    """The example's module ``name`` (a file beside this one), loaded by path."""
+    spec = importlib.util.spec_from_file_location(f"drink_shops_{name}", HERE / f"{name}.py")
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {HERE / 'pipelines.py'}")
+        raise ImportError(f"cannot load {HERE / f'{name}.py'}")
     module = importlib.util.module_from_spec(spec)
     # Registered first: dataclasses and pickling look their module up by name.
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_pipelines() -> ModuleType:
+    """The example's configured pipelines (``pipelines.py`` beside this file)."""
+    return _load("pipelines")
+
+
+def load_warehouse(uri: str, out: TextIO) -> None:
+    """(Re)writes the warehouse, ``warehouse.duckdb`` beside the data, from its Parquet files."""
+    from trainer.paths import resolve
+
+    database = _load("warehouse").load_duckdb(resolve(uri))
+    print(f"warehouse: {database} (drink_shops.transactions, .drinks, .stores)", file=out)
 
 
 def _generator(command: str, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -76,12 +92,15 @@ def ensure_data(uri: str, out: TextIO, *, scale: Mapping[str, int] = SAMPLE_SCAL
     from trainer.paths import resolve
 
     if (resolve(uri) / "generation.json").is_file():
+        if not (resolve(uri) / "warehouse.duckdb").is_file():
+            load_warehouse(uri, out)
         return True
     done = _generator("generate", *(f"--{k}={v}" for k, v in scale.items()), f"--out={uri}")
     if done.returncode != 0:
         print(f"error: generating the sample data failed: {done.stderr.strip()}", file=out)
         return False
     print(f"sample data generated at {uri} ({resolve(uri)}): {done.stdout.strip()}", file=out)
+    load_warehouse(uri, out)
     return True
 
 
@@ -101,6 +120,7 @@ def append_week(uri: str, out: TextIO) -> bool:
         )
         return False
     print(f"\nnew data: {done.stdout.strip()}", file=out)
+    load_warehouse(uri, out)
     return True
 
 
@@ -207,6 +227,14 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
         )
 
 
+def period_span(periods: object) -> str:
+    """``2023-01-02..2023-06-12`` for a list of period starts; one start alone; ``-`` for none."""
+    if not isinstance(periods, list) or not periods:
+        return "-"
+    first, last = str(periods[0]), str(periods[-1])
+    return first if first == last else f"{first}..{last}"
+
+
 def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
     """One block per week: window, data, gate, cache reuse, decision."""
     print("\n=== the weeks ===", file=out)
@@ -218,9 +246,17 @@ def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
         if window:
             print(
                 f"  data: {window.get('first_row')} .. {window.get('last_row')}; train weeks "
-                f"{window.get('train_periods')}, selection {window.get('selection_periods')}, "
-                f"gate {window.get('gate_periods')} ({window.get('gate_rows')} rows); content "
-                f"{str(window.get('content_hash', ''))[:12]}",
+                f"{period_span(window.get('train_periods'))}, selection "
+                f"{period_span(window.get('selection_periods'))}, gate "
+                f"{period_span(window.get('gate_periods'))} ({window.get('gate_rows')} rows); "
+                f"content {str(window.get('content_hash', ''))[:12]}",
+                file=out,
+            )
+        warehouse = summary.get("warehouse") or {}
+        if warehouse:
+            print(
+                f"  warehouse: {warehouse.get('rows')} rows extracted by DuckDB, window "
+                f"{str(warehouse.get('digest', '')).removeprefix('sha256:')[:12]}",
                 file=out,
             )
         if gate:
@@ -261,7 +297,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     chain = load_pipelines()
     spec = compile_to_dict(chain.weekly)
     try:
-        overrides = {**DEMO_PARAMETERS, **parse_overrides(args.param, parameter_definitions(spec))}
+        overrides = {
+            **DEMO_PARAMETERS,
+            # The warehouse's declaration: the window comes from warehouse.duckdb.
+            "dataset_declaration": _load("warehouse").WAREHOUSE_DECLARATION,
+            **parse_overrides(args.param, parameter_definitions(spec)),
+        }
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

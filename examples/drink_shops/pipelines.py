@@ -1,7 +1,8 @@
 """The drink shops' pipelines: the library's templates configured for the chain.
 
 2,000 shops retrain their "guess your order" recommender (a PyTorch model with a custom loss,
-``trainer/``) every Monday on the members' purchases. Everything specific to the chain is
+``trainer/``) every Monday on the members' purchases. Its jobs run the image ``trainer/Dockerfile``
+builds (CUDA 13.0, torch 2.13), by digest. Everything specific to the chain is
 here: the bucket, the trainer's modules and flags, the dataset and evaluation declarations,
 the serving image and the sample instances a new deployment must answer. The library holds
 none of it.
@@ -27,7 +28,10 @@ DATA_URI = f"{BUCKET}/transactions"
 SOURCE_URI = f"{BUCKET}/source/trainer"
 PACKAGES_URI = f"{BUCKET}/packages"
 PACKAGE_URI = f"{PACKAGES_URI}/vertex_retrain_trainer-1.0.0-py3-none-any.whl"
-"""The trainer's wheel as ``weekly`` builds it (``train_only`` runs a built wheel)."""
+"""The trainer's wheel as ``weekly`` builds it (a local deployment serves from it)."""
+
+TRAINING_IMAGE = "us-docker.pkg.dev/drink-shops-ml/training/trainer"
+"""Where ``trainer/Dockerfile`` is built; the jobs run it by digest."""
 
 MODEL = "guess-your-order"
 
@@ -45,6 +49,8 @@ TUNING_PARAMETERS = [
 
 COMMON = dict(
     data_uri=DATA_URI,
+    source_uri=SOURCE_URI,
+    image_destination=TRAINING_IMAGE,
     dataset_declaration=load_dataset_declaration(HERE / "dataset.yaml"),
     evaluation_declaration=load_evaluation_declaration(HERE / "evaluation.yaml"),
     training_module="trainer.task",
@@ -65,7 +71,6 @@ weekly = configure(
     weekly_retraining,
     name="drink-shops-weekly",
     description="Weekly retraining of the drink shops' 'guess your order' recommender.",
-    source_uri=SOURCE_URI,
     package_destination=PACKAGES_URI,
     endpoint_display_name=MODEL,
     tuning_parameters=TUNING_PARAMETERS,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,52 @@ class DockerfileInfo:
     workdir: str = "/"
     env: dict[str, str] = field(default_factory=dict)
     copies: list[tuple[int, list[str]]] = field(default_factory=list)
+    context_copies: list[str] = field(default_factory=list)
+    pip_targets: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def installed_context(self) -> tuple[str, ...] | None:
+        """The extras with which a ``RUN pip install`` installs the whole build context (as
+        ``COPY . /src`` then ``pip install "/src[extra]"``), or None when it does not."""
+        for target, extras in self.pip_targets:
+            if target in self.context_copies:
+                return extras
+        return None
+
+
+# pip options that take a value: the token after them is no install target.
+_PIP_VALUE_OPTIONS = frozenset(
+    {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+     "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--platform",
+     "--python-version", "--implementation", "--abi", "--trusted-host", "--cache-dir"}
+)  # fmt: skip
+_SHELL_BREAKS = frozenset({"&&", "||", ";", "|"})
+_EXTRAS = re.compile(r"^(?P<path>[^\[]+)(?:\[(?P<extras>[^\]]*)\])?$")
+
+
+def _pip_targets(command: str, workdir: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Local paths a shell command's ``pip install`` installs, absolute, with their extras."""
+    try:
+        tokens = shlex.split(command.replace(";", " ; "))
+    except ValueError:
+        return []
+    found: list[tuple[str, tuple[str, ...]]] = []
+    index = 0
+    while index < len(tokens):
+        word = posixpath.basename(tokens[index])
+        if not (word.startswith("pip") and tokens[index + 1 : index + 2] == ["install"]):
+            index += 1
+            continue
+        index += 2
+        while index < len(tokens) and tokens[index] not in _SHELL_BREAKS:
+            token = tokens[index]
+            index += 2 if token in _PIP_VALUE_OPTIONS else 1
+            if token.startswith("-"):
+                continue
+            match = _EXTRAS.match(token)
+            if match and match["path"].startswith(("/", ".")):
+                extras = tuple(e.strip() for e in (match["extras"] or "").split(",") if e.strip())
+                found.append((posixpath.normpath(posixpath.join(workdir, match["path"])), extras))
+    return found
 
 
 def _instructions(text: str) -> list[tuple[int, str, str]]:
@@ -88,7 +135,8 @@ def _env_pairs(args: str) -> dict[str, str]:
 
 
 def parse_dockerfile(text: str) -> DockerfileInfo:
-    """Read the final build stage's base, ENTRYPOINT, CMD, WORKDIR, ENV and COPY sources."""
+    """Read the final build stage's base, ENTRYPOINT, CMD, WORKDIR, ENV, COPY sources and what
+    its ``RUN pip install`` commands install from the context."""
     aliases: dict[str, str | None] = {}
     info = DockerfileInfo()
     for line, keyword, args in _instructions(text):
@@ -112,8 +160,18 @@ def parse_dockerfile(text: str) -> DockerfileInfo:
             words = args.split() if not args.startswith("[") else _exec_form(args)
             if any(w.startswith("--from") for w in words):
                 continue  # copies from another stage, not from the context
-            sources = [w for w in words if not w.startswith("--")][:-1]
+            paths = [w for w in words if not w.startswith("--")]
+            sources = paths[:-1]
             info.copies.append((line, sources))
+            if sources and all(posixpath.normpath(s) == "." for s in sources):
+                info.context_copies.append(
+                    posixpath.normpath(posixpath.join(info.workdir, paths[-1]))
+                )
+        elif keyword == "RUN":
+            form = _exec_form(args)
+            shell = form[:2] == ["/bin/sh", "-c"] and len(form) == 3
+            command = form[2] if shell else " ".join(shlex.quote(a) for a in form)
+            info.pip_targets += _pip_targets(command, info.workdir)
     return info
 
 
@@ -162,7 +220,7 @@ def lint_dockerfile(
                 "gpu-without-cuda",
                 0,
                 f"GPU job but the base image {info.base_image!r} has no CUDA; start from "
-                "nvidia/cuda or a GPU prebuilt image (e.g. pytorch-gpu.2-4)",
+                "nvidia/cuda (e.g. nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04)",
             )
         )
     if info.entrypoint is None and info.cmd is None:

@@ -8,7 +8,8 @@ consumes, an input that changes when its week or content does:
 
 - an output of a key source: a task with caching off, of a component that reads what its
   inputs do not show (:data:`KEY_SOURCES`: ``data_window`` reads the run's time,
-  ``source_digest`` the source's content), so it runs every time and its output changes
+  ``source_digest`` the source's content, ``extract_window`` the warehouse's window, in a
+  folder named by its content), so it runs every time and its output changes
   exactly when the week or the content does.
 
 A pipeline parameter alone is not a key: its default is the same every week. Nor is a
@@ -28,6 +29,7 @@ is never a problem: it records an artifact that exists, and computes nothing to 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +44,7 @@ __all__ = [
     "has_data_window",
 ]
 
-KEY_SOURCES = frozenset({"data-window", "source-digest"})
+KEY_SOURCES = frozenset({"data-window", "source-digest", "extract-window"})
 """Components (compiled names) whose uncached output is a cache key of what consumes it."""
 
 PER_RUN_PLACEHOLDERS = (
@@ -187,7 +189,9 @@ class _Checker:
                     *inputs.get("artifacts", {}).values(),
                 ]
                 component = task.get("componentRef", {}).get("name", "").removeprefix("comp-")
-                source = not _caching_on(task) and component in self._key_sources
+                # KFP names a component's second use in one pipeline "<name>-2", and so on.
+                named = re.sub(r"-\d+$", "", component)
+                source = not _caching_on(task) and named in self._key_sources
                 keyed = source or any(self._input_keyed(where, s) for s in specs)
             self._memo[memo] = keyed
         return self._memo[memo]

@@ -103,9 +103,11 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from vertex_retrain.cli.compiling import default_arguments
     from vertex_retrain.cli.costing import (
         NOT_INCLUDED,
+        estimate_kinds,
         estimate_run,
         price_location,
         training_hours,
+        warehouse_budget,
     )
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
@@ -128,9 +130,12 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 ]
             )
         estimate = estimate_run(spec, arguments, hours=hours, location=location)
+        currency = estimate.steps[0].currency if estimate.steps else ""
+        kinds = estimate_kinds(spec, arguments, hours=hours, location=location, currency=currency)
     except (PipelineReferenceError, ParameterError, JobSpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    warehouse = warehouse_budget(arguments)
     if getattr(args, "json", False):
         document = {
             "pipeline": source.name,
@@ -140,9 +145,17 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
             **estimate.to_dict(),
             "not_included": NOT_INCLUDED,
         }
+        if kinds is not None:
+            document["week_kinds"] = kinds.to_dict()
+        if warehouse is not None:
+            document["warehouse"] = warehouse
         print(json.dumps(document, indent=2, sort_keys=True), file=out)
         return 0
     print(f"prices: {location} ({origin})", file=out)
+    if warehouse is not None:
+        from vertex_retrain.specs.bigquery_cost import warehouse_line
+
+        print(warehouse_line(warehouse), file=out)
     if not estimate.steps:
         print(f"{source.name} submits no training or tuning job: nothing to price", file=out)
         return 0
@@ -154,8 +167,30 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "scale by the stated efficiency",
         file=out,
     )
+    if kinds is not None:
+        _print_week_kinds(kinds, out)
     print(NOT_INCLUDED, file=out)
     return 0
+
+
+def _print_week_kinds(kinds: Any, out: TextIO) -> None:
+    """Each kind of week and a typical month (``vertex_retrain.cli.week_costs``)."""
+    from vertex_retrain.specs.cost import format_money
+
+    print("by kind of week (training jobs only):", file=out)
+    for week in (kinds.full, kinds.warm, kinds.refused, kinds.month, kinds.all_full_month):
+        print(
+            f"  {week.kind}: {week.hours:.2f} h of training, on-demand "
+            f"{format_money(week.on_demand, kinds.currency)}, "
+            f"Spot {format_money(week.spot, kinds.currency)}",
+            file=out,
+        )
+    print(
+        f"  month: {kinds.full_weeks_per_month:g} full retrain(s) in "
+        f"{365.25 / 12 / 7:.2f} weeks; {kinds.assumption} (expected_warm_training_hours "
+        "for a warm start)",
+        file=out,
+    )
 
 
 def _print_step_table(estimate: Any, out: TextIO, *, wide: bool) -> None:

@@ -2,8 +2,9 @@
 
 Every command writes through these helpers, so one rule holds everywhere: colour and live
 progress only when the output is a terminal; piped output and log files get plain text (no
-escape codes), and tables are cut to the terminal's width (80 columns off a terminal) unless
-``--wide`` asks for every cell whole.
+escape codes). Tables are cut to the terminal's width on a terminal unless ``--wide`` asks for
+every cell whole; off a terminal (a pipe, a file) there is no width to fit, so cells are whole
+except digests of many values (:attr:`Column.digest`).
 """
 
 from __future__ import annotations
@@ -85,11 +86,14 @@ class Column:
         key: The record's key it shows.
         header: Its heading.
         max_width: Cut longer cells with an ellipsis (None: never cut); ``--wide`` lifts it.
+        digest: The cell lists many values (a model's metrics): cut at ``max_width`` even off
+            a terminal, where other cells stay whole; ``--json`` and ``--wide`` show it all.
     """
 
     key: str
     header: str
     max_width: int | None = None
+    digest: bool = False
 
 
 def cell_text(value: Any) -> str:
@@ -123,7 +127,8 @@ def render_table(
         out: Where to print.
         columns: What to show, in order.
         records: One mapping per row (the same records ``--json`` prints).
-        wide: Show every cell whole.
+        wide: Show every cell whole. Off a terminal only digest columns are ever cut: a pipe
+            has no width, and a cut name or URI would lose what ``grep`` or a script reads.
         empty: The line printed under the headings when there are no records.
     """
     rows = [[cell_text(record.get(column.key)) for column in columns] for record in records]
@@ -131,11 +136,12 @@ def render_table(
         max([len(column.header), *(len(row[index]) for row in rows)])
         for index, column in enumerate(columns)
     ]
-    limits = (
-        [None] * len(columns)
-        if wide
-        else _fit(columns, naturals, make_console(out).width - 2 * (len(columns) - 1))
-    )
+    if wide:
+        limits: list[int | None] = [None] * len(columns)
+    elif not is_terminal(out):
+        limits = [column.max_width if column.digest else None for column in columns]
+    else:
+        limits = _fit(columns, naturals, make_console(out).width - 2 * (len(columns) - 1))
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1))
     for column, natural, limit in zip(columns, naturals, limits, strict=True):
         table.add_column(
@@ -148,7 +154,8 @@ def render_table(
         )
     for row in rows:
         table.add_row(*row)
-    print_renderable(out, table, wide=wide)
+    # Off a terminal the console is as wide as the rows: the limits above did the cutting.
+    print_renderable(out, table, wide=wide or not is_terminal(out))
     if not records:
         out.write(empty + "\n")
     elif any(

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vertex_retrain.cli.week_costs import WeekKinds, estimate_week_kinds, is_refusal_retrain
 from vertex_retrain.specs import PipelineCostEstimate, estimate_job_cost, estimate_pipeline_cost
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.specs.prices import load_prices
@@ -65,9 +66,82 @@ def price_location(arguments: Mapping[str, Any], override: str | None = None) ->
     return load_prices().default_location, "the default: the pipeline names no region"
 
 
+def warehouse_budget(arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A BigQuery source's window query, priced at its declared budget; None without one.
+
+    The extraction refuses a query that would scan more than ``source.max_bytes``, so the
+    budget is the most a run is billed for its data (BigQuery's dry run gives the figure of a
+    run; the run summary its bill).
+
+    Args:
+        arguments: The run's parameters; ``dataset_declaration`` holds the source.
+    """
+    from vertex_retrain.contracts.dataset import (
+        DatasetDeclarationError,
+        parse_dataset_declaration,
+    )
+    from vertex_retrain.specs.bigquery_cost import BIGQUERY_PRICE, bigquery_query_cost
+
+    declared = arguments.get("dataset_declaration")
+    if not isinstance(declared, Mapping) or not declared:
+        return None
+    try:
+        source = parse_dataset_declaration(declared).source
+    except DatasetDeclarationError:
+        return None  # the run's preflight says what is wrong with it
+    if source.kind != "bigquery":
+        return None
+    budget = source.max_bytes
+    return {
+        "table": source.table,
+        "max_bytes": budget,
+        "at_most_usd": bigquery_query_cost(budget) if budget else None,
+        "price": BIGQUERY_PRICE,
+    }
+
+
 PRICED_FUNCTIONS = ("hp_tune", "train_custom_job")
 """The job components whose jobs an estimate prices: tuning and training (the evaluation job is
 a short CPU job on demand)."""
+
+
+def _priced_jobs(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Any]:
+    from vertex_retrain.cli.job_tasks import job_tasks
+
+    return [
+        job
+        for job in job_tasks(spec, arguments)
+        if job.function in PRICED_FUNCTIONS and job.runs is not False
+    ]
+
+
+def estimate_kinds(
+    spec: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    *,
+    hours: float,
+    location: str,
+    currency: str = "",
+) -> WeekKinds | None:
+    """The warm-started week, the full retrain's, the refused warm start's and a typical
+    month (:mod:`vertex_retrain.cli.week_costs`); None for a pipeline that plans no kind.
+
+    Args:
+        spec: The compiled pipeline.
+        arguments: The run's parameters.
+        hours: Hours of one full training job.
+        location: Region whose prices apply.
+        currency: The prices' currency.
+    """
+    jobs = [job for job in _priced_jobs(spec, arguments) if job.payload is not None]
+    return estimate_week_kinds(
+        [job.payload for job in jobs if not is_refusal_retrain(job.payload)],
+        [job.payload for job in jobs if is_refusal_retrain(job.payload)],
+        arguments,
+        full_hours=hours,
+        location=location,
+        currency=currency,
+    )
 
 
 def estimate_run(
@@ -100,15 +174,10 @@ def estimate_run(
         JobSpecError: A job the arguments describe is impossible (each problem names its
             task).
     """
-    from vertex_retrain.cli.job_tasks import job_tasks
-
     hours = training_hours(arguments, hours)
     location = location or price_location(arguments)[0]
-    jobs = [
-        job
-        for job in job_tasks(spec, arguments)
-        if job.function in PRICED_FUNCTIONS and job.runs is not False
-    ]
+    # The full retrain after a refused warm start is priced apart (estimate_kinds).
+    jobs = [job for job in _priced_jobs(spec, arguments) if not is_refusal_retrain(job.payload)]
     problems = [
         dataclasses.replace(problem, field=f"task {job.name}: {problem.field}")
         for job in jobs

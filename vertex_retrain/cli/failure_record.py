@@ -4,6 +4,10 @@ The run summary (the exit handler) records a failed week with the error kfp hand
 kfp.local words as ``Task exit-handler-1 failed.``: the failing step and its error are only in
 the run's log. When the run ends, the local runner knows them (the first cause it prints), so
 it puts that into the record, and ``history`` says why each failed week failed.
+
+An interrupted run (Ctrl-C, SIGTERM) never reaches its exit handler, so the runner writes its
+week's record itself (:func:`record_interruption`): ``history`` shows the week as
+``CANCELLED`` with the step it stopped at, instead of showing nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +22,54 @@ GENERIC_FAILURE = re.compile(r"^Task [\w.-]+ failed\.?$")
 
 MAX_CAUSE = 2000
 """Characters of the cause kept (its first line): a data gate's verdict runs to several hundred."""
+
+
+INTERRUPTED_STATE = "CANCELLED"
+"""The state of an interrupted run, as Vertex names a cancelled PipelineJob's."""
+
+
+def record_interruption(root: Path, run: str, model: str, as_of: str, step: str | None) -> bool:
+    """Records ``run`` of ``model`` as cancelled at ``step``, unless it already has a record.
+
+    Best effort, as :func:`record_cause`: an exit handler that recorded the run before the
+    interruption keeps its record, and a registry that cannot be opened changes nothing.
+
+    Args:
+        root: The local root (its ``registry.db`` holds the weeks).
+        run: The pipeline run's name.
+        model: The model's display name (the week's row in ``history``).
+        as_of: The run's ``as_of`` (``YYYY-MM-DD``), "" when unknown.
+        step: The step that was running, None between steps.
+
+    Returns:
+        True when a record was written.
+    """
+    from vertex_retrain.backends.local.model_registry.registry_db import (
+        DB_FILENAME,
+        RegistryError,
+        RegistryInputError,
+        RegistryNotFoundError,
+    )
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
+    from vertex_retrain.run_record import RunRecord
+
+    where = f"at step {step}" if step else "between steps"
+    record = RunRecord(
+        run=run,
+        model=model,
+        backend="local",
+        state=INTERRUPTED_STATE,
+        as_of=as_of,
+        error=f"interrupted {where}; nothing after it ran",
+    )
+    try:
+        history = RunHistory(root / DB_FILENAME)
+        if any(week.run == run for week in history.weeks()):
+            return False
+        history.record(record)
+    except (RegistryError, RegistryInputError, RegistryNotFoundError, OSError, sqlite3.Error):
+        return False
+    return True
 
 
 def record_cause(root: Path, run: str, cause: str) -> bool:

@@ -30,8 +30,17 @@ COLUMNS = (
     Column("interval", "CI-LOW"),
     Column("goodput", "GOODPUT"),
     Column("cost", "COST"),
+    Column("training", "TRAIN"),
 )
 """The table fits 80 columns; ``--json`` has every field of every run (its name included)."""
+
+
+def shown_columns(records: Sequence[RunRecord]) -> tuple[Column, ...]:
+    """The columns of a model's table: ``TRAIN`` only when a run planned its training kind
+    (a pipeline without warm starts keeps the table it had)."""
+    if any(record.training_kind for record in records):
+        return COLUMNS
+    return tuple(column for column in COLUMNS if column.key != "training")
 
 
 class HistoryInputError(ValueError):
@@ -56,6 +65,10 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     reference (``r``) when no champion was compared: ``+0.004c`` is a sure gain, a negative
     value an interval that includes no gain; ``--json`` has the whole interval.
 
+    ``TRAIN`` is the kind of training the week ran: ``warm`` (from the champion), ``full``,
+    or ``warm+full`` (the gate refused the warm start, and the week retrained fully);
+    ``--json`` says why.
+
     The outcome is the decision (``champion``, ``challenger``), marked ``!`` when a person
     forced it (``--json`` has the reason) and ``~`` when the champion could not be judged on
     the gate period (a replay), ``gate`` when the data gate stopped the run, else the run's
@@ -78,6 +91,7 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     return {
         "as_of": record.as_of,
         "outcome": _outcome(record),
+        "training": record.training_kind.get("kind") or None,
         "rows": statistics.get("rows"),
         "metric": name,
         "candidate": record.candidate.get(name),
@@ -106,7 +120,7 @@ def _interval(record: RunRecord) -> str | None:
         found = intervals.get(key)
         if found:
             worst = -float(found["high"]) if lower_is_better else float(found["low"])
-            return f"{worst:+.3f}{mark}"
+            return f"{worst:+.4f}{mark}"
     return None
 
 
@@ -215,7 +229,7 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 )
         render_table(
             out,
-            COLUMNS,
+            shown_columns(shown),
             [history_row(r, metric) for r in shown],
             wide=getattr(args, "wide", False),
             empty="(no run recorded yet: each local run records its week when it ends)",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_retrain.cli.spec_tasks import LeafTask, leaf_tasks
+from vertex_retrain.specs.defaults import PYTHON_PACKAGE
 from vertex_retrain.specs.problems import JobSpecError, Problem
 
 __all__ = ["JOB_FUNCTIONS", "JobTask", "job_tasks"]
@@ -33,6 +34,9 @@ JOB_FUNCTIONS = ("train_custom_job", "hp_tune", "evaluate_model")
 
 STAND_IN_URI = "gs://known-at-run-time/artifact"
 """The URI given for an artifact input (the dataset, the candidate): set by the run."""
+
+STAND_IN_IMAGE = f"us-docker.pkg.dev/known-at-run-time/images/training@sha256:{'0' * 64}"
+"""The image given for an ``image_uri`` a task of the run builds (a container build)."""
 
 # Tuning-study inputs of hp_tune and the payload fields they fill (the trial job's fields are
 # found by building it; the study's layout is tuning_job_payload's).
@@ -95,15 +99,18 @@ def job_tasks(
     """
     tasks = [task for task in leaf_tasks(spec, arguments) if task.function in JOB_FUNCTIONS]
     leaves = [task.path.rsplit("/", 1)[-1] for task in tasks]
+    package_path = arguments.get("training_code") == PYTHON_PACKAGE
     return [
-        _job(task, task.path if leaves.count(leaf) > 1 else leaf, today)
+        _job(task, task.path if leaves.count(leaf) > 1 else leaf, today, package_path)
         for task, leaf in zip(tasks, leaves, strict=True)
     ]
 
 
-def _values(task: LeafTask) -> dict[str, Any]:
+def _values(task: LeafTask, package_path: bool) -> dict[str, Any]:
     """The task's inputs; one the run decides takes the component default, or for the code a
-    job runs (its package, module) the stand-in of a cost estimate, so the job can be built."""
+    job runs (its package, module, image) the stand-in of a cost estimate, so the job can be
+    built. An image the run builds is a container image (:data:`STAND_IN_IMAGE`) unless the
+    templates' ``training_code`` says the jobs run the package (``package_path``)."""
     from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
     from vertex_retrain.steps.training_cost import request_for_shape
 
@@ -116,13 +123,15 @@ def _values(task: LeafTask) -> dict[str, Any]:
             values[name] = stand_in.package_uris[0]
         elif name in ("python_module", "package_uris"):
             values[name] = getattr(stand_in, name)
+        elif name == "image_uri":
+            values[name] = "" if package_path else STAND_IN_IMAGE
     return values
 
 
-def _job(task: LeafTask, name: str, today: dt.date | None) -> JobTask:
+def _job(task: LeafTask, name: str, today: dt.date | None, package_path: bool) -> JobTask:
     from vertex_retrain.steps.job_request import job_spec_from_request
 
-    values = _values(task)
+    values = _values(task, package_path)
     if task.function == "hp_tune":
         return _tuning_job(task, name, values)
 

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_retrain.cli.console import strip_ansi
-from vertex_retrain.cli.failure_record import record_cause
+from vertex_retrain.cli.failure_record import record_cause, record_interruption
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
@@ -205,7 +205,7 @@ def run_pipeline_locally(
             warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
                 return _run_locked(
-                    pipeline, arguments, root, log_path, console, verbose, cache, retries
+                    pipeline, arguments, root, log_path, console, verbose, cache, retries, model
                 )
     except (RunConflictError, UnsupportedKfpError) as conflict:
         console.write(f"ERROR: {conflict}\n")
@@ -232,6 +232,7 @@ def _run_locked(
     verbose: bool,
     cache: bool = True,
     retries: bool = False,
+    model: str = "pipeline",
 ) -> LocalRunOutcome:
     from kfp import local
 
@@ -265,12 +266,19 @@ def _run_locked(
                 tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):
                 pipeline(**arguments)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through processes.Terminated
+            # The exit handler never runs: the week's record says where the run stopped.
+            step = progress.current.name if progress.current else None
+            stopped = _newest_run(pipeline_root, before)
+            if stopped is not None:
+                as_of = str(arguments.get("as_of") or "")
+                record_interruption(root, stopped.name, model, as_of, step)
+            raise
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False
             print(f"ERROR: {explain_kfp_error(error)}")
     wall = time.monotonic() - started
-    new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
-    run_dir = new_runs[-1] if new_runs else None
+    run_dir = _newest_run(pipeline_root, before)
     if not succeeded:
         lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
         causes = task_errors(lines)
@@ -283,6 +291,12 @@ def _run_locked(
         )
         console.write("\n".join([*shown, ""]))
     return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+
+
+def _newest_run(pipeline_root: Path, before: set[Path]) -> Path | None:
+    """The run folder kfp.local made under ``pipeline_root`` since ``before`` was listed."""
+    new_runs = sorted(set(pipeline_root.iterdir()) - before, key=lambda p: p.stat().st_mtime)
+    return new_runs[-1] if new_runs else None
 
 
 def placeholder_hint() -> str:

@@ -112,19 +112,15 @@ def refusal(
 
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     """Writes one pipeline's result: a summary line, then one line per problem."""
-    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN, RETIRED_IMAGE
+    from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
 
     errors, warnings = errors_of(problems), warnings_of(problems)
     unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
-    retired = [p for p in warnings if p.code == RETIRED_IMAGE]
     if errors:
         verdict = "would fail on Vertex"
     elif unknown:
         # Whether the package installs on its image is not known: never "ready".
         verdict = "not ready: whether the package installs on its executor image is unknown"
-    elif retired:
-        # Vertex no longer promises to serve the image: submitting is a gamble, never "ready".
-        verdict = "not ready: an executor image is past its end of availability"
     else:
         verdict = "ready to submit"
     print(
@@ -156,7 +152,7 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
     images = [(w, i) for w, i in executor_images(target.spec) if i != DEFAULT_COMPONENT_IMAGE]
     # The executor image, the serving image and any other image a parameter names.
     images += _named(target.arguments, lambda name: name.endswith("image_uri"))
-    return online_problems(
+    problems = online_problems(
         checker,
         images=images,
         region=settings.location,
@@ -165,6 +161,12 @@ def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory
         readable=_named(target.arguments, READ_PARAMETERS.__contains__),
         writable=_named(target.arguments, WRITE_PARAMETERS.__contains__),
     )
+    declaration = target.arguments.get("dataset_declaration")
+    if isinstance(declaration, Mapping) and declaration:
+        from vertex_retrain.backends.vertex.preflight_warehouse import warehouse_problems
+
+        problems += warehouse_problems(checker, declaration, settings.location, settings.project)
+    return problems
 
 
 READ_PARAMETERS = frozenset({"data_uri", "source_uri", "package_uri", "package_uris"})

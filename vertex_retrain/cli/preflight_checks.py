@@ -155,9 +155,15 @@ def _job_problems(
             found += availability_problems(job.payload, settings.location)
         if image and image not in checked_images:
             checked_images.add(image)
-            found += executor_image_problems(
-                image, f"{field}.executorImageUri", today=settings.today
-            )
+            # The job's own validation may have said its availability already: not twice.
+            said = {(p.field, p.code) for p in found}
+            found += [
+                problem
+                for problem in executor_image_problems(
+                    image, f"{field}.executorImageUri", today=settings.today
+                )
+                if (problem.field, problem.code) not in said
+            ]
             if settings.location:
                 found += _executor_location_problems(
                     image, f"{field}.executorImageUri", settings.location

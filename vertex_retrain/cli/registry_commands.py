@@ -46,7 +46,7 @@ VERSION_COLUMNS = (
     # Whole: which version is the champion is what the table is read for.
     Column("aliases", "ALIASES"),
     Column("artifact_uri", "ARTIFACT", 40),
-    Column("metrics", "METRICS", 40),
+    Column("metrics", "METRICS", 40, digest=True),
     Column("pipeline_run", "RUN", 30),
     Column("created", "CREATED"),
 )

@@ -36,6 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.dataset_source import (
+    SourceDeclaration,
+    SourceDeclarationError,
+    parse_source,
+)
 from vertex_retrain.contracts.shown import shown
 
 __all__ = [
@@ -209,11 +214,13 @@ class DatasetDeclaration:
         table: The fact table.
         dimensions: Lookup tables, by name.
         mix: Category mix drift per group, or None.
+        source: Where the rows come from (:mod:`.dataset_source`); a Parquet folder by default.
     """
 
     table: TableDeclaration
     dimensions: dict[str, Dimension] = field(default_factory=dict)
     mix: MixDeclaration | None = None
+    source: SourceDeclaration = field(default_factory=SourceDeclaration)
 
     def to_dict(self) -> dict[str, Any]:
         """The declaration as the JSON object it parses from (a pipeline parameter value)."""
@@ -245,6 +252,8 @@ class DatasetDeclaration:
             out["mix"] = {"category_column": self.mix.category_column}
             if self.mix.dimension:
                 out["mix"]["dimension"] = self.mix.dimension
+        if self.source.is_warehouse:
+            out["source"] = self.source.to_dict()
         return out
 
 
@@ -397,7 +406,7 @@ def parse_dataset_declaration(value: Any) -> DatasetDeclaration:
             "a dataset declaration (format, table, and optionally dimensions and mix); "
             "pass --param dataset_declaration=@dataset.yaml",
         )
-    top = _mapping(value, "the declaration", ("format", "table", "dimensions", "mix"))
+    top = _mapping(value, "the declaration", ("format", "table", "dimensions", "mix", "source"))
     if top.get("format") != DATASET_FORMAT:
         _fail("format", top.get("format"), repr(DATASET_FORMAT))
     table = _table(top.get("table"))
@@ -409,7 +418,13 @@ def parse_dataset_declaration(value: Any) -> DatasetDeclaration:
         for name, item in raw_dimensions.items()
     }
     mix = _mix(top["mix"], table, dimensions) if top.get("mix") is not None else None
-    return DatasetDeclaration(table=table, dimensions=dimensions, mix=mix)
+    try:
+        source = parse_source(top.get("source"), tuple(dimensions))
+    except SourceDeclarationError as error:
+        raise DatasetDeclarationError(
+            f"dataset declaration: {error} (docs/components.md#warehouse-sources)"
+        ) from None
+    return DatasetDeclaration(table=table, dimensions=dimensions, mix=mix, source=source)
 
 
 def load_dataset_declaration(path: str | Path) -> dict[str, Any]:

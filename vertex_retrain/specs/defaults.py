@@ -17,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "CONTAINER",
     "EVALUATION",
     "PIPELINE_SERVICE_ACCOUNT",
+    "PYTHON_PACKAGE",
     "RUN_PLACEHOLDERS",
     "TRAINING",
     "TUNING",
@@ -34,6 +36,15 @@ PIPELINE_SERVICE_ACCOUNT = "{{$.pipeline_service_account}}"
 pipeline's own. GCPC's placeholder (``google_cloud_pipeline_components._placeholders
 .SERVICE_ACCOUNT_PLACEHOLDER``): Vertex resolves it to the PipelineJob's service account (its
 default account when the job sets none). A ``service_account`` parameter overrides it."""
+
+
+CONTAINER = "container"
+"""The templates' default ``training_code``: the jobs run a custom container built from the
+team's Dockerfile (``containerSpec``), which no prebuilt-image lifecycle ends."""
+
+PYTHON_PACKAGE = "python_package"
+"""The other ``training_code``: the jobs run the team's package on a prebuilt training image
+(``pythonPackageSpec.executorImageUri``), refused once Google no longer serves it."""
 
 
 @dataclass(frozen=True)
@@ -69,13 +80,18 @@ class TrainingDefaults:
         distribution: Declared distributed setup, written as the ``distribution`` label.
         scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``.
         timeout_seconds: Maximum run time of one job (or trial): twice the expected time.
-        executor_image_uri: Prebuilt training image of a Python-package job: the container
-            catalog's newest GPU PyTorch image (``specs/containers.yaml``: Python 3.10,
-            torch 2.4), on which the reference trainer's package installs
-            (``tests/test_specs_package_compat.py`` checks both).
+        executor_image_uri: Prebuilt training image of a Python-package job (the explicit
+            ``training_code="python_package"`` path): the container catalog's newest GPU
+            PyTorch image (``specs/containers.yaml``: Python 3.10, torch 2.4), past its end of
+            availability since 2026-07-24, so preflight, validate and local runs refuse it and
+            name the alternatives. The templates' default jobs run a custom container built
+            from the team's Dockerfile instead (:data:`CONTAINER`).
         dataset_flag: The flag that carries the dataset URI to the training code.
         expected_training_hours: Expected run time of one training job on the default
             machine, for cost estimates: a budget figure, not a measurement.
+        expected_warm_training_hours: The same for a warm start from the champion
+            (:mod:`vertex_retrain.rules.warm_start`): a fifth of a full retrain, the aim of
+            the reference trainer's warm start, again a budget figure.
     """
 
     machine_type: str = "n1-standard-8"
@@ -88,6 +104,7 @@ class TrainingDefaults:
     executor_image_uri: str = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
     dataset_flag: str = "--data"
     expected_training_hours: float = 2.0
+    expected_warm_training_hours: float = 0.4
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 The container catalog (:mod:`vertex_retrain.specs.containers`) says which prebuilt training
 images Google serves until when. Past an image's end of availability Vertex no longer
-promises it: ``preflight`` warns (an error once the templates default to an image that
-exists); within :data:`RETIRING_WITHIN` of it, it warns that the date is near. A prebuilt
+promises it: ``preflight``, ``validate`` and a local run refuse it (the templates' default is a
+custom container built from the team's Dockerfile, which no prebuilt lifecycle ends); within
+:data:`RETIRING_WITHIN` of it, they warn that the date is near. A prebuilt
 image the catalog does not list is read by Google's tag convention (``pytorch-gpu.1-13.py38``:
 torch 1.13, Python 3.8), so the package is still checked against its Python
 (:mod:`vertex_retrain.specs.package_compat`); its availability stays unknown. No message
@@ -25,6 +26,7 @@ from vertex_retrain.specs.problems import Problem, error, warning
 __all__ = [
     "COMPATIBILITY_UNKNOWN",
     "RETIRING_WITHIN",
+    "availability_problems",
     "available_training_images",
     "described_image",
     "executor_image_problems",
@@ -39,9 +41,7 @@ COMPATIBILITY_UNKNOWN = frozenset({"executor-image-unknown", "package-python-unk
 a run "ready to submit"."""
 
 RETIRED_IMAGE = "executor-image-retired"
-"""The problem code of an image past its end of availability: a warning (every prebuilt
-training image in the catalog is past it, the templates' default included), but preflight does
-not call such a run "ready to submit" either."""
+"""The problem code of an image past its end of availability: an error."""
 
 TAG_SOURCE = "its tag"
 """The source of an image read from Google's tag convention instead of the catalog."""
@@ -110,7 +110,7 @@ def executor_image_problems(
 
     Returns:
         An error when the image is not a prebuilt training image (Vertex runs packages on
-        those only); a warning when it is past its end of availability, when the catalog does
+        those only) or when it is past its end of availability; a warning when the catalog does
         not know it (what its tag says is checked by :func:`package_problems`), when its end of
         availability is within :data:`RETIRING_WITHIN`, or when it gets no more patches. No
         alternative named is past its end of availability.
@@ -121,7 +121,7 @@ def executor_image_problems(
     framework = named.distribution if named else "torch"
     available = available_training_images(catalog, framework=framework, today=today)
     newest = [f"{catalog.registries['training'][0]}/{i.name}:latest" for i in available[:2]]
-    custom = "a custom container (containerSpec) built from your own Dockerfile (build-image)"
+    custom = "a custom container (containerSpec) built from your own Dockerfile (build_container)"
     if not catalog.is_prebuilt(uri, "training"):
         return [
             error(
@@ -153,33 +153,9 @@ def executor_image_problems(
                 code="executor-image-unknown",
             )
         ]
-    if image.end_of_availability and today > image.end_of_availability:
-        # A warning, not yet the error it should be: every prebuilt training image in the
-        # catalog is past its end of availability, the templates' default included, and no
-        # default that exists (a custom container from build-image) is wired in yet.
-        return [
-            warning(
-                field,
-                uri,
-                f"{image.cited(catalog)} is past its end of availability "
-                f"({image.end_of_availability}); Vertex no longer promises to serve it, so the "
-                "job may fail at start.",
-                [*newest, custom],
-                code=RETIRED_IMAGE,
-            )
-        ]
-    if image.end_of_availability and today > image.end_of_availability - RETIRING_WITHIN:
-        return [
-            warning(
-                field,
-                uri,
-                f"{image.cited(catalog)} reaches its end of availability on "
-                f"{image.end_of_availability} ({(image.end_of_availability - today).days} "
-                "days): move to another image before then.",
-                [*(n for n in newest if image.name not in n), custom],
-                code="executor-image-retiring",
-            )
-        ]
+    available_problems = availability_problems(uri, field, catalog=catalog, today=today)
+    if available_problems:
+        return available_problems
     if image.end_of_patch and today > image.end_of_patch:
         return [
             warning(
@@ -192,3 +168,63 @@ def executor_image_problems(
             )
         ]
     return []
+
+
+def availability_problems(
+    uri: str,
+    field: str,
+    *,
+    catalog: ContainerCatalog | None = None,
+    today: dt.date | None = None,
+) -> list[Problem]:
+    """Whether Google still serves a prebuilt training image the catalog lists.
+
+    Args:
+        uri: The executor image URI.
+        field: Its field path, for the problems.
+        catalog: The container catalog (default: the shipped one).
+        today: The date the end of availability is compared with (default: today).
+
+    Returns:
+        An error past the image's end of availability; a warning within
+        :data:`RETIRING_WITHIN` of it; nothing for other images (or no date). The alternatives
+        named are available that day, or a custom container.
+    """
+    catalog = catalog or load_containers()
+    today = today or dt.date.today()
+    image = catalog.lookup(uri, "training")
+    if image is None or image.end_of_availability is None:
+        return []
+    if today <= image.end_of_availability - RETIRING_WITHIN:
+        return []
+    named = parse_image_name(uri)
+    framework = named.distribution if named else "torch"
+    available = available_training_images(catalog, framework=framework, today=today)
+    newest = [
+        f"{catalog.registries['training'][0]}/{i.name}:latest"
+        for i in available[:2]
+        if i.name != image.name
+    ]
+    custom = "a custom container (containerSpec) built from your own Dockerfile (build_container)"
+    if today > image.end_of_availability:
+        return [
+            error(
+                field,
+                uri,
+                f"{image.cited(catalog)} is past its end of availability "
+                f"({image.end_of_availability}); Vertex no longer promises to serve it.",
+                [*newest, custom],
+                code=RETIRED_IMAGE,
+            )
+        ]
+    return [
+        warning(
+            field,
+            uri,
+            f"{image.cited(catalog)} reaches its end of availability on "
+            f"{image.end_of_availability} ({(image.end_of_availability - today).days} "
+            "days): move to another image before then.",
+            [*newest, custom],
+            code="executor-image-retiring",
+        )
+    ]

@@ -94,11 +94,10 @@ def check_gpu_image(pool: Any, pool_path: str) -> list[Problem]:
             image,
             "A GPU worker pool whose custom image is not known to be built on CUDA.",
             [
-                "build the image FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04",
+                "build the image FROM nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04 (a CUDA 13.0 "
+                "image: NVIDIA supports it while its driver branch R580 is, until August 2028)",
                 f"declare the base image: env {BASE_IMAGE_ENV}=nvidia/cuda:<tag> "
                 "(WorkerPool(base_image=...))",
-                "a prebuilt image such as "
-                "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
             ],
             code="gpu-image-not-cuda",
         )

@@ -176,6 +176,20 @@ def declares_distribution(job_spec: Mapping[str, Any], labels: Mapping[str, Any]
     return False
 
 
+def _executor_availability(
+    pool: Mapping[str, Any], pool_path: str, today: _dt.date
+) -> list[Problem]:
+    """A prebuilt executor image past its end of availability (an error) or near it."""
+    from vertex_retrain.specs.executor_images import availability_problems
+
+    image = mapping(pool.get("pythonPackageSpec")).get("executorImageUri")
+    if not isinstance(image, str) or not image:
+        return []
+    return availability_problems(
+        image, f"{pool_path}.pythonPackageSpec.executorImageUri", today=today
+    )
+
+
 def check_job_spec(
     job_spec: Any,
     spec_path: str,
@@ -216,6 +230,7 @@ def check_job_spec(
         )
         if gpu_count(pool):
             problems += check_gpu_image(pool, pool_path)
+        problems += _executor_availability(pool, pool_path, today)
         tpu = catalog.tpu_machines.get(str(mapping(machine_spec).get("machineType")))
         if tpu is not None:
             problems += check_tpu_image(

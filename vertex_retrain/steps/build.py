@@ -44,8 +44,8 @@ def build(
         location: Google Cloud region (Vertex).
 
     Raises:
-        ValueError: Unknown ``kind`` or ``backend``, or a Vertex container build without
-            ``staging_uri``.
+        ValueError: Unknown ``kind`` or ``backend``, a container build without
+            ``destination``, or a Vertex container build without ``staging_uri``.
         BuildError: ``source_uri`` is not a folder (or, for a container, an archive).
         BuildError / CloudBuildError: The build failed; nothing was published.
     """
@@ -61,6 +61,13 @@ def build(
             "configure(..., source_uri=...)); on Vertex a gs:// folder"
         )
     if kind == "container":
+        if not destination:
+            raise ValueError(
+                "destination is empty: name the Artifact Registry image the Dockerfile builds "
+                "into, without tag, e.g. REGION-docker.pkg.dev/PROJECT/REPOSITORY/trainer (the "
+                "templates' image_destination), or run the Python package instead "
+                "(training_code='python_package')"
+            )
         return chosen.build_container_image(
             source, image=destination, dockerfile=dockerfile, gpu=gpu, staging_uri=staging_uri
         )

@@ -206,7 +206,10 @@ def job_spec_from_request(request: TrainingRequest) -> CustomJobSpec:
     args = tuple(program_args(request))
     code: ContainerCode | PythonPackageCode
     if request.image_uri:
-        code = ContainerCode(image_uri=request.image_uri, args=args)
+        # One image holds the training and the evaluation code: the module picks the entry
+        # point (``python -m MODULE``, as a package job runs it); without one, the image's own.
+        command = ("python", "-m", request.python_module) if request.python_module else ()
+        code = ContainerCode(image_uri=request.image_uri, command=command, args=args)
     else:
         code = PythonPackageCode(
             executor_image_uri=request.executor_image_uri,

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
+from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
@@ -20,11 +22,68 @@ from vertex_retrain.steps.summary_week import (
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
 
+def _ran(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[TaskOutputs]:
+    """The outputs of the tasks named ``prefix`` or ``prefix-N`` (If/Else branches, a retrain
+    after a refusal) that ran, in the pipeline's order (``prefix``, ``prefix-2``...)."""
+
+    def number(name: str) -> int | None:
+        if name == prefix:
+            return 1
+        head, _, suffix = name.rpartition("-")
+        return int(suffix) if head == prefix and suffix.isdigit() else None
+
+    numbered = {name: k for name in outputs if (k := number(name)) is not None}
+    names = sorted(numbered, key=numbered.__getitem__)
+    return [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
+
+
 def _first(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | None:
-    """The output of the task named ``prefix`` or ``prefix-N`` (If/Else branches) that ran."""
-    names = sorted(n for n in outputs if n == prefix or n.startswith(prefix + "-"))
-    ran = [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
+    """The first task named ``prefix`` or ``prefix-N`` that ran."""
+    ran = _ran(outputs, prefix)
     return ran[0] if ran else None
+
+
+def _last(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | None:
+    """The last task named ``prefix`` or ``prefix-N`` that ran: after a refused warm start,
+    the full retrain's (its decision, model and registration are the week's)."""
+    ran = _ran(outputs, prefix)
+    return ran[-1] if ran else None
+
+
+def training_kind_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any] | None:
+    """Which kind of training the week ran and why (``plan_training``'s outputs); after the
+    gate refused a warm-started candidate, the full retrain that followed, with the refusal.
+
+    Returns:
+        ``kind`` (``warm``/``full``/``warm+full``), ``reason``, ``planned``, and after a
+        refusal ``warm_attempt`` (the warm candidate's decision and model); None without a
+        plan.
+    """
+    plan = _first(outputs, "plan-training")
+    if plan is None:
+        return None
+    kind = str(plan.parameters.get("kind", ""))
+    facts: dict[str, Any] = {
+        "kind": kind,
+        "planned": kind,
+        "reason": str(plan.parameters.get("reason", "")),
+    }
+    trainings = _ran(outputs, "train-custom-job")
+    evaluations = _ran(outputs, "evaluate-model")
+    if kind == WARM and len(trainings) > 1 and evaluations:
+        refused = evaluations[0].parameters
+        facts["kind"] = f"{WARM}+{FULL}"
+        facts["reason"] = (
+            f"full retrain in the same run: the gate refused the warm-started candidate "
+            f"({refused.get('reason')})"
+        )
+        facts["warm_attempt"] = {
+            "reason": str(plan.parameters.get("reason", "")),
+            "decision": refused.get("reason"),
+            "candidate_score": refused.get("candidate_score"),
+            "model_uri": trainings[0].artifacts.get("model", {}).get("uri"),
+        }
+    return facts
 
 
 def build_summary(
@@ -37,13 +96,19 @@ def build_summary(
     expected_training_hours: float,
     backend: str = "",
     notification_emails: Sequence[str] = (),
+    expected_warm_training_hours: float | None = None,
 ) -> dict[str, Any]:
-    """Assembles the summary from the tasks' outputs (pure; missing tasks are left out)."""
+    """Assembles the summary from the tasks' outputs (pure; missing tasks are left out).
+
+    The cost assumes ``expected_training_hours`` for a full retrain and
+    ``expected_warm_training_hours`` (default: the same) for a warm start; both after a
+    refused warm start.
+    """
     facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
     if error_message:
         facts["error"] = error_message
     facts.update(_data_facts(outputs))
-    evaluation = _first(outputs, "evaluate-model")
+    evaluation = _last(outputs, "evaluate-model")
     if evaluation is not None:
         facts["decision"] = {
             key: evaluation.parameters.get(key)
@@ -57,22 +122,32 @@ def build_summary(
             )
         }
         facts["metrics"] = evaluation.artifacts.get("metrics", {}).get("metadata", {})
-    training = _first(outputs, "train-custom-job")
+    training = _last(outputs, "train-custom-job")
     if training is not None:
         facts["training"] = {
             "model_uri": training.artifacts.get("model", {}).get("uri"),
             **training.artifacts.get("metrics", {}).get("metadata", {}),
         }
-    registered = _first(outputs, "register-model")
+    registered = _last(outputs, "register-model")
     if registered is not None:
         facts["registered"] = dict(registered.parameters)
-    deployment = _first(outputs, "deploy-model")
+    deployment = _last(outputs, "deploy-model")
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
     tuning = _first(outputs, "hp-tune")
     if tuning is not None:
         facts["tuning"] = dict(tuning.artifacts.get("metrics", {}).get("metadata", {}))
-    facts["cost_on_vertex"] = _cost(job_shape, expected_training_hours)
+    kind = training_kind_facts(outputs)
+    hours = expected_training_hours
+    if kind is not None:
+        facts["training_kind"] = kind
+        warm = expected_training_hours
+        if expected_warm_training_hours is not None:
+            warm = expected_warm_training_hours
+        hours = {WARM: warm, f"{WARM}+{FULL}": warm + expected_training_hours}.get(
+            kind["kind"], expected_training_hours
+        )
+    facts["cost_on_vertex"] = _cost(job_shape, hours)
     fallback = fallback_facts(
         facts.get("training") or {}, facts["cost_on_vertex"], tuning=facts.get("tuning") or {}
     )
@@ -84,7 +159,8 @@ def build_summary(
 
 
 def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
-    """The run's data window (data_window, prepare_dataset) and data gate (check_data)."""
+    """The run's data window (data_window, prepare_dataset), its extraction from a warehouse
+    (extract_window: digest, bytes billed and their price) and data gate (check_data)."""
     facts: dict[str, Any] = {}
     window = _first(outputs, "data-window")
     prepared = _first(outputs, "prepare-dataset")
@@ -93,6 +169,15 @@ def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
             **(dict(window.parameters) if window is not None else {}),
             **(prepared.artifacts.get("dataset", {}).get("metadata", {}) if prepared else {}),
         }
+    extracted = _first(outputs, "extract-window")
+    if extracted is not None and extracted.parameters.get("digest"):
+        facts["warehouse"] = {
+            key: extracted.parameters.get(key)
+            for key in ("digest", "rows", "bytes_scanned", "bytes_billed", "data_uri")
+        }
+        facts["warehouse"]["cost_usd"] = bigquery_query_cost(
+            int(extracted.parameters.get("bytes_billed") or 0)
+        )
     gate = _first(outputs, "check-data")
     if gate is not None:
         facts["data_gate"] = {
@@ -138,6 +223,7 @@ def summarize_run(
     project: str = "",
     location: str = "",
     notification_emails: Sequence[str] = (),
+    expected_warm_training_hours: float | None = None,
 ) -> dict[str, Any]:
     """Reads the run's task outputs and builds its summary.
 
@@ -164,6 +250,7 @@ def summarize_run(
         expected_training_hours=expected_training_hours,
         backend=backend,
         notification_emails=notification_emails,
+        expected_warm_training_hours=expected_warm_training_hours,
     )
     if unreadable:
         facts["outputs_unreadable"] = unreadable
@@ -197,6 +284,9 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             if isinstance(value, int | float)
         ]
         lines.append("")
+    kind = facts.get("training_kind") or {}
+    if kind:
+        lines += [f"**Training kind:** {kind.get('kind')}: {kind.get('reason')}", ""]
     training = facts.get("training") or {}
     if training:
         # Unknown stays unknown: Vertex records neither step progress nor restarts.
@@ -223,5 +313,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             f"on-demand {format_money(cost.get('on_demand'), currency)}, "
             f"Spot {format_money(cost.get('spot'), currency)}"
         )
+    if facts.get("warehouse"):
+        lines.append(f"**Warehouse:** {warehouse_line(facts['warehouse'])}")
     lines += week_lines(facts)
     return "\n".join(lines) + "\n"

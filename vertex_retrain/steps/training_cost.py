@@ -21,11 +21,17 @@ _SHAPE_FIELDS: dict[str, type] = {
 """The request fields that shape a job's cost, with their types (pipeline parameter names)."""
 
 
+STAND_IN_IMAGE = f"us-docker.pkg.dev/cost-estimate/images/cuda-training@sha256:{'0' * 64}"
+"""The container a cost estimate's job runs: the code does not change the price, and the
+templates' jobs run a custom container (whose GPU base is CUDA's, hence the name)."""
+
+
 def request_for_shape(shape: Mapping[str, Any]) -> TrainingRequest:
     """A training job with the machine shape named in ``shape`` (pipeline parameter names).
 
-    Only the hardware and strategy matter for cost; the code and paths are stand-ins. Missing
-    (or None) keys take :class:`TrainingRequest`'s defaults, which are
+    Only the hardware and strategy matter for cost; the code (a stand-in container, as the
+    templates run by default) and paths are stand-ins. Missing (or None) keys take
+    :class:`TrainingRequest`'s defaults, which are
     :data:`vertex_retrain.specs.defaults.TRAINING`, as the components' are.
     """
     given = {
@@ -39,6 +45,7 @@ def request_for_shape(shape: Mapping[str, Any]) -> TrainingRequest:
         base_output_directory="gs://cost-estimate/out",
         python_module="estimate.task",
         package_uris=["gs://cost-estimate/estimate-1.0.0-py3-none-any.whl"],
+        image_uri=STAND_IN_IMAGE,
         **given,
     )
 

@@ -278,7 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             entry = append_week(args.out)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
-        print(f"appended week {entry['week']} ({entry['rows']} rows) to {args.out}")
+        # Week indexes count from 0 (file names); people count weeks from 1.
+        print(
+            f"appended {entry['path']} (week {entry['week'] + 1} of the data, "
+            f"{entry['rows']} rows) to {args.out}"
+        )
         return 0
     try:
         config = WorldConfig(

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from trainer import warm_start
+
 if TYPE_CHECKING:  # the real imports stay inside run(): `--help` must not import numpy/torch
     from trainer.encoded import EncodedDataset
     from trainer.features import Catalogue
@@ -116,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="folder for the pre-encoded dataset (default: _encoded beside the data)",
     )
+    warm_start.add_flags(p)
     return p
 
 
@@ -144,6 +147,7 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
             parser.error(f"--{name} must be >= 0, got {getattr(args, name)}")
     if args.max_steps is not None and args.max_steps <= 0:
         parser.error(f"--max_steps must be > 0, got {args.max_steps}")
+    warm_start.validate_flags(args, parser)
 
 
 def output_dirs(output_dir: str, env: dict[str, str] | None = None) -> dict[str, Path]:
@@ -245,13 +249,27 @@ def run(args: argparse.Namespace) -> int:
     cat = CatalogueTensors.build(
         catalogue, log_q, device, history if config.history_hidden else None
     )
-    raw_model = DrinkRecommender(config).to(device)
-    lr = scaled_learning_rate(args.learning_rate, info.world_size)
+    raw_model = DrinkRecommender(config)
+    # A warm start takes the champion's weights and steps over the newest weeks and a replay.
+    rows: Any = data.train
+    warm: dict[str, Any] = {"used": False}
+    if args.warm_start_from:
+        warm = warm_start.start_from_champion(
+            args.warm_start_from, raw_model, member_vocab, catalogue
+        )
+    if warm["used"]:
+        rows, row_counts = warm_start.warm_rows(
+            data.train, args.warm_start_recent_weeks, args.warm_start_replay_fraction, args.seed
+        )
+        warm.update(row_counts)
+    raw_model = raw_model.to(device)
+    rate = args.warm_start_learning_rate if warm["used"] else args.learning_rate
+    lr = scaled_learning_rate(rate, info.world_size)
     optimizer = TrainingOptimizer(raw_model, lr=lr, weight_decay=args.weight_decay)
     model = wrap_ddp(raw_model, device) if info.world_size > 1 else raw_model
     loop_cfg = LoopConfig(
         batch_size=args.batch_size,
-        epochs=args.epochs,
+        epochs=args.warm_start_epochs if warm["used"] else args.epochs,
         seed=args.seed,
         checkpoint_every_steps=args.checkpoint_every_steps,
         checkpoint_every_seconds=args.checkpoint_every_seconds,
@@ -270,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
         model,
         raw_model,
         optimizer,
-        data.train,
+        rows,
         cat,
         loop_cfg,
         info,
@@ -326,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
             "global_batch": args.batch_size * info.world_size,
             "learning_rate": lr,
             "train_rows": len(data.train),
+            "trained_rows": len(rows),
+            "warm_start": warm,
             "samples_per_second": result.samples * info.world_size / max(result.seconds, 1e-9),
             "startup_seconds": startup,
             "warmup_seconds": result.warmup_seconds,

@@ -74,6 +74,53 @@ def _predict(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out:
     print(f"predicted at {endpoint.name}: {outcome.prediction}", file=out)
 
 
+# Arrow type (as the dataset declaration writes it) -> BigQuery column type. Naive timestamps
+# are DATETIME: the declaration's times are local times, and BigQuery's TIMESTAMP is UTC.
+_BIGQUERY_TYPES = (
+    ("int", "INTEGER"),
+    ("uint", "INTEGER"),
+    ("float", "FLOAT"),
+    ("double", "FLOAT"),
+    ("bool", "BOOLEAN"),
+    ("string", "STRING"),
+    ("date32", "DATE"),
+    ("timestamp", "DATETIME"),
+)
+
+
+def bigquery_schema(columns: dict[str, str]) -> list[Any]:
+    """The declared columns as BigQuery ``SchemaField``s (what the load jobs create)."""
+    from google.cloud import bigquery
+
+    def kind(arrow: str) -> str:
+        return next(bq for prefix, bq in _BIGQUERY_TYPES if arrow.startswith(prefix))
+
+    return [bigquery.SchemaField(name, kind(arrow)) for name, arrow in columns.items()]
+
+
+def load_bigquery(plan: SmokePlan, client: Any, out: TextIO) -> None:
+    """Creates the plan's dataset in its region and loads the uploaded sample into it."""
+    from google.cloud import bigquery
+
+    declaration = plan.parameters["dataset_declaration"]
+    dataset = bigquery.Dataset(f"{plan.project}.{plan.bigquery_dataset}")
+    dataset.location = plan.location
+    client.create_dataset(dataset, exists_ok=True)
+    data_uri = plan.parameters["data_uri"]
+    tables = {"transactions": (f"{data_uri}/transactions/*.parquet", declaration["table"])}
+    for name, dimension in declaration.get("dimensions", {}).items():
+        tables[name] = (f"{data_uri}/{dimension['file']}", dimension)
+    for name, (uri, declared) in tables.items():
+        config = bigquery.LoadJobConfig(
+            source_format=bigquery.SourceFormat.PARQUET,
+            schema=bigquery_schema(declared["columns"]),
+            write_disposition=bigquery.WriteDisposition.WRITE_TRUNCATE,
+        )
+        target = f"{plan.project}.{plan.bigquery_dataset}.{name}"
+        client.load_table_from_uri(uri, target, job_config=config).result(timeout=600)
+    print(f"loaded {', '.join(tables)} into {plan.project}.{plan.bigquery_dataset}", file=out)
+
+
 def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out: TextIO) -> None:
     """Deletes what the run created; each part is tried even when another fails."""
     from google.cloud import aiplatform_v1
@@ -108,6 +155,13 @@ def _clean_up(plan: SmokePlan, clients: SmokeClients, outcome: SmokeOutcome, out
             outcome.deleted.append(f"model {name}")
     except Exception as error:
         failures.append(f"model: {error}")
+    if plan.bigquery_dataset and clients.bigquery is not None:
+        try:
+            name = f"{plan.project}.{plan.bigquery_dataset}"
+            clients.bigquery.delete_dataset(name, delete_contents=True, not_found_ok=True)
+            outcome.deleted.append(f"BigQuery dataset {name}")
+        except Exception as error:
+            failures.append(f"BigQuery dataset: {error}")
     try:
         prefix = plan.prefix.removeprefix(f"gs://{plan.bucket}/") + "/"
         blobs = list(clients.storage.list_blobs(plan.bucket, prefix=prefix))
@@ -143,6 +197,9 @@ def cost_lines(plan: SmokePlan, outcome: SmokeOutcome) -> list[str]:
         f"cost, training: {training}",
         f"cost, serving: {serving_hours:.2f} node-hour(s) of {SERVING_MACHINE} (prediction "
         "prices are not in the price book)",
+        "cost, BigQuery: the run summary's Warehouse line (bytes billed, at most "
+        f"{plan.parameters.get('dataset_declaration', {}).get('source', {}).get('max_bytes', 0):,}"
+        " by source.max_bytes)",
         "not included: the pipeline's own steps, Cloud Build minutes, storage and network",
     ]
 
@@ -167,6 +224,8 @@ def apply_smoke(
     outcome = SmokeOutcome()
     try:
         parameters = {**plan.parameters, **clients.prepare_inputs(plan, clients.storage)}
+        if plan.bigquery_dataset:
+            load_bigquery(plan, clients.bigquery, out)
         started = clients.clock()
         outcome.pipeline_state = clients.run_pipeline(spec, plan, parameters)
         outcome.training_seconds = clients.clock() - started
@@ -232,6 +291,7 @@ def prepare_inputs(plan: SmokePlan, storage: Any) -> dict[str, Any]:
 def default_clients(plan: SmokePlan) -> SmokeClients:
     """The real clients, with application default credentials."""
     import google.cloud.storage
+    from google.cloud import bigquery
 
     from vertex_retrain.backends.vertex.endpoints import default_endpoint_client
     from vertex_retrain.backends.vertex.model_registry import default_model_client
@@ -263,4 +323,5 @@ def default_clients(plan: SmokePlan) -> SmokeClients:
         predictions=default_prediction_client(plan.location),
         run_pipeline=run_pipeline,
         prepare_inputs=prepare_inputs,
+        bigquery=bigquery.Client(project=plan.project, location=plan.location),
     )

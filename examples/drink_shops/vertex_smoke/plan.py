@@ -10,15 +10,20 @@ through injected clients:
 
 1. build the component image and the serving image with Cloud Build (skipped when unchanged);
 2. generate a small sample dataset and upload it with the trainer's source, under one prefix
-   of the bucket that belongs to this smoke run;
-3. run the example's weekly pipeline (``weekly_retraining`` configured in ``pipelines.py``),
-   the preflight first: the run-summary exit handler, the data gate, the source digest and the
-   package build, the fixed hyperparameters through ``dsl.OneOf``, training on the smallest
-   CPU machine of the catalog on demand, evaluation, registration as champion and deployment
+   of the bucket that belongs to this smoke run, and load it into a BigQuery dataset of this
+   run's own name in the run's region (load jobs, which are free);
+3. run the example's weekly pipeline reading that dataset (``extract-window`` queries BigQuery
+   through the official client, as the pipeline's service account, and the run summary shows
+   the bytes billed) (``weekly_retraining`` configured in ``pipelines.py``),
+   the preflight first: the run-summary exit handler, the data gate, the source digests, the
+   trainer's image build (Cloud Build) and the package build, the fixed hyperparameters
+   through ``dsl.OneOf``, training in that image on the smallest CPU machine of the catalog on
+   demand, evaluation, registration as champion and deployment
    to an endpoint of this run's own name; with ``--email``, the same run nested under the
    failure notice (the second exit handler, Vertex's e-mail);
 4. predict once at that endpoint;
-5. undeploy, delete the endpoint, the model and the prefix (also after a failure), and print
+5. undeploy, delete the endpoint, the model, the BigQuery dataset and the prefix (also after a
+   failure), and print
    what the run cost (training at the price book's figure; serving as node-hours).
 
 The images, the pipeline run's record and its jobs' records are kept (the images are reused by
@@ -55,6 +60,8 @@ SAMPLE_SCALE = {"members": 400, "stores": 5, "weeks": 8, "seed": 7}
 SERVING_MACHINE = "n1-standard-4"
 """What the weekly pipeline's deploy step serves on (deploy_model's default machine)."""
 SAMPLE_INSTANCES = [{"member_id": 1, "store_id": 1, "timestamp": "2026-07-01T15:00:00"}]
+BIGQUERY_BUDGET = 2**30
+"""The smoke run's ``source.max_bytes``: its sample is a few MB, far below it."""
 
 
 def example_pipelines() -> Any:
@@ -77,6 +84,23 @@ def smoke_pipeline(notification_emails: tuple[str, ...] = ()) -> Any:
     if not notification_emails:
         return weekly
     return configure(weekly, name=weekly.name, notification_emails=list(notification_emails))
+
+
+def warehouse_declaration(project: str, dataset: str) -> dict[str, Any]:
+    """The example's warehouse declaration (``warehouse.py``), reading ``project.dataset``."""
+    spec = importlib.util.spec_from_file_location("drink_shops_warehouse", EXAMPLE / "warehouse.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {EXAMPLE / 'warehouse.py'}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    declared = dict(module.WAREHOUSE_DECLARATION)
+    declared["source"] = {
+        "kind": "bigquery",
+        "table": f"{project}.{dataset}.transactions",
+        "max_bytes": BIGQUERY_BUDGET,
+    }
+    return declared
 
 
 def weekly_shape(spec: dict[str, Any]) -> dict[str, bool]:
@@ -134,18 +158,6 @@ def smallest_cpu_machine(location: str) -> str:
     return chosen.name
 
 
-def _cpu_executor_image(location: str) -> str:
-    """The newest CPU PyTorch training image, from Google's registry nearest ``location``."""
-    from vertex_retrain.specs.containers import load_containers
-    from vertex_retrain.specs.registry_rules import registry_location, serves_region
-
-    containers = load_containers()
-    torch = [i for i in containers.training_images(framework="torch") if i.accelerator == "cpu"]
-    registries = containers.registries["training"]
-    near = [r for r in registries if serves_region(registry_location(r).location or "", location)]
-    return f"{(near or registries)[0]}/{torch[0].name}:latest"
-
-
 @dataclass(frozen=True)
 class SmokePlan:
     """Everything the smoke run will create, run and delete, decided before anything happens.
@@ -161,10 +173,12 @@ class SmokePlan:
         serving_image: Given serving image, or None (built).
         service_account: Runtime service account of the pipeline.
         machine_type: The training machine (smallest CPU machine).
-        executor_image_uri: The CPU PyTorch executor image.
+        training_image: Where the pipeline builds the trainer's image (``trainer/Dockerfile``,
+            with Cloud Build); its jobs run it by digest.
         model_display_name: The registry model this run creates.
         endpoint_display_name: The endpoint the pipeline deploys it to.
         notification_emails: Who Vertex e-mails when the run ends (empty: no notice).
+        bigquery_dataset: The BigQuery dataset the run's data is loaded into and read from.
         parameters: The weekly pipeline's parameters (``as_of`` is set when the data
             exists).
         deletes: What the clean-up removes.
@@ -180,12 +194,13 @@ class SmokePlan:
     serving_image: str | None
     service_account: str
     machine_type: str
-    executor_image_uri: str
+    training_image: str
     model_display_name: str
     endpoint_display_name: str
     notification_emails: tuple[str, ...] = ()
     parameters: dict[str, Any] = field(default_factory=dict)
     deletes: tuple[str, ...] = ()
+    bigquery_dataset: str = ""
 
     @property
     def pipeline_root(self) -> str:
@@ -226,8 +241,11 @@ def plan_smoke(
     prefix = f"gs://{bucket_name}/vertex-retrain-smoke/{run_id}"
     name = f"vertex-retrain-smoke-{run_id}"
     machine = smallest_cpu_machine(location)
+    dataset = "vertex_retrain_smoke_" + run_id.replace("-", "_")
+    image_host = f"{location}-docker.pkg.dev/{project}/{repository}"
     parameters = {
         "data_uri": f"{prefix}/transactions",
+        "dataset_declaration": warehouse_declaration(project, dataset),
         "source_uri": f"{prefix}/source/trainer",
         "package_destination": f"{prefix}/packages",
         "output_root": f"{prefix}/runs",
@@ -236,7 +254,8 @@ def plan_smoke(
         # The fixed hyperparameters' branch of dsl.OneOf: a study would cost trials.
         "tune": False,
         "spot_fallback": False,
-        "executor_image_uri": _cpu_executor_image(location),
+        # The jobs run the trainer's own image (the templates' default), built by the run.
+        "image_destination": f"{image_host}/vertex-retrain-smoke-trainer",
         "machine_type": machine,
         "accelerator_type": "",
         "accelerator_count": 0,
@@ -256,7 +275,7 @@ def plan_smoke(
         serving_image=serving_image,
         service_account=service_account,
         machine_type=machine,
-        executor_image_uri=str(parameters["executor_image_uri"]),
+        training_image=str(parameters["image_destination"]),
         model_display_name=name,
         endpoint_display_name=name,
         notification_emails=tuple(notification_emails),
@@ -264,8 +283,10 @@ def plan_smoke(
         deletes=(
             f"endpoint {name} (after undeploying its model)",
             f"model {name} (every version)",
+            f"BigQuery dataset {project}.{dataset} (its tables)",
             f"every object under {prefix}/",
         ),
+        bigquery_dataset=dataset,
     )
 
 
@@ -278,9 +299,11 @@ def format_plan(plan: SmokePlan) -> str:
         f"  serving image:   {plan.serving_image or f'build {image_host}/vertex-retrain-serve'}",
         f"  data and source: {plan.prefix}/ ({SAMPLE_SCALE['members']} members, "
         f"{SAMPLE_SCALE['weeks']} weeks)",
+        f"  BigQuery: the sample loaded into {plan.project}.{plan.bigquery_dataset} "
+        f"({plan.location}); extract-window queries it (at most {BIGQUERY_BUDGET:,} bytes)",
         f"  the weekly pipeline: data gate, build, fixed hyperparameters (dsl.OneOf), "
-        f"training on {plan.machine_type} (CPU, on demand) with {plan.executor_image_uri}, "
-        "evaluation, registration",
+        f"the trainer's image (trainer/Dockerfile) built into {plan.training_image}, "
+        f"training on {plan.machine_type} (CPU, on demand) in it, evaluation, registration",
         f"  it deploys {plan.model_display_name} to endpoint {plan.endpoint_display_name} "
         f"(1 x {SERVING_MACHINE}); predict once",
         (
@@ -308,3 +331,6 @@ class SmokeClients:
     prepare_inputs: Callable[[SmokePlan, Any], dict[str, Any]]
     """``(plan, storage) -> parameters``: uploads data and wheel, returns their parameters."""
     clock: Callable[[], float] = time.monotonic
+    bigquery: Any = None
+    """A ``google.cloud.bigquery.Client``: loads the sample into the plan's dataset, and
+    deletes that dataset in the clean-up."""

@@ -14,14 +14,14 @@ from vertex_retrain.components.train_custom_job import train_custom_job
 def weekly(
     backend: str = "vertex",
     accelerator_count: int = 1,
-    package_uri: str = "gs://shop-ml/packages/trainer-1.0.0-py3-none-any.whl",
+    image_uri: str = "us-docker.pkg.dev/shop-ml/training/trainer-cuda@sha256:" + "1" * 64,
 ) -> None:
-    """Trains once a week on one T4."""
+    """Trains once a week on one T4, in the team's image (built FROM nvidia/cuda)."""
     train_custom_job(
         backend=backend,
         display_name="weekly-training",
         base_output_directory="gs://shop-ml/runs",
         python_module="trainer.task",
-        package_uri=package_uri,
+        image_uri=image_uri,
         accelerator_count=accelerator_count,
     ).set_display_name("train")

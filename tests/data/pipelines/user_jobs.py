@@ -10,8 +10,8 @@ from vertex_retrain.components.hp_tune import hp_tune
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 from vertex_retrain.components.train_custom_job import train_custom_job
 
-PACKAGE = "gs://my-bucket/packages/mytrainer-1.0-py3-none-any.whl"
-EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+IMAGE = f"europe-west4-docker.pkg.dev/my-project/training/mytrainer-cuda@sha256:{'1' * 64}"
+"""The user's training image (FROM nvidia/cuda), built by build_container."""
 LEARNING_RATE = {
     "parameterId": "lr",
     "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1},
@@ -27,8 +27,7 @@ def a100_times_three() -> None:
         display_name="linear",
         base_output_directory="gs://my-bucket/runs",
         python_module="mytrainer.task",
-        package_uri=PACKAGE,
-        executor_image_uri=EXECUTOR,
+        image_uri=IMAGE,
         machine_type="n1-standard-4",
         accelerator_type="NVIDIA_TESLA_A100",
         accelerator_count=3,
@@ -49,8 +48,7 @@ def shaped_by_parameters(
         display_name="linear",
         base_output_directory="gs://my-bucket/runs",
         python_module="mytrainer.task",
-        package_uri=PACKAGE,
-        executor_image_uri=EXECUTOR,
+        image_uri=IMAGE,
         machine_type=machine_type,
         accelerator_type="NVIDIA_TESLA_A100",
         accelerator_count=accelerators,
@@ -58,9 +56,9 @@ def shaped_by_parameters(
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
-def package_location() -> str:
-    """Where a build put the package: known only when the pipeline runs."""
-    return PACKAGE
+def image_location() -> str:
+    """Where a build put the image: known only when the pipeline runs."""
+    return IMAGE
 
 
 @dsl.component(base_image=DEFAULT_COMPONENT_IMAGE, install_kfp_package=False)
@@ -71,10 +69,10 @@ def announce(message: str) -> None:
 
 @dsl.pipeline(name="nested-jobs")
 def nested_jobs(tune: bool = False, trial_accelerators: int = 3) -> None:
-    """A tuning study under a condition, inside an exit handler; the training job's package is
+    """A tuning study under a condition, inside an exit handler; the training job's image is
     another task's output."""
     with dsl.ExitHandler(announce(message="done")):
-        built = package_location()
+        built = image_location()
         with dsl.If(tune == True):  # noqa: E712 - KFP builds a condition from ==
             hp_tune(
                 backend="vertex",
@@ -84,8 +82,7 @@ def nested_jobs(tune: bool = False, trial_accelerators: int = 3) -> None:
                 metric_id="rmse",
                 goal="MINIMIZE",
                 python_module="mytrainer.task",
-                package_uri=PACKAGE,
-                executor_image_uri=EXECUTOR,
+                image_uri=IMAGE,
                 accelerator_count=trial_accelerators,
             ).set_display_name("tune")
         train_custom_job(
@@ -93,8 +90,7 @@ def nested_jobs(tune: bool = False, trial_accelerators: int = 3) -> None:
             display_name="linear",
             base_output_directory="gs://my-bucket/runs",
             python_module="mytrainer.task",
-            package_uri=built.output,
-            executor_image_uri=EXECUTOR,
+            image_uri=built.output,
             machine_type="n1-standard-4",
             accelerator_type="",
             accelerator_count=0,
@@ -118,8 +114,7 @@ def impossible_locally(backend: str = "local") -> None:
         display_name="linear",
         base_output_directory="gs://my-bucket/runs",
         python_module="mytrainer.task",
-        package_uri=PACKAGE,
-        executor_image_uri=EXECUTOR,
+        image_uri=IMAGE,
         machine_type="n1-standard-8",
         accelerator_type=accelerator.output,
         accelerator_count=1,

@@ -150,6 +150,12 @@ class GoogleCloudChecker:
             return None
         return frozenset(str(p) for p in granted or ())
 
+    def bigquery_table(self, table: str) -> Any:
+        """BigQuery ``tables.get`` and a dry run (:mod:`.preflight_warehouse`)."""
+        from .preflight_warehouse import BigQueryTableChecker
+
+        return BigQueryTableChecker(self.project).bigquery_table(table)
+
 
 READ = ("storage.objects.get", "storage.objects.list")
 """What a task needs to read a Cloud Storage location."""

@@ -2,7 +2,10 @@
 
 No Docker daemon is used. `build_container_image` hashes the context (honouring
 `.dockerignore`), lints the Dockerfile and records the image in the build index; the local
-executor then runs the image's Python entrypoint from that context. The returned reference
+executor then runs the image's Python entrypoint from that context. When the Dockerfile
+pip-installs the context's project (`COPY . /src` then `RUN pip install "/src[extra]"`), the
+project's wheel is built here too, and the executor runs the entrypoint in an environment
+holding only that project and its requirements, as the image holds them. The returned reference
 `IMAGE@sha256:<digest>` carries the context digest (not a registry manifest digest). Both
 builders skip the work when the digest is unchanged.
 """
@@ -145,6 +148,14 @@ def _context_folder(context: Path, root: Path) -> Path:
     raise BuildError(f"build context {context} is neither a folder nor a .tar/.tar.gz archive")
 
 
+def _context_wheel(context: Path, out_dir: Path) -> Path:
+    """The wheel of the build context's project, built once per context digest."""
+    built = sorted(out_dir.glob("*.whl"))
+    if built:
+        return built[0]
+    return build_wheel(package_source(context), out_dir)
+
+
 def build_container_image(
     context_dir: str | Path,
     *,
@@ -180,6 +191,10 @@ def build_container_image(
     previous = load_index(root)[IMAGES].get(name)
     if previous and previous["digest"] == digest and previous["context"] == str(context):
         return BuildResult("container_image", reference, digest, True, context, tuple(findings))
+    extras = info.installed_context()
+    # The Dockerfile pip-installs the context's project: so does the local run, from its wheel
+    # (built now, as `docker build` would fail now on a project that does not build).
+    wheel = None if extras is None else _context_wheel(context, root / "builds" / "images" / digest)
     record_build(
         root,
         IMAGES,
@@ -195,6 +210,8 @@ def build_container_image(
             "workdir": info.workdir,
             "env": info.env,
             "gpu": gpu,
+            "package": None if wheel is None else str(wheel),
+            "extras": list(extras or ()),
             "files": len(files),
             "lint": [f.__dict__ for f in findings],
             "built_at": _now(),

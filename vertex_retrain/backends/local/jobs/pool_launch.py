@@ -4,7 +4,9 @@
   package (see `python_env`).
 - `containerSpec` of an image made by the local builder: the image's Python entrypoint
   (ENTRYPOINT/CMD, overridden by `command`/`args` as on Kubernetes), run from the build
-  context with the Dockerfile's ENV. Any other image is refused with what would work.
+  context with the Dockerfile's ENV; in an environment holding only the context's project
+  when the Dockerfile pip-installs it (else with the context on `PYTHONPATH`). Any other image
+  is refused with what would work.
 """
 
 from __future__ import annotations
@@ -106,15 +108,29 @@ def _container(spec: dict[str, Any], root: Path) -> PoolLaunch:
         )
     context = Path(build["context"])
     workdir = str(build.get("workdir") or "/")
-    argv = [sys.executable, *(_map_container_path(a, workdir, context) for a in argv[1:])]
     env = {**build.get("env", {}), **_spec_env(spec.get("env"))}
-    env["PYTHONPATH"] = str(context)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the build context free of __pycache__
+    rest = [_map_container_path(a, workdir, context) for a in argv[1:]]
+    if build.get("package"):
+        # The Dockerfile pip-installs the context's project: the replica gets an environment
+        # holding that project and its requirements only, as the image does.
+        project = prepare_package_env(
+            [str(build["package"])], root=root, extras=build.get("extras") or ()
+        )
+        warnings = (
+            f"image {image} runs in an environment holding only its project "
+            f"({Path(build['package']).name}, extras {build.get('extras') or []}) and its "
+            f"requirements, with this machine's Python; other RUN steps of its Dockerfile "
+            "are not executed locally",
+            *project.warnings,
+        )
+        return PoolLaunch([str(project.python), *rest], context, env, warnings, isolated=True)
+    env["PYTHONPATH"] = str(context)
     warnings = (
         f"image {image} runs from its build context {context} with this machine's Python; "
         "RUN steps of its Dockerfile (e.g. pip install) are not executed locally",
     )
-    return PoolLaunch(argv, context, env, warnings)
+    return PoolLaunch([sys.executable, *rest], context, env, warnings)
 
 
 def resolve_pool(pool: dict[str, Any], root: Path) -> PoolLaunch:

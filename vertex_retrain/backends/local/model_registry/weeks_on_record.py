@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, Field, fields, replace
 from typing import Any
 
 from vertex_retrain.backends.local.model_registry.registry_db import (
@@ -57,6 +57,9 @@ class RunHistory:
                 f"a run record needs a run name and a model; got run={record.run!r}, "
                 f"model={record.model!r}"
             )
+        if not record.recorded_at:
+            # The record read back carries the time too: history orders a week's runs by it.
+            record = replace(record, recorded_at=utc_now())
         with self.db.write() as connection:
             connection.execute(
                 "INSERT OR REPLACE INTO pipeline_runs (run_name, model, backend, state, as_of, "
@@ -68,7 +71,7 @@ class RunHistory:
                     record.state,
                     record.as_of,
                     json.dumps(record.to_dict(), sort_keys=True),
-                    record.recorded_at or utc_now(),
+                    record.recorded_at,
                 ),
             )
 

@@ -1,0 +1,251 @@
+"""Warm start against full retrain over consecutive weeks, over seeds.
+
+`python -m bench.bench_warm_start [--members N] [--stores N] [--weeks N] [--next-weeks 4]
+[--seeds 0,1,2]`.
+
+For each seed (a world of its own, drift on, the world's defaults): generate `--weeks` weeks
+and train the first champion fully (`python -m trainer.task --epochs 1`, batch 512, one
+thread, the seed-scale weekly pipeline's setting). Then `--next-weeks` times: append a week
+(`trainer.data append`), split (train, selection, gate: the newest week), and train the week
+both ways on the same split: a full retrain, and a warm start from the previous week's warm
+model (`--warm_start_from`, the trainer's defaults: the newest 2 weeks plus a 5% replay, one
+epoch), the line a run of warm weeks would follow. Each model is scored on the week's gate
+period by `python -m trainer.evaluate` (NDCG@10). Measured per training process: wall time
+and peak resident memory (the process tree, sampled), and the training loop's own seconds
+(steps x batch / samples per second, from metrics.json). The encoded dataset of each week is
+built before either training, so neither pays for it.
+
+Targets (issue 24, at the seeds' scale): a warm week's training takes at most a fifth of a
+full retrain's, and its gate NDCG@10 is within 0.005 of the full retrain's in every week
+(mean of the seeds). At another scale the verdict says only whether that scale shows it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.figures import figure, print_figure
+from bench.measure import SEED_SCALE, python_env, run_measured
+
+REDUCED_SCALE = {"members": 20_000, "stores": 80, "weeks": 104}
+"""What `make bench` runs (`run(quick=False)`): the seeds' scale (`--seed-scale`) would take
+hours on 2 cores (nine epochs at 500,000 members per seed)."""
+QUICK_SCALE = {"members": 3_000, "stores": 30, "weeks": 52}
+SEEDS = (0, 1, 2)
+NEXT_WEEKS = 4
+MAX_TIME_RATIO = 0.2
+MAX_NDCG_GAP = 0.005
+TARGET = (
+    f"warm training time <= {MAX_TIME_RATIO:g} x full retrain's, and |warm - full| gate "
+    f"NDCG@10 <= {MAX_NDCG_GAP} in every week (mean over seeds)"
+)
+TRAIN_FLAGS = ["--epochs", "1", "--batch_size", "512", "--num_threads", "1",
+               "--log_every_steps", "100000", "--checkpoint_every_seconds", "0"]  # fmt: skip
+
+
+def _prime(manifest: Path, cache: Path) -> None:
+    """Encodes the week's rows once, before either training reads them."""
+    from trainer import encoded
+    from trainer.features import read_catalogue
+    from trainer.split import load_manifest
+
+    loaded = load_manifest(str(manifest))
+    encoded.load_or_build(loaded, read_catalogue(loaded), cache)
+
+
+def _train(manifest: Path, out: Path, cache: Path, *extra: str) -> dict[str, Any]:
+    measured = run_measured(
+        [sys.executable, "-m", "trainer.task", "--data", str(manifest), "--output_dir", str(out),
+         "--cache_dir", str(cache), *TRAIN_FLAGS, *extra],
+        env=python_env(), timeout=4 * 3600,
+    )  # fmt: skip
+    training = json.loads((out / "model" / "metrics.json").read_text())["training"]
+    loop = training["steps"] * training["global_batch"] / max(training["samples_per_second"], 1e-9)
+    return {
+        "wall_seconds": measured.wall_seconds,
+        "loop_seconds": loop,
+        "peak_rss_gib": measured.peak_rss_bytes / 2**30,
+        "trained_rows": training.get("trained_rows", training["train_rows"]),
+        "train_rows": training["train_rows"],
+        "warm_start": training.get("warm_start", {}),
+    }
+
+
+def _gate_ndcg(model: Path, manifest: Path, out: Path) -> float:
+    run_measured(
+        [sys.executable, "-m", "trainer.evaluate", "--candidate-model-dir", str(model),
+         "--data", str(manifest), "--metrics-output", str(out), "--num-threads", "1"],
+        env=python_env(), timeout=3600,
+    )  # fmt: skip
+    return float(json.loads(out.read_text())["candidate"]["ndcg_at_10"])
+
+
+def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
+    """One world: the first champion, then each next week trained fully and warm-started."""
+    from trainer.data import append_week, generate
+    from trainer.split import make_time_split
+    from trainer.world import WorldConfig
+
+    load = os.getloadavg()[0]
+    weeks: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-warm-start-") as tmp:
+        root = Path(tmp)
+        data, cache = root / "data", root / "encoded"
+        generate(WorldConfig(**scale, seed=seed), data)
+        make_time_split(str(data), str(root / "week0"))
+        _prime(root / "week0" / "manifest.json", cache)
+        first = _train(root / "week0" / "manifest.json", root / "full0", cache)
+        champion = root / "full0" / "model"
+        for week in range(1, next_weeks + 1):
+            append_week(data)
+            manifest = root / f"week{week}" / "manifest.json"
+            make_time_split(str(data), str(manifest.parent))
+            _prime(manifest, cache)
+            full = _train(manifest, root / f"full{week}", cache)
+            warm = _train(manifest, root / f"warm{week}", cache, f"--warm_start_from={champion}")
+            champion = root / f"warm{week}" / "model"
+            full["ndcg_at_10"] = _gate_ndcg(root / f"full{week}" / "model", manifest,
+                                            root / f"full{week}.json")  # fmt: skip
+            warm["ndcg_at_10"] = _gate_ndcg(champion, manifest, root / f"warm{week}.json")
+            weeks.append({"week": week, "full": full, "warm": warm})
+    return {"seed": seed, "scale": scale, "load_at_start": load, "first": first, "weeks": weeks}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per week, the mean over seeds of each kind's times, memory and gate NDCG@10, and the
+    verdicts (pure: what the figure and the tests read)."""
+    per_week = []
+    for index in range(len(results[0]["weeks"])):
+        weeks = [r["weeks"][index] for r in results]
+        row: dict[str, Any] = {"week": weeks[0]["week"]}
+        for kind in ("full", "warm"):
+            for key in ("wall_seconds", "loop_seconds", "peak_rss_gib", "ndcg_at_10"):
+                row[f"{kind}_{key}"] = _mean([w[kind][key] for w in weeks])
+        row["wall_ratio"] = row["warm_wall_seconds"] / row["full_wall_seconds"]
+        row["loop_ratio"] = row["warm_loop_seconds"] / row["full_loop_seconds"]
+        row["ndcg_gap"] = row["warm_ndcg_at_10"] - row["full_ndcg_at_10"]
+        per_week.append(row)
+    time_met = all(row["wall_ratio"] <= MAX_TIME_RATIO for row in per_week)
+    quality_met = all(abs(row["ndcg_gap"]) <= MAX_NDCG_GAP for row in per_week)
+    return {"weeks": per_week, "time_met": time_met, "quality_met": quality_met}
+
+
+def run(
+    quick: bool,
+    scale: dict[str, int] | None = None,
+    seeds: tuple[int, ...] = SEEDS,
+    next_weeks: int = NEXT_WEEKS,
+) -> dict[str, Any]:
+    """Every seed, then the figure.
+
+    Args:
+        quick: One seed, two weeks at :data:`QUICK_SCALE` (a smoke run), unless told more.
+        scale: Members, stores and weeks (default :data:`REDUCED_SCALE`, or
+            :data:`QUICK_SCALE` when quick).
+        seeds: The worlds.
+        next_weeks: Weeks appended and trained both ways.
+    """
+    if scale is None:
+        scale = QUICK_SCALE if quick else REDUCED_SCALE
+        if quick:
+            seeds, next_weeks = seeds[:1], min(next_weeks, 2)
+    load = os.getloadavg()[0]
+    began = time.perf_counter()
+    results = [run_seed(scale, seed, next_weeks) for seed in seeds]
+    summary = summarize(results)
+    rows: list[tuple[str, float | int | str, str]] = []
+    for row in summary["weeks"]:
+        week = f"week +{row['week']}"
+        rows += [
+            (f"{week}: full retrain wall time (mean)", row["full_wall_seconds"], "s"),
+            (f"{week}: warm start wall time (mean)", row["warm_wall_seconds"], "s"),
+            (f"{week}: warm / full wall time", row["wall_ratio"], ""),
+            (f"{week}: warm / full training-loop time", row["loop_ratio"], ""),
+            (f"{week}: peak memory full / warm (mean)",
+             f"{row['full_peak_rss_gib']:.2f} / {row['warm_peak_rss_gib']:.2f}", "GiB"),
+            (f"{week}: gate NDCG@10 full / warm (mean)",
+             f"{row['full_ndcg_at_10']:.4f} / {row['warm_ndcg_at_10']:.4f}", ""),
+            (f"{week}: warm - full gate NDCG@10 (mean)", f"{row['ndcg_gap']:+.4f}", ""),
+        ]  # fmt: skip
+    for result in results:
+        gaps = ", ".join(
+            f"{w['warm']['ndcg_at_10'] - w['full']['ndcg_at_10']:+.4f}" for w in result["weeks"]
+        )
+        rows.append((f"seed {result['seed']}: warm - full NDCG@10 per week", gaps, ""))
+        rows.append((f"seed {result['seed']}: load average at start", result["load_at_start"], ""))
+    full_scale = all(scale[key] == SEED_SCALE[key] for key in scale)
+    notes = (
+        f"{len(seeds)} seed(s) at {scale['members']:,} members x {scale['stores']:,} stores x "
+        f"{scale['weeks']} weeks, then {next_weeks} weeks appended, drift on; "
+        f"{time.perf_counter() - began:.0f} s in all; load average {load:.1f} at start (the 2 "
+        "cores are shared). Time verdict "
+        f"{'met' if summary['time_met'] else 'MISSED'}, quality verdict "
+        f"{'met' if summary['quality_met'] else 'MISSED'}."
+    )
+    if not full_scale:
+        notes += (
+            " Reduced scale: the issue's claims are for the seeds' scale (500,000 members: a "
+            "warm week's training at most a fifth of a full retrain's and within 0.005 NDCG@10 "
+            "in each of 4 weeks; the warm-started weekly pipeline end to end in 6 minutes and "
+            "4 GB). This run does NOT measure them; process start-up and the counting passes "
+            "weigh more at a small scale, so its wall-time ratio overstates the seeds' scale's. "
+            "Command: `python -m bench.report --only bench_warm_start` (the same as `python -m "
+            f"bench.bench_warm_start --members {scale['members']} --stores {scale['stores']} "
+            f"--weeks {scale['weeks']} --next-weeks {next_weeks} --seeds "
+            f"{','.join(map(str, seeds))}`)."
+        )
+    last = summary["weeks"][-1]
+    return figure(
+        name=f"Warm start against full retrain over {next_weeks} weeks, {len(seeds)} seeds, "
+        + ("the seeds' scale" if full_scale else f"reduced scale ({scale['members']:,} members)"),
+        what=(
+            "Each next week trained fully and warm-started from the previous week's warm "
+            "model on the same split, `--epochs 1` (warm: the trainer's warm-start defaults), "
+            "gate-week NDCG@10 by `trainer.evaluate` (`bench/bench_warm_start.py`)."
+        ),
+        baseline=(f"full retrain wall time, week +{last['week']}", last["full_wall_seconds"]),
+        measured=(f"warm start wall time, week +{last['week']}", last["warm_wall_seconds"]),
+        unit="s",
+        ratio_meaning="warm / full wall time of the last week (mean over seeds)",
+        target=TARGET,
+        met=summary["time_met"] and summary["quality_met"],
+        notes=notes,
+        rows=rows,
+    )
+
+
+def main() -> None:
+    """CLI: print the figure."""
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_warm_start", description=__doc__)
+    for key, value in REDUCED_SCALE.items():
+        parser.add_argument(f"--{key}", type=int, default=value, help=f"default {value:,}")
+    parser.add_argument("--seed-scale", action="store_true", help="500,000 members x 2,000 x 156")
+    parser.add_argument("--quick", action="store_true", help="one seed, two weeks, 3,000 members")
+    parser.add_argument("--next-weeks", type=int, default=NEXT_WEEKS)
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
+    args = parser.parse_args()
+    scale = (
+        {k: v for k, v in SEED_SCALE.items() if k != "seed"}
+        if args.seed_scale
+        else {key: getattr(args, key) for key in REDUCED_SCALE}
+    )
+    seeds = tuple(int(s) for s in args.seeds.split(","))
+    if args.quick:
+        print_figure(run(True))
+        return
+    print_figure(run(False, scale, seeds, args.next_weeks))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,12 @@
-"""The start both pipelines share: the run's week, its window of the data, and the data gate.
+"""The start both pipelines share: the run's week, its window of the data, the data gate, and
+the prepared dataset that only data which passed the gate becomes.
 
 Called while a pipeline body is being built, so its tasks join the calling pipeline (inside
 whatever ``dsl.ExitHandler`` is open), exactly as if written there.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kfp import dsl
@@ -11,6 +14,8 @@ from kfp import dsl
 from vertex_retrain.components.check_data import check_data
 from vertex_retrain.components.data_window import data_window
 from vertex_retrain.components.extract_window import extract_window
+from vertex_retrain.components.prepare_dataset import prepare_dataset
+from vertex_retrain.components.stop_run import stop_run
 
 
 def week_and_data_gate(
@@ -76,3 +81,46 @@ def week_and_data_gate(
         accept=accept,
     ).set_display_name("data-gate")
     return week, gate, folder
+
+
+@contextmanager
+def gated_dataset(
+    *,
+    backend: Any,
+    gate: Any,
+    data_uri: Any,
+    week: Any,
+    dataset_declaration: Any,
+    selection_periods: Any,
+    gate_periods: Any,
+) -> Iterator[Any]:
+    """Opens the ``data-ok`` branch with its ``prepare-dataset`` task; the run stops otherwise.
+
+    The tasks the ``with`` block adds run only when the data gate passed; when it did not,
+    ``stop-before-training`` ends the run with the gate's verdict.
+
+    Args:
+        backend: The pipeline's ``backend`` parameter.
+        gate: The ``check_data`` task of :func:`week_and_data_gate`.
+        data_uri: The Parquet folder the data steps read (its third result).
+        week: The run's week (its first result).
+        dataset_declaration: The dataset declaration.
+        selection_periods: Periods before the gate period that select (early stopping,
+            tuning's objective).
+        gate_periods: The newest periods, which only the gate judges on.
+
+    Yields:
+        The ``prepare_dataset`` task: ``training_dataset`` (without the gate period) for
+        tuning and training, ``dataset`` for evaluation.
+    """
+    with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
+        yield prepare_dataset(
+            backend=backend,
+            data_uri=data_uri,
+            dataset_declaration=dataset_declaration,
+            selection_periods=selection_periods,
+            gate_periods=gate_periods,
+            as_of=week,
+        ).set_display_name("prepare-dataset")
+    with dsl.Else(name="data-breach"):
+        stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")

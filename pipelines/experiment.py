@@ -10,13 +10,11 @@ image built from the source's Dockerfile (:mod:`.training_image`).
 from kfp import dsl
 
 from vertex_retrain.components.evaluate_model import evaluate_model
-from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
-from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING
 
-from .data_week import week_and_data_gate
+from .data_week import gated_dataset, week_and_data_gate
 from .retries import retry_google_calls
 from .training_image import training_image
 
@@ -96,15 +94,15 @@ def train_only(
         project=project,
         location=location,
     )
-    with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
-        data = prepare_dataset(
-            backend=backend,
-            data_uri=window_data,
-            dataset_declaration=dataset_declaration,
-            selection_periods=selection_periods,
-            gate_periods=gate_periods,
-            as_of=week,
-        ).set_display_name("prepare-dataset")
+    with gated_dataset(
+        backend=backend,
+        gate=gate,
+        data_uri=window_data,
+        week=week,
+        dataset_declaration=dataset_declaration,
+        selection_periods=selection_periods,
+        gate_periods=gate_periods,
+    ) as data:
         trained = train_custom_job(
             backend=backend,
             display_name=model_display_name,
@@ -160,6 +158,4 @@ def train_only(
             project=project,
             location=location,
         ).set_display_name("register-challenger").set_caching_options(False)
-    with dsl.Else(name="data-breach"):
-        stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
     retry_google_calls()  # every task that calls Google or runs a job: .retries

@@ -41,16 +41,14 @@ from vertex_retrain.components.evaluate_model import evaluate_model
 from vertex_retrain.components.fixed_hyperparameters import fixed_hyperparameters
 from vertex_retrain.components.hp_tune import hp_tune
 from vertex_retrain.components.plan_training import plan_training
-from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.run_summary import run_summary
 from vertex_retrain.components.source_digest import source_digest
-from vertex_retrain.components.stop_run import stop_run
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_LABELS, WARM
 from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
-from .data_week import week_and_data_gate
+from .data_week import gated_dataset, week_and_data_gate
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
 from .training_image import training_image
@@ -242,15 +240,15 @@ def weekly_week(
             project=project,
             location=location,
         )
-        with dsl.If(gate.outputs["passed"] == True, name="data-ok"):  # noqa: E712
-            data = prepare_dataset(
-                backend=backend,
-                data_uri=window_data,
-                dataset_declaration=dataset_declaration,
-                selection_periods=selection_periods,
-                gate_periods=gate_periods,
-                as_of=week,
-            ).set_display_name("prepare-dataset")
+        with gated_dataset(
+            backend=backend,
+            gate=gate,
+            data_uri=window_data,
+            week=week,
+            dataset_declaration=dataset_declaration,
+            selection_periods=selection_periods,
+            gate_periods=gate_periods,
+        ) as data:
             # Tuning and training read the dataset without its gate period.
             common = dict(
                 backend=backend,
@@ -383,8 +381,6 @@ def weekly_week(
                 deployment,
                 on_refusal=retrain_fully,
             )
-        with dsl.Else(name="data-breach"):
-            stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
     retry_google_calls()  # every task that calls Google or runs a job: .retries
 
 

@@ -33,6 +33,10 @@ from vertex_retrain.specs import (
 )
 from vertex_retrain.specs.problems import errors_of
 
+# These tests are about the other rules, on prebuilt images that Google serves: every
+# training image of the shipped catalog has ended, which test_specs_executor_images tests.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
+
 TODAY = dt.date(2026, 11, 29)
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 

@@ -19,6 +19,9 @@ from vertex_retrain.specs.problems import errors_of
 TODAY = dt.date(2026, 11, 29)
 GPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 CPU_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-4.py310:latest"
+# These tests are about the other rules, on prebuilt images that Google serves: every
+# training image of the shipped catalog has ended, which test_specs_executor_images tests.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
 RS_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
 
@@ -64,6 +67,7 @@ TF_TPU_215 = "us-docker.pkg.dev/vertex-ai/training/tf-tpu.2-15.py310:latest"
 def study(
     params: list[dict[str, Any]], algorithm: str | None = None, **counts: Any
 ) -> dict[str, Any]:
+
     spec: dict[str, Any] = {
         "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
         "parameters": params,

@@ -144,6 +144,27 @@ def test_validate_refuses_a_retired_executor_image_and_warns_within_90_days() ->
     assert any("custom container" in a for a in retired.alternatives)
 
 
+def test_validate_refuses_a_retired_prebuilt_image_run_as_the_container() -> None:
+    field = "jobSpec.workerPoolSpecs[0].containerSpec.imageUri"
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1}
+
+    def found(image: str, today: dt.date) -> list:
+        job = {
+            "displayName": "j",
+            "jobSpec": {"workerPoolSpecs": [{**pool, "containerSpec": {"imageUri": image}}]},
+        }
+        problems = validate_custom_job(job, today=today, check_fields=False)
+        return [(p.severity, p.code) for p in problems if p.field == field]
+
+    assert found(GPU_310, END + dt.timedelta(1)) == [("error", "executor-image-retired")]
+    assert found(GPU_310, END - RETIRING_WITHIN + dt.timedelta(1)) == [
+        ("warning", "executor-image-retiring")
+    ]
+    assert found(GPU_310, END - RETIRING_WITHIN) == []
+    # The team's own image has no end of availability here.
+    assert found("us-central1-docker.pkg.dev/p/r/trainer@sha256:" + "a" * 64, TODAY) == []
+
+
 def test_validate_never_recommends_a_retired_executor_image() -> None:
     package = {"pythonModule": "m", "packageUris": ["gs://b/p.whl"]}
     pools = [{"machineSpec": {"machineType": "n1-standard-4"}, "pythonPackageSpec": package}]

@@ -26,6 +26,10 @@ from vertex_retrain.specs.field_rules import UNKNOWN_FIELD
 from vertex_retrain.specs.lint_file import lint_file
 from vertex_retrain.specs.proto_fields import CUSTOM_JOB, TUNING_JOB, job_field_table
 
+# These tests are about the other rules, on prebuilt images that Google serves: every
+# training image of the shipped catalog has ended, which test_specs_executor_images tests.
+pytestmark = pytest.mark.usefixtures("catalog_still_serving")
+
 JOBS = Path(__file__).resolve().parent / "data" / "jobs"
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
 M0 = "jobSpec.workerPoolSpecs[0].machineSpec"

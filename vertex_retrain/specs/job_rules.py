@@ -179,15 +179,18 @@ def declares_distribution(job_spec: Mapping[str, Any], labels: Mapping[str, Any]
 def _executor_availability(
     pool: Mapping[str, Any], pool_path: str, today: _dt.date
 ) -> list[Problem]:
-    """A prebuilt executor image past its end of availability (an error) or near it."""
+    """A prebuilt training image past its end of availability (an error) or near it: the
+    executor image of a package, or a prebuilt image run directly as the container."""
     from vertex_retrain.specs.executor_images import availability_problems
 
-    image = mapping(pool.get("pythonPackageSpec")).get("executorImageUri")
-    if not isinstance(image, str) or not image:
-        return []
-    return availability_problems(
-        image, f"{pool_path}.pythonPackageSpec.executorImageUri", today=today
-    )
+    for spec_key, image_key in (
+        ("pythonPackageSpec", "executorImageUri"),
+        ("containerSpec", "imageUri"),
+    ):
+        image = mapping(pool.get(spec_key)).get(image_key)
+        if isinstance(image, str) and image:
+            return availability_problems(image, f"{pool_path}.{spec_key}.{image_key}", today=today)
+    return []
 
 
 def check_job_spec(

@@ -17,7 +17,9 @@ def check_data(
     report: Output[Markdown],
     thresholds: dict = {},  # noqa: B006 - KFP reads defaults from the signature
     accept: str = "",
-) -> NamedTuple("Outputs", [("passed", bool), ("verdict", str), ("breaches", list)]):
+) -> NamedTuple(
+    "Outputs", [("passed", bool), ("verdict", str), ("breaches", list), ("window_digest", str)]
+):
     """Checks the newest period before ``as_of`` against the declaration and the one before.
 
     Measures (pyarrow compute) rows, distinct values of the declared distinct columns, rows
@@ -40,6 +42,8 @@ def check_data(
         passed: False when a breach was not accepted.
         verdict: One line: passed, or every breach with its value and threshold.
         breaches: One line per breach (accepted ones marked).
+        window_digest: What the window's files are (path, size, time): the cache key of the
+            steps that read them, since this task runs every time (caching off).
     """
     from vertex_retrain.steps.data_gate import check_data as run_gate
 
@@ -56,4 +60,4 @@ def check_data(
     with open(report.path, "w", encoding="utf-8") as handle:
         handle.write(gate.markdown())
     print(gate.markdown())
-    return (gate.passed, gate.verdict(), [b.line() for b in gate.breaches])
+    return (gate.passed, gate.verdict(), [b.line() for b in gate.breaches], gate.window_digest)

@@ -17,6 +17,7 @@ def prepare_dataset(
     selection_periods: int = 1,
     gate_periods: int = 1,
     as_of: str = "",
+    window_digest: str = "",
 ) -> NamedTuple(
     "Outputs",
     [
@@ -52,6 +53,8 @@ def prepare_dataset(
         selection_periods: Periods before the gate for selection (0: none).
         gate_periods: How many final periods of the window judge the candidate.
         as_of: The window end, ``YYYY-MM-DD`` (from ``data_window``); empty: today (UTC).
+        window_digest: The cache key only: ``check_data``'s digest of the window's files, so
+            a period rewritten in place is prepared again. Not used by the split itself.
 
     Returns:
         train_rows: Rows in the training part.

@@ -33,7 +33,8 @@ def week_and_data_gate(
     """Adds the ``data-window``, ``extract-window`` and ``data-gate`` tasks.
 
     The window is never cached: it reads the run's schedule (else creation) time, and its
-    ``as_of`` output is the cache key of every task that follows. Nor is the extraction: it
+    ``as_of`` output is the cache key of every task that follows. Nor is the gate: it reads
+    the files, and its ``window_digest`` output keys ``prepare-dataset``. Nor is the extraction: it
     reads the declared source (a warehouse's window, written to a folder named by its content;
     a Parquet folder's URI passed on), and its ``data_uri`` output keys the data steps.
 
@@ -80,6 +81,9 @@ def week_and_data_gate(
         thresholds=thresholds,
         accept=accept,
     ).set_display_name("data-gate")
+    # Never cached: it looks at the files (a period rewritten in place keeps its name), and
+    # its window_digest output keys prepare-dataset.
+    gate.set_caching_options(False)
     return week, gate, folder
 
 
@@ -121,6 +125,7 @@ def gated_dataset(
             selection_periods=selection_periods,
             gate_periods=gate_periods,
             as_of=week,
+            window_digest=gate.outputs["window_digest"],
         ).set_display_name("prepare-dataset")
     with dsl.Else(name="data-breach"):
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")

@@ -191,3 +191,23 @@ def test_gate_refuses_unknown_thresholds_and_checks_naming_the_known_ones() -> N
     with pytest.raises(DataGateInputError, match=r"unknown check\(s\) row; known checks: schema"):
         parse_accept("row, groups_vanished")
     assert parse_accept(" rows , mix_shift ") == {"rows", "mix_shift"} <= set(CHECKS)
+
+
+def test_gate_window_digest_follows_the_window_files_in_place_and_not_after(
+    dataset: Path,
+) -> None:
+    first = _gate(dataset).window_digest
+    assert first.startswith("sha256:") and _gate(dataset).window_digest == first
+    # A later period is outside the window: the digest (the data steps' key) stays.
+    shutil.copy(dataset / week_file(WEEKS - 1), dataset / week_file(WEEKS))
+    later = dataset / week_file(WEEKS)
+    table = pq.read_table(later)
+    column = table.column("timestamp")
+    shifted = pc.add(column, pa.scalar(dt.timedelta(days=7))).cast(column.type)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("timestamp"), "timestamp", shifted), later
+    )
+    assert _gate(dataset).window_digest == first
+    # The newest period rewritten in place, under the same name: another key.
+    _break_newest_week(dataset, lambda table: table.slice(0, table.num_rows - 1))
+    assert _gate(dataset).window_digest != first

@@ -240,12 +240,16 @@ class GateReport:
         period: The first day of the period checked (None when the window holds none).
         breaches: Every breach, accepted ones included.
         statistics: Numbers of the period and of the one before, for the run's record.
+        window_digest: ``sha256:<hex>`` of what the window's files are (each one's path,
+            size and modification time, the dimensions' too): the cache key of the data steps
+            after the gate, so a file rewritten in place is read again.
     """
 
     as_of: dt.date
     period: dt.date | None
     breaches: list[Breach]
     statistics: dict[str, float]
+    window_digest: str = ""
 
     @property
     def passed(self) -> bool:

@@ -9,7 +9,10 @@ evaluate_gate`. A period whose columns cannot be read as the declared types is r
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_retrain.contracts.as_of import (
@@ -117,7 +120,7 @@ def check_data(
         _measure(by_period[period], period, declaration, lookups) if lookups is not None else None
         for period in newest
     ]
-    return evaluate_gate(
+    report = evaluate_gate(
         declaration=declaration,
         as_of=end,
         current=measured[0] if measured else None,
@@ -127,6 +130,23 @@ def check_data(
         thresholds=limits,
         accept=accepted,
     )
+    files = [s.path for s in in_window + unplaced] + list(folder.dimensions.values())
+    return replace(report, window_digest=files_digest(folder, files))
+
+
+def files_digest(folder: DatasetFolder, paths: Sequence[Path]) -> str:
+    """``sha256:<hex>`` of each file's path in the folder, size and modification time.
+
+    What the files are, without reading them: a file rewritten in place (a corrected or
+    re-exported period) has a new time, so the steps keyed on this run again. Reading every
+    byte would cost a full read of the window each week; a copy that changes only the time
+    costs a recomputation, never a stale answer.
+    """
+    entries = []
+    for path in sorted(paths):
+        found = path.stat()
+        entries.append(f"{folder.rel(path)}\t{found.st_size}\t{found.st_mtime_ns}")
+    return "sha256:" + hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
 def _schema_problems(item: ScannedFile, declaration: DatasetDeclaration) -> list[SchemaProblem]:

@@ -27,6 +27,10 @@ class ImageNotBuiltError(ValueError):
     """A container image the local builder has no record of."""
 
 
+class StaleImageError(ImageNotBuiltError):
+    """A reference to an earlier build of an image that cannot run locally as it was built."""
+
+
 def index_path(root: Path) -> Path:
     """Path of the build index under the storage root."""
     return root / "builds" / "index.json"
@@ -98,7 +102,8 @@ def lookup_image(image_ref: str, root: Path) -> dict[str, Any]:
     Raises:
         ImageNotBuiltError: The local builder never built this image, or the digest in the
             reference is a build it has no record of or cannot run as it was built; the
-            message says how to get out (`--no-cache`, or rebuild).
+            message says how to get out (`--no-cache`, or rebuild); the latter as
+            `StaleImageError`.
     """
     name = normalise_image(image_ref)
     index = load_index(root)
@@ -117,7 +122,7 @@ def lookup_image(image_ref: str, root: Path) -> dict[str, Any]:
     why = "the local builder has no record of it" if record is None else _unreproducible(record)
     if record is not None and why is None:
         return record
-    raise ImageNotBuiltError(
+    raise StaleImageError(
         f"image {image_ref!r} is an earlier build of {name} that cannot run locally as it was "
         f"built ({why}; the newest local build is sha256:{newest['digest']}); run again with "
         "--no-cache so build_container rebuilds it, or rebuild the image and use its new "

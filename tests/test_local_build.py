@@ -100,12 +100,36 @@ def test_build_container_image_records_entrypoint_and_returns_digest_reference(
     assert lookup_image(IMAGE, root) == record  # a tag without digest finds the latest build
 
 
-def test_lookup_image_refuses_stale_digest(root: Path, context: Path) -> None:
-    old = build_container_image(context, image_uri=IMAGE).uri
+def test_lookup_image_earlier_digest_runs_from_its_context_while_it_holds_that_build(
+    root: Path, context: Path
+) -> None:
+    # A cached step returns the earlier reference A after B was built, as on Vertex (the
+    # registry keeps A): A resolves to its own build while its context holds A's content.
+    first = build_container_image(context, image_uri=IMAGE)
     (context / "trainer" / "task.py").write_text("print('v2')\n")
-    build_container_image(context, image_uri=IMAGE)
-    with pytest.raises(ImageNotBuiltError, match="context changed"):
-        lookup_image(old, root)
+    second = build_container_image(context, image_uri=IMAGE)
+    with pytest.raises(ImageNotBuiltError) as refused:
+        lookup_image(first.uri, root)
+    message = str(refused.value)
+    assert "\n" not in message and "content changed since" in message
+    assert "run again with --no-cache" in message and second.digest in message
+    (context / "trainer" / "task.py").write_text("print('hi')\n")  # the edit reverted
+    assert lookup_image(first.uri, root)["digest"] == first.digest
+    assert lookup_image(second.uri, root)["digest"] == second.digest
+    assert lookup_image(IMAGE, root)["digest"] == second.digest  # no digest: the newest
+
+
+def test_lookup_image_earlier_digest_missing_from_an_old_index_says_how_to_get_out(
+    root: Path, context: Path
+) -> None:
+    built = build_container_image(context, image_uri=IMAGE)
+    index = json.loads(index_path(root).read_text())
+    del index["image_builds"]  # as written before each build had its own record
+    index["images"][IMAGE]["digest"] = "b" * 64
+    index_path(root).write_text(json.dumps(index))
+    assert lookup_image(IMAGE, root)["digest"] == "b" * 64
+    with pytest.raises(ImageNotBuiltError, match=r"no record of it.*run again with --no-cache"):
+        lookup_image(built.uri, root)
 
 
 @pytest.mark.parametrize("secret", [".env", "id_rsa", "sa-key.json", "creds/app.json"])

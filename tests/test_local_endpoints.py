@@ -271,6 +271,27 @@ def test_serving_launch_refuses_a_version_with_neither_package_nor_local_image(
     assert "\n" not in message
 
 
+def test_serving_launch_of_an_earlier_build_that_cannot_run_says_how_to_get_out(
+    registry: ModelRegistry, tmp_path: Path
+) -> None:
+    from vertex_retrain.backends.local.environments.builder import build_container_image
+
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "serve.py").write_text("print('a')\n")
+    (context / "Dockerfile").write_text(
+        'FROM python:3.11-slim\nENTRYPOINT ["python", "serve.py"]\n'
+    )
+    earlier = build_container_image(context, image_uri="us-docker.pkg.dev/p/r/img:1").uri
+    (context / "serve.py").write_text("print('b')\n")
+    build_container_image(context, image_uri="us-docker.pkg.dev/p/r/img:1")
+    with pytest.raises(RegistryInputError) as refused:
+        resolve_serving_launch({"imageUri": earlier})
+    message = str(refused.value)
+    assert "run again with --no-cache" in message and "not built by" not in message
+    assert "\n" not in message
+
+
 def test_endpoint_deploys_an_image_built_by_the_local_builder(
     registry: ModelRegistry, endpoints: LocalEndpoints, tmp_path: Path
 ) -> None:

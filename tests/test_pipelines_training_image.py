@@ -203,6 +203,27 @@ def test_local_container_job_runs_in_an_environment_holding_only_its_project(
     assert "args: ['--a=1']" in done.stdout
 
 
+def test_local_container_job_of_an_earlier_build_runs_that_build_s_project(
+    root: Path, tmp_path: Path
+) -> None:
+    # Build A, edit, build B of the same name: a cached step's reference to A still runs A's
+    # project (its wheel is kept per digest), as Vertex runs the image A kept in its registry.
+    context = _context(tmp_path / "ctx", installs=True)
+    first = build_container_image(context, image_uri="us-docker.pkg.dev/p/r/tinyjob")
+    (context / "tinyjob" / "task.py").write_text(TASK + 'print("edited")\n')
+    second = build_container_image(context, image_uri="us-docker.pkg.dev/p/r/tinyjob")
+    assert second.digest != first.digest
+    package = lookup_image(first.uri, root)["package"]
+    assert Path(package).parent == root / "builds" / "images" / first.digest
+    launch = resolve_pool({"containerSpec": {"imageUri": first.uri}}, root)
+    environ = {**launch.inherited(os.environ), **launch.env}
+    done = subprocess.run(
+        launch.argv, cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "args: []" in done.stdout and "edited" not in done.stdout
+
+
 def test_local_container_job_without_an_install_runs_from_its_context(
     root: Path, tmp_path: Path
 ) -> None:

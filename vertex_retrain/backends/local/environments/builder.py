@@ -25,6 +25,7 @@ from vertex_retrain.backends.local.environments.build_index import (
     load_index,
     normalise_image,
     record_build,
+    record_image,
 )
 from vertex_retrain.backends.local.storage import local_root, to_local_path
 from vertex_retrain.build.archive import extract_archive
@@ -195,9 +196,8 @@ def build_container_image(
     # The Dockerfile pip-installs the context's project: so does the local run, from its wheel
     # (built now, as `docker build` would fail now on a project that does not build).
     wheel = None if extras is None else _context_wheel(context, root / "builds" / "images" / digest)
-    record_build(
+    record_image(
         root,
-        IMAGES,
         name,
         {
             "digest": digest,

@@ -286,7 +286,10 @@ def resolve_serving_launch(
             pass.
     """
     # Lazy: the build modules are only needed when a spec is actually started.
-    from vertex_retrain.backends.local.environments.build_index import ImageNotBuiltError
+    from vertex_retrain.backends.local.environments.build_index import (
+        ImageNotBuiltError,
+        StaleImageError,
+    )
     from vertex_retrain.backends.local.jobs.pool_launch import PoolLaunchError, resolve_pool
 
     root = root or local_root()
@@ -298,6 +301,8 @@ def resolve_serving_launch(
     }
     try:
         launch = resolve_pool({"containerSpec": pool_spec}, root)
+    except StaleImageError as error:
+        raise RegistryInputError(f"cannot serve this version locally: {error}") from None
     except ImageNotBuiltError:
         raise RegistryInputError(
             f"cannot serve this version locally: it has no serving package and its image "

@@ -83,3 +83,46 @@ def test_schedule_without_dry_run_needs_every_flag_and_a_reachable_vertex(
 
     assert schedule_command.cli_schedule(_args(dry_run=False), client=Unreachable()) == 1
     assert "Vertex could not be reached (ConnectionError: offline)" in capsys.readouterr().err
+
+
+def _with_values(tmp_path: Path, values: str) -> str:
+    """WEEKLY_FILE's schedule, declaring ``values`` as its parameter_values."""
+    scheduled = REPO / "tests" / "data" / "pipelines" / "scheduled.py"
+    path = tmp_path / "schedules.yaml"
+    path.write_text(
+        WEEKLY_FILE.read_text().replace("../pipelines/scheduled.py", str(scheduled))
+        + f"  parameter_values: {values}\n"
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("dry_run", "project"), [(True, None), (True, "drink-shops"), (False, "drink-shops")]
+)
+def test_schedule_refuses_unknown_and_out_of_range_parameter_values_before_vertex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dry_run: bool, project: str | None
+) -> None:
+    path = _with_values(tmp_path, "{accelerator_cont: 2, accelerator_count: 99}")
+    client = FakeScheduleClient()
+    args = _args(schedules=path, dry_run=dry_run, project=project)
+    assert schedule_command.cli_schedule(args, client=client) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 2 and captured.out == ""
+    prefix = "schedule: drink-shops-weekly-retraining: parameter_values: "
+    assert lines[0].startswith(
+        prefix + "unknown parameter 'accelerator_cont' (did you mean 'accelerator_count'?)"
+    )
+    assert lines[1].startswith(
+        prefix + "parameter 'accelerator_count' must be from 0 to 16, got 99"
+    )
+    assert client.calls == []
+
+
+@pytest.mark.parametrize("count", [0, 16])
+def test_schedule_accepts_parameter_values_that_fit_the_pipeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int
+) -> None:
+    path = _with_values(tmp_path, f"{{accelerator_count: {count}}}")
+    assert schedule_command.cli_schedule(_args(schedules=path, project=None)) == 0
+    assert f"  parameters: accelerator_count={count}\n" in capsys.readouterr().out

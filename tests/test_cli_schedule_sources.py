@@ -79,11 +79,12 @@ def test_schedule_dry_run_shows_the_examples_schedules_offline(
 def test_schedule_takes_a_tuple_of_declarations_from_python(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    scheduled = REPO / "tests" / "data" / "pipelines" / "scheduled.py"
     code = tmp_path / "my_schedules.py"
     code.write_text(
         "from vertex_retrain.schedules import ScheduleDeclaration\n"
-        "SCHEDULES = (ScheduleDeclaration('nightly', 'demand', cron='0 2 * * *',\n"
-        "                                 time_zone='Europe/Amsterdam'),)\n"
+        "SCHEDULES = (ScheduleDeclaration('nightly', 'weekly-retraining', cron='0 2 * * *',\n"
+        f"    time_zone='Europe/Amsterdam', pipeline='{scheduled}:weekly'),)\n"
         "NOT_SCHEDULES = 'text'\n"
     )
     assert main(["schedule", "--schedules", f"{code}:SCHEDULES", "--dry-run"]) == 0
@@ -109,3 +110,20 @@ def test_schedule_refuses_a_declared_source_of_another_pipeline(
     err = capsys.readouterr().err
     assert "is named 'weekly-retraining', but pipeline_name is 'other'" in err
     assert client.calls == []
+
+
+def test_schedule_dry_run_refuses_a_pipeline_reference_that_names_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scheduled = REPO / "tests" / "data" / "pipelines" / "scheduled.py"
+    path = tmp_path / "schedules.yaml"
+    path.write_text(
+        WEEKLY_FILE.read_text().replace("../pipelines/scheduled.py:weekly", f"{scheduled}:weekley")
+    )
+    assert main(["schedule", "--schedules", str(path), "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(
+        "schedule: drink-shops-weekly-retraining: the pipeline to check before scheduling: "
+    )
+    assert "weekley" in captured.err

@@ -2,8 +2,9 @@
 
 The schedules come from the user's repository (:mod:`vertex_retrain.cli.schedule_source`);
 planning and applying is :mod:`vertex_retrain.cli.schedule_reconcile`, through a
-:class:`~vertex_retrain.schedules.ScheduleClient`. Before anything is changed, each scheduled
-pipeline gets the offline preflight with its declared parameter values.
+:class:`~vertex_retrain.schedules.ScheduleClient`. Each scheduled pipeline is compiled from its
+source and its declared parameter values are checked as ``run --param`` checks them, dry run or
+not; before anything is changed, it also gets the offline preflight with those values.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from vertex_retrain.cli.schedule_reconcile import DeploymentTarget, format_plans, reconcile
 from vertex_retrain.cli.schedule_source import DeclaredSchedules, load_schedules
@@ -61,6 +63,7 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
         declared = load_schedules(args.schedules)
         declarations = declared.declarations
         template_uris = _pinned_versions(args, declarations) if versions else {}
+        scheduled = _scheduled_pipelines(declared)
         if missing:
             sys.stdout.write(format_declared(declarations, template_uris))
             print(f"diff against Vertex: not shown; it needs {', '.join(missing)} and credentials")
@@ -72,7 +75,7 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
         target = DeploymentTarget(
             args.project, args.location, args.service_account, args.pipeline_root
         )
-        refused = None if args.dry_run else _preflight(declared, target)
+        refused = None if args.dry_run else _preflight(scheduled, target)
         if refused is not None:
             return refused
         try:
@@ -95,7 +98,8 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
             )
             return 0
     except (ScheduleError, TemplateRefError) as error:
-        print(f"schedule: {error}", file=sys.stderr)
+        for line in str(error).splitlines():  # one line per problem
+            print(f"schedule: {line}", file=sys.stderr)
         return 2
     sys.stdout.write(format_plans(plans, dry_run=args.dry_run))
     return 0
@@ -126,30 +130,23 @@ def _pinned_versions(
     return pinned
 
 
-def _preflight(declared: DeclaredSchedules, target: DeploymentTarget) -> int | None:
-    """The offline preflight of each scheduled pipeline, with the declared parameter values,
-    before Vertex is called (the ``preflight`` command): 2, with one line per problem, when
-    the scheduled runs would fail. The component image is not checked here: the pinned
-    template carries its own, checked by ``upload``.
+def _scheduled_pipelines(
+    declared: DeclaredSchedules,
+) -> list[tuple[ScheduleDeclaration, dict[str, Any]]]:
+    """Each declaration with its pipeline compiled from its source, its parameter values
+    checked against the pipeline's parameters as ``run --param`` checks them (names with a
+    "did you mean", types, ranges: :func:`vertex_retrain.cli.params.check_values`).
 
     Raises:
         ScheduleError: A declaration's pipeline cannot be found, or is another pipeline than
-            the one its ``pipeline_name`` names.
+            the one its ``pipeline_name`` names (one line); or parameter values that the
+            scheduled runs would be refused for (one line per problem, naming the schedule).
     """
-    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.params import ParameterError, check_values, parameter_definitions
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
-    from vertex_retrain.cli.preflight import refusal
-    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
 
-    settings = Settings(
-        project=target.project,
-        location=target.location,
-        pipeline_root=target.pipeline_root,
-        service_account=target.service_account,
-        submission=True,
-        component_image=False,
-    )
-    problems = []
+    scheduled = []
+    problems: list[str] = []
     for declaration in declared.declarations:
         reference = declaration.pipeline or declaration.pipeline_name
         try:
@@ -166,6 +163,42 @@ def _preflight(declared: DeclaredSchedules, target: DeploymentTarget) -> int | N
                 "them agree (pipeline_name is the uploaded template's name)"
             )
         spec = source.spec()
+        try:
+            values = dict(declaration.parameter_values)
+            check_values(values, parameter_definitions(spec), require_all=False)
+        except ParameterError as error:
+            problems += [
+                f"{declaration.display_name}: parameter_values: {problem}"
+                for problem in error.problems
+            ]
+        scheduled.append((declaration, spec))
+    if problems:
+        raise ScheduleError("\n".join(problems))
+    return scheduled
+
+
+def _preflight(
+    scheduled: Sequence[tuple[ScheduleDeclaration, dict[str, Any]]], target: DeploymentTarget
+) -> int | None:
+    """The offline preflight of each scheduled pipeline, with the declared parameter values,
+    before Vertex is called (the ``preflight`` command): 2, with one line per problem, when
+    the scheduled runs would fail. The component image is not checked here: the pinned
+    template carries its own, checked by ``upload``.
+    """
+    from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.preflight import refusal
+    from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+
+    settings = Settings(
+        project=target.project,
+        location=target.location,
+        pipeline_root=target.pipeline_root,
+        service_account=target.service_account,
+        submission=True,
+        component_image=False,
+    )
+    problems = []
+    for declaration, spec in scheduled:
         arguments = {**default_arguments(spec), **dict(declaration.parameter_values)}
         problems += pipeline_problems(spec, arguments, settings)
     return refusal("schedule", problems)

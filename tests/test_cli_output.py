@@ -247,3 +247,13 @@ def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None
     )
     assert "first champion" not in text
     assert report.to_json()["model"]["promoted"] is False
+
+
+def test_run_report_cost_line_names_the_region_of_its_prices() -> None:
+    from vertex_retrain.cli.run_report import _cost_line
+
+    cost = {"currency": "USD", "on_demand": 1.5, "spot": 0.5, "assumed_training_hours": 2.0}
+    assert _cost_line({**cost, "location": "europe-west4"}) == (
+        "on-demand 1.50 USD, Spot 0.50 USD in europe-west4 (2 h of training assumed)"
+    )
+    assert _cost_line(cost) == "on-demand 1.50 USD, Spot 0.50 USD (2 h of training assumed)"

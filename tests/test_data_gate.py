@@ -211,3 +211,12 @@ def test_gate_window_digest_follows_the_window_files_in_place_and_not_after(
     # The newest period rewritten in place, under the same name: another key.
     _break_newest_week(dataset, lambda table: table.slice(0, table.num_rows - 1))
     assert _gate(dataset).window_digest != first
+
+
+def test_gate_without_files_names_the_folder_it_read(dataset: Path) -> None:
+    for path in (dataset / week_file(0)).parent.glob("*.parquet"):
+        path.unlink()
+    with pytest.raises(FileNotFoundError) as missing:
+        _gate(dataset)
+    folder = (dataset / week_file(0)).parent
+    assert f"holds no .parquet files (read at {folder})" in str(missing.value)

@@ -158,8 +158,10 @@ def _cost_line(cost: Mapping[str, Any]) -> str:
     currency = cost.get("currency", "")
     return (
         f"on-demand {format_money(cost.get('on_demand'), currency)}, Spot "
-        f"{format_money(cost.get('spot'), currency)} "
-        f"({cost.get('assumed_training_hours', 0):g} h of training assumed)"
+        f"{format_money(cost.get('spot'), currency)}"
+        # Prices differ by region: say whose (the pipeline's location, else the price book's).
+        + (f" in {cost['location']}" if cost.get("location") else "")
+        + f" ({cost.get('assumed_training_hours', 0):g} h of training assumed)"
     )
 
 

@@ -89,9 +89,12 @@ def open_dataset(backend: str, data_uri: str, declaration: DatasetDeclaration) -
         )
     paths = sorted((root / folder).glob("*.parquet"))
     if not paths:
+        # Locally a gs:// URI is a folder under the local root, which follows the working
+        # folder: name the folder that was read, so a run from elsewhere is recognised.
         raise FileNotFoundError(
-            f"{shown}/{folder}/ holds no .parquet files; the dataset declaration's table.folder "
-            f"puts the rows there, one file per {declaration.table.period}"
+            f"{shown}/{folder}/ holds no .parquet files (read at {root / folder}); the dataset "
+            f"declaration's table.folder puts the rows there, one file per "
+            f"{declaration.table.period}"
         )
     dimensions = {name: root / d.file for name, d in declaration.dimensions.items()}
     for name, path in dimensions.items():

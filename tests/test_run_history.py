@@ -338,7 +338,7 @@ def test_history_prints_the_weeks_as_a_table_and_writes_the_plot(
         "AS", "OF", "OUTCOME", "ROWS", "CAND", "CHAMP", "REF", "CI-LOW", "GOODPUT", "COST",
     ]  # fmt: skip
     assert lines[2].split() == [
-        "2026-11-16", "champion", "353", "0.23", "0.22", "0.2", "-", "0.9", "0.71", "USD",
+        "2026-11-16", "champion", "353", "0.2300", "0.2200", "0.2000", "-", "0.9", "0.71", "USD",
     ]  # fmt: skip
     assert lines[3].split()[0] == "2026-11-23" and lines[3].endswith("USD*")
     plot = root / "history" / "guess-your-order.png"
@@ -405,8 +405,8 @@ def test_history_metric_option_picks_the_column_else_each_runs_primary_metric(
     assert out.startswith("demand: rmse of each model") and "11.5" in out
     assert main(["history", "guess-your-order", "--no-plot", "--metric", "recall_at_10"]) == 0
     row = capsys.readouterr().out.splitlines()[2].split()
-    assert row[:5] == ["2026-11-16", "champion", "353", "0.44", "-"]
-    assert row[5] == "0.41"  # the declared reference's recall
+    assert row[:5] == ["2026-11-16", "champion", "353", "0.4400", "-"]
+    assert row[5] == "0.4100"  # the declared reference's recall, four decimals as the summary
 
 
 @pytest.mark.parametrize(

@@ -94,13 +94,18 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
         "training": record.training_kind.get("kind") or None,
         "rows": statistics.get("rows"),
         "metric": name,
-        "candidate": record.candidate.get(name),
-        "champion": record.champion.get(name),
-        "reference": record.references.get(reference, {}).get(name),
+        "candidate": _metric(record.candidate.get(name)),
+        "champion": _metric(record.champion.get(name)),
+        "reference": _metric(record.references.get(reference, {}).get(name)),
         "interval": _interval(record),
         "goodput": record.goodput,
         "cost": cost,
     }
+
+
+def _metric(value: float | None) -> str | None:
+    """A metric with four decimals, as the run summary and CI-LOW show it (0.5960, not 0.596)."""
+    return None if value is None else f"{value:.4f}"
 
 
 def _pays_on_demand(cost: dict[str, Any]) -> bool:

@@ -126,3 +126,22 @@ def test_schedule_accepts_parameter_values_that_fit_the_pipeline(
     path = _with_values(tmp_path, f"{{accelerator_count: {count}}}")
     assert schedule_command.cli_schedule(_args(schedules=path, project=None)) == 0
     assert f"  parameters: accelerator_count={count}\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("values", "refused"), [("{}", True), ("{data_uri: 'gs://b/d'}", False)])
+def test_schedule_refuses_a_parameter_without_default_left_unset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], values: str, refused: bool
+) -> None:
+    required = REPO / "tests" / "data" / "pipelines" / "scheduled_required.py"
+    path = tmp_path / "schedules.yaml"
+    path.write_text(
+        WEEKLY_FILE.read_text().replace("../pipelines/scheduled.py", str(required))
+        + f"  parameter_values: {values}\n"
+    )
+    code = schedule_command.cli_schedule(_args(schedules=str(path), project=None))
+    err = capsys.readouterr().err
+    assert code == (2 if refused else 0)
+    if refused:
+        (line,) = err.splitlines()
+        assert "parameter 'data_uri' has no default and was not given" in line
+        assert "e.g. parameter_values: {data_uri: " in line and "--param" not in line

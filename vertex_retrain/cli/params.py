@@ -318,6 +318,7 @@ def check_values(
     parameters: Mapping[str, Mapping[str, Any]],
     *,
     require_all: bool = True,
+    given_as: str = "--param {name}={example}",
 ) -> None:
     """Checks already-typed parameter values against a pipeline's definitions.
 
@@ -328,6 +329,8 @@ def check_values(
         values: Parameter name -> value (as given to ``PipelineJob``).
         parameters: Definitions as returned by :func:`load_parameter_definitions`.
         require_all: Also report required parameters (no default) that are missing.
+        given_as: How the caller's user gives a value, for that report (``{name}`` and
+            ``{example}`` are filled): a flag on the command line, a schedule's field.
 
     Raises:
         ParameterError: Unknown names, values of the wrong type, or missing required values.
@@ -351,7 +354,7 @@ def check_values(
                 wanted, example = PARAMETER_TYPES.get(_type_of(name, spec), ("a value", "..."))
                 problems.append(
                     f"parameter {name!r} has no default and was not given; "
-                    f"pass {wanted}, e.g. --param {name}={example}"
+                    f"pass {wanted}, e.g. {given_as.format(name=name, example=example)}"
                 )
     if problems:
         raise ParameterError(problems)

@@ -165,7 +165,13 @@ def _scheduled_pipelines(
         spec = source.spec()
         try:
             values = dict(declaration.parameter_values)
-            check_values(values, parameter_definitions(spec), require_all=False)
+            # A run submitted without a value for a parameter that has no default is refused
+            # by Vertex every week: refuse the schedule now instead.
+            check_values(
+                values,
+                parameter_definitions(spec),
+                given_as="parameter_values: {{{name}: {example}}}",
+            )
         except ParameterError as error:
             problems += [
                 f"{declaration.display_name}: parameter_values: {problem}"

@@ -356,3 +356,20 @@ def test_wait_until_healthy_names_the_code_of_a_server_that_exits_between_two_lo
     assert "exited with code 2 before its health route answered" in first
     assert "missing key 'sha256'" in first  # the server's own last line, first
     assert first.endswith("it was stopped. Last lines of " + str(log) + ":")
+
+
+def test_exit_code_of_a_server_survives_the_liveness_probe_that_reaped_it() -> None:
+    import subprocess
+    import sys
+    import time
+
+    from vertex_retrain.backends.local.serving import server_process
+
+    child = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+    server_process.track(child)
+    deadline = time.monotonic() + 30
+    while server_process.process_start_time(child.pid) is not None:  # reaps it once it exits
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert server_process.exit_code(child.pid) == 2  # not lost with the reaped Popen
+    assert not server_process.is_running(child.pid, None)

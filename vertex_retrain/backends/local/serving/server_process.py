@@ -22,17 +22,28 @@ LOOPBACK = "127.0.0.1"
 _POLL_S = 0.05
 # Popen objects of servers this process started, so their exit status is reaped (no zombies).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+# Exit codes of reaped servers: whoever reaps one (a liveness probe, most often) must not hide
+# its code from the caller that reports why it stopped.
+_EXIT_CODES: dict[int, int] = {}
 
 
 def track(child: subprocess.Popen[bytes]) -> None:
     """Keeps a started server's `Popen`, so its exit is reaped and its code known."""
+    _EXIT_CODES.pop(child.pid, None)  # a reused pid: the old code is another process's
     _CHILDREN[child.pid] = child
 
 
 def exit_code(pid: int) -> int | None:
     """The exit status of a server this process started, None while it runs (or unknown)."""
     child = _CHILDREN.get(pid)
-    return None if child is None else child.poll()
+    return _EXIT_CODES.get(pid) if child is None else child.poll()
+
+
+def _forget(pid: int) -> None:
+    """Drops a reaped child, keeping its exit code for :func:`exit_code`."""
+    child = _CHILDREN.pop(pid, None)
+    if child is not None and child.returncode is not None:
+        _EXIT_CODES[pid] = child.returncode
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -47,7 +58,7 @@ def _reap_others(pid: int) -> None:
     # zombie, and its Popen warns "still running" when this process exits.
     for other, child in list(_CHILDREN.items()):
         if other != pid and child.poll() is not None:
-            _CHILDREN.pop(other, None)
+            _forget(other)
 
 
 def process_start_time(pid: int) -> str | None:
@@ -55,7 +66,7 @@ def process_start_time(pid: int) -> str | None:
     _reap_others(pid)
     child = _CHILDREN.get(pid)
     if child is not None and child.poll() is not None:
-        _CHILDREN.pop(pid, None)
+        _forget(pid)
         return None
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -76,7 +87,7 @@ def process_start_time(pid: int) -> str | None:
     if child is not None and child.poll() is not None:
         # It exited between the poll above and the read: reap it now, or it stays a zombie
         # (and a "still running" ResourceWarning) until this process exits.
-        _CHILDREN.pop(pid, None)
+        _forget(pid)
     return None
 
 

@@ -343,7 +343,7 @@ def test_wait_until_healthy_names_the_code_of_a_server_that_exits_between_two_lo
 ) -> None:
     from vertex_retrain.backends.local.serving import model_server
 
-    codes = iter([None, None, 2])  # running at the first look, gone at the second
+    codes = iter([None, 2])  # running at the first look, gone (its code kept) at the second
     monkeypatch.setattr(model_server, "exit_code", lambda pid: next(codes, 2))
     monkeypatch.setattr(model_server, "is_running", lambda pid, start: False)
     monkeypatch.setattr(model_server, "stop_server", lambda *args, **kwargs: None)

@@ -216,15 +216,6 @@ def probe(server: ServerProcess, *, timeout_s: float = 2.0) -> tuple[int, bytes]
     return _request(server.port, "GET", server.health_route, None, timeout_s)
 
 
-def _settled_exit_code(pid: int, wait_s: float = 2.0) -> int | None:
-    """The exit code of a server found gone: it may exit between two looks, and a loaded
-    machine takes a moment to make it collectable; None after ``wait_s`` (not our child)."""
-    deadline = time.monotonic() + wait_s
-    while (code := exit_code(pid)) is None and time.monotonic() < deadline:
-        time.sleep(_POLL_S / 4)
-    return code
-
-
 def _with_code(code: int | None) -> str:
     return "" if code is None else f" with code {code}"
 
@@ -257,7 +248,8 @@ def wait_until_healthy(server: ServerProcess, *, timeout_s: float = 60.0) -> Non
     while time.monotonic() < deadline:
         code = exit_code(server.pid)
         if code is not None or not is_running(server.pid, server.start_time):
-            code = code if code is not None else _settled_exit_code(server.pid)
+            # It may have exited between the two looks; the probe that saw it gone kept its code.
+            code = exit_code(server.pid) if code is None else code
             raise _fail(server, f"exited{_with_code(code)} before its health route answered")
         try:
             status, body = probe(server)

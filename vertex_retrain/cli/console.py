@@ -136,9 +136,10 @@ def render_table(
         max([len(column.header), *(len(row[index]) for row in rows)])
         for index, column in enumerate(columns)
     ]
+    terminal = is_terminal(out)
     if wide:
         limits: list[int | None] = [None] * len(columns)
-    elif not is_terminal(out):
+    elif not terminal:
         limits = [column.max_width if column.digest else None for column in columns]
     else:
         limits = _fit(columns, naturals, make_console(out).width - 2 * (len(columns) - 1))
@@ -155,7 +156,7 @@ def render_table(
     for row in rows:
         table.add_row(*row)
     # Off a terminal the console is as wide as the rows: the limits above did the cutting.
-    print_renderable(out, table, wide=wide or not is_terminal(out))
+    print_renderable(out, table, wide=wide or not terminal)
     if not records:
         out.write(empty + "\n")
     elif any(

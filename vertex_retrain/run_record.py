@@ -56,7 +56,8 @@ class RunRecord:
             minus ``champion`` / ``reference:<name>``: point, low, high, level) and
             ``override`` (a forced decision and its reason).
         cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``,
-            the job's ``scheduling_strategy`` and whether the run ``trained`` at all.
+            the job's ``scheduling_strategy``, whether the run ``trained`` at all, and the
+            training tasks ``reused_from_cache`` (not paid for again: left out of the plans).
         goodput: Useful training steps / executed steps.
         restarts: Restarts of the training job after preemptions.
         spot_fallback: When training fell back from Spot to on-demand: the hours of each and
@@ -258,6 +259,7 @@ def record_from_summary(
             "assumed_training_hours": cost.get("assumed_training_hours"),
             "scheduling_strategy": cost.get("scheduling_strategy", ""),
             "trained": "training" in facts,
+            "reused_from_cache": list(cost.get("reused_from_cache") or []),
         }
         if "spot" in cost
         else {},

@@ -13,6 +13,7 @@ from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_li
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
+from vertex_retrain.steps.same_model import is_same_model
 from vertex_retrain.steps.summary_week import (
     evidence_lines,
     fallback_facts,
@@ -284,6 +285,14 @@ def summarize_run(
     return facts
 
 
+def decision_verdict(decision: Mapping[str, Any]) -> str:
+    """The decision in a few words: ``new champion``, ``challenger only``, or ``nothing to
+    decide`` when the candidate was the champion itself (a re-run of its week)."""
+    if is_same_model((decision.get("evidence") or {}).get("champion_comparison")):
+        return "nothing to decide"
+    return "new champion" if decision.get("is_better") else "challenger only"
+
+
 def render_markdown(facts: Mapping[str, Any]) -> str:
     """The summary as Markdown for the pipeline UI."""
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
@@ -299,7 +308,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         lines += [f"**Data gate:** {gate['verdict']}", ""]
     decision = facts.get("decision")
     if decision:
-        verdict = "new champion" if decision.get("is_better") else "challenger only"
+        verdict = decision_verdict(decision)
         lines += [f"**Decision:** {verdict}: {decision.get('reason')}", ""]
         lines += evidence_lines(decision.get("evidence") or {})
     metrics = facts.get("metrics") or {}

@@ -131,6 +131,8 @@ def test_history_marks_a_week_re_run_since_its_decision_and_notes_each_re_run(
         f"{WEEK}: re-run r2: the candidate is the current champion (version 1): nothing to decide",
         f"{WEEK}: re-run r3: cancelled: interrupted at step train-custom-job; nothing after it ran",
     ]
+    documented = (Path(__file__).parent.parent / "docs" / "operations.md").read_text()
+    assert "\n".join(lines) + "\n" in documented  # the example of docs/operations.md
     every = _history(capsys, "--all-runs")
     assert [line.split()[1] for line in every[2:]] == ["champion", "unchanged", "CANCELLED"]
     assert "+ = re-run" not in every[0]

@@ -1,12 +1,16 @@
-"""A candidate that is the champion itself: nothing to decide, and the summary and the record
-say so (the evaluation job's side: tests/test_steps_evaluate.py)."""
+"""A candidate that is the champion itself: nothing to decide, and the summary, the record and
+the local run's report say so (the evaluation job's side: tests/test_steps_evaluate.py)."""
 
 from __future__ import annotations
 
+import io
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from vertex_retrain.cli.run_report import build_report
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.run_record import record_from_summary
 from vertex_retrain.steps.same_model import is_same_model, nothing_to_decide, same_folder
@@ -67,3 +71,27 @@ def test_summary_and_record_say_the_candidate_was_the_champion(
     assert f"**Decision:** {verdict}: why" in render_markdown(facts)
     record = record_from_summary(facts, model="m", backend="local")
     assert record.experiment_params()["decision"] == word
+
+
+def test_run_report_of_a_candidate_that_was_the_champion_gives_the_reason_alone(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "pipeline-root" / "weekly-retraining-2"
+    reason = "the candidate is the current champion (version 3): nothing to decide"
+    folder = run_dir / "evaluate-model"
+    folder.mkdir(parents=True)
+    parameters = {**_facts("same model: version 3")["decision"], "reason": reason}
+    (folder / "executor_output.json").write_text(json.dumps({"parameterValues": parameters}))
+    report = build_report(
+        "weekly-retraining",
+        succeeded=True,
+        wall_seconds=5,
+        log_path=tmp_path / "run.log",
+        run_dir=run_dir,
+        arguments={"model_display_name": "m"},
+        summary=None,
+    )
+    out = io.StringIO()
+    report.render(out)
+    (line,) = [line for line in out.getvalue().splitlines() if line.startswith("evaluation ")]
+    assert line.split(None, 1)[1] == reason  # not "not better than the champion: ..."

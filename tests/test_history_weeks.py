@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
-from vertex_retrain.cli.history_weeks import decided, later_run_note, rows_of_weeks
+from vertex_retrain.cli.history_weeks import later_run_note, rows_of_weeks, standing
 from vertex_retrain.cli.main import main
 from vertex_retrain.run_record import RunRecord, decision_word
 
@@ -61,7 +61,8 @@ def test_decision_word_says_unchanged_when_the_candidate_was_the_champion() -> N
     assert decision_word(_itself("r", "10:00").decision) == "unchanged"
     assert decision_word(_decided("r", "10:00", is_better=False).decision) == "challenger"
     assert decision_word(_cancelled("r", "10:00").decision) == ""
-    assert [decided(r) for r in (_itself("a", "1"), _decided("b", "2"))] == [False, True]
+    runs = (_itself("a", "1"), _decided("b", "2", is_better=False), _decided("c", "3"))
+    assert [standing(r) for r in runs] == [0, 1, 2]
     assert _itself("r", "10:00").experiment_params()["decision"] == "unchanged"
 
 
@@ -83,7 +84,7 @@ def test_rows_of_weeks_a_rerun_of_the_champion_itself_does_not_decide_the_week()
     )
 
 
-def test_rows_of_weeks_a_later_decision_replaces_the_earlier_one() -> None:
+def test_rows_of_weeks_a_later_promotion_replaces_the_earlier_runs() -> None:
     failed, refused, promoted = (
         _run("r1", "09:00", state="FAILED", error="boom\nstack"),
         _decided("r2", "10:00", is_better=False),
@@ -92,6 +93,17 @@ def test_rows_of_weeks_a_later_decision_replaces_the_earlier_one() -> None:
     (row,) = rows_of_weeks([failed, refused, promoted])
     assert (row.record, row.later, row.earlier) == (promoted, (), 2)
     assert later_run_note(failed) == "re-run r1: failed: boom"  # the first line only
+    again = _decided("r4", "12:00")  # another promotion (a forced drill): the week's latest
+    assert rows_of_weeks([failed, refused, promoted, again])[0].record == again
+
+
+def test_rows_of_weeks_a_refused_rerun_does_not_hide_the_weeks_promotion() -> None:
+    promoted, refused = _decided("r1", "10:00"), _decided("r2", "11:00", is_better=False)
+    (row,) = rows_of_weeks([promoted, refused])
+    assert (row.record, row.later) == (promoted, (refused,))
+    assert later_run_note(refused) == "re-run r2: challenger: score improved"
+    (latest,) = rows_of_weeks([_decided("r0", "09:00", is_better=False), refused])
+    assert (latest.record, latest.earlier) == (refused, 1)  # no promotion: the latest refusal
 
 
 def test_rows_of_weeks_without_a_decision_show_the_latest_run() -> None:
@@ -125,7 +137,7 @@ def test_history_marks_a_week_re_run_since_its_decision_and_notes_each_re_run(
     for record in (_decided("r1", "10:00"), _itself("r2", "11:00"), _cancelled("r3", "12:00")):
         history.record(record)
     lines = _history(capsys)
-    assert lines[0].endswith(", + = re-run since without a new decision (below)")
+    assert lines[0].endswith(", + = re-run since, promoting nothing (below)")
     assert lines[2].split()[:2] == [WEEK, "champion+"]
     assert lines[3:] == [
         f"{WEEK}: re-run r2: the candidate is the current champion (version 1): nothing to decide",

@@ -4,7 +4,7 @@ Each local run's exit handler records its week in the registry database
 (:mod:`vertex_retrain.backends.local.model_registry.weeks_on_record`): window, data gate,
 candidate, champion and reference metrics, decision, cost, goodput and any Spot fallback.
 This prints them oldest week first, each week as the run that decided it with a note for each
-re-run since (:mod:`vertex_retrain.cli.history_weeks`; ``--all-runs``: every run), and plots
+later re-run (:mod:`vertex_retrain.cli.history_weeks`; ``--all-runs``: every run), and plots
 the metrics over the weeks (``<local root>/history/<model>.png`` unless ``--plot PATH``). Bad
 input (an unknown model, an unreadable database, a plot path that is not
 a ``.png``) is one line on stderr and exit 2.
@@ -255,7 +255,7 @@ def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str 
         "not comparable (a replay), * = Spot fell back to on-demand"
     )
     if any(row.later for row in rows):
-        heading += f", {LATER_MARK} = re-run since without a new decision (below)"
+        heading += f", {LATER_MARK} = re-run since, promoting nothing (below)"
     out.write(printable(heading) + "\n")
     hidden = sum(row.earlier for row in rows)
     if hidden:
@@ -266,7 +266,7 @@ def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str 
 
 def _json_row(row: WeekRow) -> dict[str, Any]:
     """A shown run's record whole; with ``later_runs`` (run, state, note) when the week was
-    re-run after its decision without a new one."""
+    re-run after it, promoting nothing."""
     shown = row.record.to_dict()
     if row.later:
         shown["later_runs"] = [

@@ -1,12 +1,12 @@
 """Which run of a week ``vertex-retrain history`` shows: the one that decided it.
 
 A week may be run more than once: after a failure, with other parameters, or again after it
-succeeded. Its row is the latest run that reached a decision (promoted its candidate or
-refused it), since that decision is what the registry and the endpoint still hold. A
-re-run after it that decided nothing (cancelled, failed, stopped by the data gate, or whose
-candidate was the champion itself: nothing to decide) does not undo it, so it is a note on
-that row, not the row. A week no run decided shows its latest run. Runs before the deciding
-one are left out (a count says how many); ``--all-runs`` shows every run.
+succeeded. Its row is the run whose decision the week left in place: its latest run that
+promoted its candidate, else its latest run that refused one, else its latest run. A re-run
+after that run (cancelled, failed, stopped by the data gate, refused, or whose candidate was
+the champion itself: nothing to decide) promoted nothing, so it does not undo what the row
+shows: it is a note on the row, not the row. Runs before the row's run are left out (a count
+says how many); ``--all-runs`` shows every run.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from vertex_retrain.run_record import RunRecord, decision_word
 
-__all__ = ["LATER_MARK", "WeekRow", "decided", "later_run_note", "rows_of_weeks"]
+__all__ = ["LATER_MARK", "WeekRow", "later_run_note", "rows_of_weeks", "standing"]
 
 LATER_MARK = "+"
-"""Appended to a row's outcome when the week was re-run after its decision without a new one."""
+"""Appended to a row's outcome when the week was re-run after the row's run, promoting nothing."""
 
 _NOTE_LIMIT = 160
 """Characters of a later run's note kept in the table (``--json`` has the whole record)."""
@@ -31,7 +31,7 @@ class WeekRow:
 
     Attributes:
         record: The run that stands for the week.
-        later: The week's runs after it, oldest first (none of them decided anything).
+        later: The week's runs after it, oldest first (none of them promoted anything).
         earlier: How many of the week's runs before it are left out.
     """
 
@@ -40,17 +40,18 @@ class WeekRow:
     earlier: int = 0
 
 
-def decided(record: RunRecord) -> bool:
-    """Whether the run decided its week: it promoted or refused its candidate (a candidate
-    that was the champion itself decided nothing)."""
-    return decision_word(record.decision) in ("champion", "challenger")
+def standing(record: RunRecord) -> int:
+    """How much of its week a run decided: 2 when it promoted its candidate, 1 when it
+    refused one, 0 when it decided nothing (a candidate that was the champion itself is
+    nothing to decide)."""
+    return {"champion": 2, "challenger": 1}.get(decision_word(record.decision), 0)
 
 
 def rows_of_weeks(records: Sequence[RunRecord]) -> list[WeekRow]:
     """One row per model and week, in the order of the shown runs in ``records`` (oldest
     first).
 
-    The row's run is the week's latest run that decided it, else its latest run; "latest" by
+    The row's run is the week's latest run of the highest :func:`standing`; "latest" by
     ``recorded_at``, then by run name. Runs without a week (stopped before their data window)
     are a row each.
     """
@@ -64,19 +65,22 @@ def rows_of_weeks(records: Sequence[RunRecord]) -> list[WeekRow]:
     rows: dict[int, WeekRow] = {}
     for runs in weeks.values():
         ordered = sorted(runs, key=lambda r: (r.recorded_at, r.run))
-        deciding = [i for i, r in enumerate(ordered) if decided(r)]
-        shown = deciding[-1] if deciding else len(ordered) - 1
+        shown = max(range(len(ordered)), key=lambda i: (standing(ordered[i]), i))
         row = WeekRow(ordered[shown], tuple(ordered[shown + 1 :]), shown)
         rows[id(row.record)] = row
     return [rows[id(record)] for record in records if id(record) in rows]
 
 
 def later_run_note(record: RunRecord) -> str:
-    """What a re-run that decided nothing came to, in one line: ``re-run RUN: cancelled:
-    interrupted at step train-custom-job; ...``, ``...: stopped by the data gate``, or the
-    reason it had nothing to decide."""
-    if decision_word(record.decision) == "unchanged":
-        what = str(record.decision.get("reason", "")) or "nothing to decide"
+    """What a re-run that promoted nothing came to, in one line: ``re-run RUN: cancelled:
+    interrupted at step train-custom-job; ...``, ``...: stopped by the data gate``,
+    ``...: challenger: <reason>``, or the reason it had nothing to decide."""
+    word = decision_word(record.decision)
+    reason = str(record.decision.get("reason", ""))
+    if word == "unchanged":
+        what = reason or "nothing to decide"
+    elif word:
+        what = f"{word}: {reason}" if reason else word
     elif record.data.get("passed") is False:
         what = "stopped by the data gate"
     else:

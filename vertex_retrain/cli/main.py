@@ -235,7 +235,7 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help=(
             "every run of a week, each its own row (by default a week re-run shows the run "
-            "that decided it, and re-runs since that decided nothing as notes)"
+            "that decided it, and later re-runs that promoted nothing as notes)"
         ),
     )
     add_listing_options(parser)

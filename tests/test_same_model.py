@@ -12,8 +12,9 @@ import pytest
 
 from vertex_retrain.cli.run_report import build_report
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
+from vertex_retrain.rules.same_model import is_same_model, same_folder
 from vertex_retrain.run_record import record_from_summary
-from vertex_retrain.steps.same_model import is_same_model, nothing_to_decide, same_folder
+from vertex_retrain.steps.nothing_to_decide import nothing_to_decide
 from vertex_retrain.steps.summary import decision_verdict, render_markdown
 
 RULE = parse_evaluation_declaration(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from vertex_retrain.steps.same_model import is_same_model
+from vertex_retrain.rules.same_model import is_same_model
 
 __all__ = ["ROLES", "RunRecord", "decision_word", "metrics_by_role", "record_from_summary"]
 

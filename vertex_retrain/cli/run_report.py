@@ -108,8 +108,8 @@ class LocalRunReport:
     def _evaluation_line(self) -> str:
         """The decision, and for a better candidate the pipeline did not promote, why not; a
         candidate that was the champion itself (nothing to decide) is its reason alone."""
+        from vertex_retrain.rules.same_model import is_same_model
         from vertex_retrain.steps.decision import NO_CHAMPION_SCORE
-        from vertex_retrain.steps.same_model import is_same_model
 
         evidence = self.decision.get("evidence") or {}
         if is_same_model(evidence.get("champion_comparison")):

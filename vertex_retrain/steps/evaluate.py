@@ -25,6 +25,7 @@ from vertex_retrain.contracts.evaluation import (
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.contracts.evaluation_scores import ScoresContractError
 from vertex_retrain.rules.idempotency import task_key
+from vertex_retrain.rules.same_model import same_folder
 from vertex_retrain.specs.defaults import EVALUATION
 from vertex_retrain.specs.display_names import EVALUATION_JOB_SUFFIX
 from vertex_retrain.steps.backend import readable_path
@@ -38,7 +39,7 @@ from vertex_retrain.steps.job_request import (
     code_fields,
     request_fields,
 )
-from vertex_retrain.steps.same_model import nothing_to_decide, same_folder
+from vertex_retrain.steps.nothing_to_decide import nothing_to_decide
 from vertex_retrain.steps.train import TrainingJobFailedError, train
 
 __all__ = [
@@ -183,7 +184,7 @@ def evaluate(
     misspelt metric direction or a missing module costs nothing. A candidate that is the
     champion's own model folder (a re-run of its week, training from the cache) is scored
     alone, and the decision says there is nothing to decide
-    (:func:`vertex_retrain.steps.same_model.nothing_to_decide`).
+    (:func:`vertex_retrain.steps.nothing_to_decide.nothing_to_decide`).
 
     Args:
         request: The comparison and the job that scores.

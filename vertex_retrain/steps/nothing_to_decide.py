@@ -1,9 +1,10 @@
-"""The candidate that is the current champion itself: nothing to decide.
+"""The decision on a candidate that is the current champion itself: nothing to decide.
 
 A re-run of the week that made the champion gets its training from the cache: the candidate
 is the champion's own model folder. Judging it against itself would only say it "did not
 improve (+0.0000)" and file the week as a challenger's; instead the decision says what
-happened, promotes nothing and leaves the champion's aliases and traffic as they are.
+happened, promotes nothing and leaves the champion's aliases and traffic as they are (when a
+candidate is the champion: :mod:`vertex_retrain.rules.same_model`).
 """
 
 from __future__ import annotations
@@ -12,24 +13,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from vertex_retrain.contracts.evaluation_declaration import EvaluationDeclaration
+from vertex_retrain.rules.same_model import same_model_comparison
 from vertex_retrain.steps.decision import Decision, decide
 from vertex_retrain.steps.paired_bootstrap import Interval
 
-__all__ = ["SAME_MODEL", "is_same_model", "nothing_to_decide", "same_folder"]
-
-SAME_MODEL = "same model"
-"""The start of a decision's ``champion_comparison`` when the candidate is the champion:
-``same model: version <id>``."""
-
-
-def same_folder(candidate_uri: str, champion_uri: str) -> bool:
-    """Whether two model folders are one (a trailing slash aside, which registries add)."""
-    return bool(candidate_uri) and candidate_uri.rstrip("/") == champion_uri.rstrip("/")
-
-
-def is_same_model(champion_comparison: object) -> bool:
-    """Whether a decision's ``champion_comparison`` says the candidate was the champion."""
-    return str(champion_comparison or "").startswith(SAME_MODEL)
+__all__ = ["nothing_to_decide"]
 
 
 def nothing_to_decide(
@@ -71,5 +59,5 @@ def nothing_to_decide(
             f"it keeps its aliases and its traffic{moot}"
         ),
         champion_metrics=dict(candidate),
-        champion_comparison=f"{SAME_MODEL}: version {version_id}",
+        champion_comparison=same_model_comparison(version_id),
     )

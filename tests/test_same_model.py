@@ -59,7 +59,7 @@ def _facts(comparison: str, is_better: bool = False) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("comparison", "is_better", "verdict", "word"),
     [
-        ("same model: version 7", False, "nothing to decide", "unchanged"),
+        ("same model: version 7", False, "champion unchanged", "unchanged"),
         ("compared", False, "challenger only", "challenger"),
         ("compared", True, "new champion", "champion"),
     ],

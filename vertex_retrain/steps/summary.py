@@ -286,10 +286,10 @@ def summarize_run(
 
 
 def decision_verdict(decision: Mapping[str, Any]) -> str:
-    """The decision in a few words: ``new champion``, ``challenger only``, or ``nothing to
-    decide`` when the candidate was the champion itself (a re-run of its week)."""
+    """The decision in a few words: ``new champion``, ``challenger only``, or ``champion
+    unchanged`` when the candidate was the champion itself (a re-run of its week)."""
     if is_same_model((decision.get("evidence") or {}).get("champion_comparison")):
-        return "nothing to decide"
+        return "champion unchanged"
     return "new champion" if decision.get("is_better") else "challenger only"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.rules.same_model import is_same_model
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
@@ -284,6 +285,14 @@ def summarize_run(
     return facts
 
 
+def decision_verdict(decision: Mapping[str, Any]) -> str:
+    """The decision in a few words: ``new champion``, ``challenger only``, or ``champion
+    unchanged`` when the candidate was the champion itself (a re-run of its week)."""
+    if is_same_model((decision.get("evidence") or {}).get("champion_comparison")):
+        return "champion unchanged"
+    return "new champion" if decision.get("is_better") else "challenger only"
+
+
 def render_markdown(facts: Mapping[str, Any]) -> str:
     """The summary as Markdown for the pipeline UI."""
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
@@ -299,7 +308,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         lines += [f"**Data gate:** {gate['verdict']}", ""]
     decision = facts.get("decision")
     if decision:
-        verdict = "new champion" if decision.get("is_better") else "challenger only"
+        verdict = decision_verdict(decision)
         lines += [f"**Decision:** {verdict}: {decision.get('reason')}", ""]
         lines += evidence_lines(decision.get("evidence") or {})
     metrics = facts.get("metrics") or {}

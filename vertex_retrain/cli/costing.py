@@ -8,7 +8,6 @@ so.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -174,15 +173,13 @@ def estimate_run(
         JobSpecError: A job the arguments describe is impossible (each problem names its
             task).
     """
+    from vertex_retrain.cli.job_tasks import problems_by_task
+
     hours = training_hours(arguments, hours)
     location = location or price_location(arguments)[0]
     # The full retrain after a refused warm start is priced apart (estimate_kinds).
     jobs = [job for job in _priced_jobs(spec, arguments) if not is_refusal_retrain(job.payload)]
-    problems = [
-        dataclasses.replace(problem, field=f"task {job.name}: {problem.field}")
-        for job in jobs
-        for problem in job.problems
-    ]
+    problems = problems_by_task([(job.name, problem) for job in jobs for problem in job.problems])
     if errors_of(problems):
         raise JobSpecError(problems)
     steps = [

@@ -79,7 +79,9 @@ def configure(pipeline: Any, *, name: str, description: str | None = None, **def
         description: Its description; the template's by default.
         **defaults: Parameter name -> default value. A parameter without a default in the
             template gets one; declarations (``dataset_declaration``,
-            ``evaluation_declaration``) are validated now.
+            ``evaluation_declaration``) are validated now; a number outside its parameter's
+            range is refused by each command that would use it, as a ``--param`` of it is
+            (``vertex_retrain.cli.param_defaults``).
 
     Returns:
         A ``@dsl.pipeline`` with the template's graph and the new defaults.

@@ -196,10 +196,14 @@ def _print_week_kinds(kinds: Any, out: TextIO) -> None:
             f"Spot {format_money(week.spot, kinds.currency)}",
             file=out,
         )
+    from vertex_retrain.cli.week_costs import WEEKS_PER_MONTH
+
+    # Hours of a warm start matter only to a month that has warm weeks.
+    warm = kinds.full_weeks_per_month < round(WEEKS_PER_MONTH, 3)
     print(
         f"  month: {kinds.full_weeks_per_month:g} full retrain(s) in "
-        f"{365.25 / 12 / 7:.2f} weeks; {kinds.assumption} (expected_warm_training_hours "
-        "for a warm start)",
+        f"{WEEKS_PER_MONTH:.2f} weeks; {kinds.assumption}"
+        + (" (expected_warm_training_hours for a warm start)" if warm else ""),
         file=out,
     )
 

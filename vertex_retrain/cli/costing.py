@@ -124,6 +124,8 @@ def estimate_kinds(
 ) -> WeekKinds | None:
     """The warm-started week, the full retrain's, the refused warm start's and a typical
     month (:mod:`vertex_retrain.cli.week_costs`); None for a pipeline that plans no kind.
+    The month follows the trainer's warm-start declaration, read as the run reads it
+    (:mod:`vertex_retrain.cli.trainer_declaration`).
 
     Args:
         spec: The compiled pipeline.
@@ -132,6 +134,10 @@ def estimate_kinds(
         location: Region whose prices apply.
         currency: The prices' currency.
     """
+    from vertex_retrain.cli.trainer_declaration import trainer_warm_start
+
+    if "full_retrain_every_weeks" not in arguments:
+        return None  # no kinds of week to price, no declaration to read
     jobs = [job for job in _priced_jobs(spec, arguments) if job.payload is not None]
     return estimate_week_kinds(
         [job.payload for job in jobs if not is_refusal_retrain(job.payload)],
@@ -140,6 +146,7 @@ def estimate_kinds(
         full_hours=hours,
         location=location,
         currency=currency,
+        trainer=trainer_warm_start(spec, arguments),
     )
 
 

@@ -180,3 +180,31 @@ def test_schedule_refuses_the_configured_defaults_its_runs_would_use(
     # A value of the schedule's own replaces the default: nothing is refused for it.
     schedules.write_text(schedules.read_text().replace("{}", "{timeout_seconds: 3600}"))
     assert main(["schedule", "--schedules", str(schedules), "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_configure_refuses_a_number_that_is_not_finite(value: float) -> None:
+    from tests.data.pipelines.planned_training import planned_training
+    from vertex_retrain.pipelines import configure
+
+    # KFP's compiler would stop on it later, naming no parameter.
+    with pytest.raises(ValueError, match="'expected_training_hours' takes a finite number"):
+        configure(planned_training, name="not-finite", expected_training_hours=value)
+    configure(planned_training, name="finite", expected_training_hours=1e300)
+
+
+def test_check_values_refuses_an_integer_a_double_would_round() -> None:
+    from vertex_retrain.cli.params import check_values
+
+    seed = {"seed": {"parameterType": "NUMBER_INTEGER"}}
+    check_values({"seed": 2**53}, seed, require_all=False)
+    check_values({"seed": -(2**53)}, seed, require_all=False)
+    with pytest.raises(ParameterError, match=r"got 9007199254740993 \(beyond ±2\^53"):
+        check_values({"seed": 2**53 + 1}, seed, require_all=False)
+
+
+def test_default_problems_refuse_a_compiled_integer_beyond_what_a_double_holds(
+    spec: dict[str, Any],
+) -> None:
+    (line,) = default_problems(_with_default(spec, "timeout_seconds", 2.0**60))
+    assert "'timeout_seconds' expects NUMBER_INTEGER" in line and "beyond ±2^53" in line

@@ -182,3 +182,11 @@ def test_estimate_command_says_which_month_it_priced(
     assert main([*argv, "source_uri=gs://my-bucket/unread"]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if "  month: " in line]
     assert "warm-started (assumed, not read: the trainer's source 'gs://my-bucket/unread'" in line
+
+
+def test_trainer_warm_start_makes_no_local_root(
+    spec: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
+    assert _read(spec, "gs://my-bucket/src").declared is None
+    assert not (tmp_path / "root").exists()  # an estimate creates nothing

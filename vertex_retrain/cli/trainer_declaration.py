@@ -10,8 +10,10 @@ month prices the weeks the run would train; when the source cannot be read here,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = ["PLAN_FUNCTION", "TrainerWarmStart", "trainer_warm_start"]
@@ -63,18 +65,22 @@ def trainer_warm_start(spec: Mapping[str, Any], arguments: Mapping[str, Any]) ->
 
 
 def _read(source_uri: str) -> TrainerWarmStart:
+    from vertex_retrain.backends.local.backend import LocalBackend
+    from vertex_retrain.backends.local.storage import DEFAULT_ROOT, ROOT_ENV
     from vertex_retrain.steps.training_plan import trainer_warm_start_flag
 
+    # The local run's storage root, named but not made: an estimate creates nothing.
+    local = LocalBackend(Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT).expanduser())
     try:
-        readable = _folder(source_uri)
-    except ValueError:  # a URI the local mapping refuses: not readable here
+        readable = bool(source_uri) and local.readable_path(source_uri).is_dir()
+    except (OSError, ValueError):  # a URI the local mapping refuses: not readable here
         readable = False
     if not readable:
         return TrainerWarmStart(
             None, f"the trainer's source {source_uri!r} cannot be read on this machine"
         )
     try:
-        flag = trainer_warm_start_flag("local", source_uri)
+        flag = trainer_warm_start_flag(local, source_uri)
     except (OSError, ValueError) as error:  # a malformed declaration stops plan_training too
         reason = " ".join(str(error).split())
         return TrainerWarmStart(None, f"the trainer at {source_uri} cannot be read: {reason}")
@@ -85,10 +91,3 @@ def _read(source_uri: str) -> TrainerWarmStart:
             "warm-start-flag in its pyproject.toml)",
         )
     return TrainerWarmStart(True, f"the trainer at {source_uri} declares warm starts ({flag})")
-
-
-def _folder(source_uri: str) -> bool:
-    """Whether the source is a folder this machine can read, as the local run maps it."""
-    from vertex_retrain.steps.backend import readable_path
-
-    return bool(source_uri) and readable_path("local", source_uri).is_dir()

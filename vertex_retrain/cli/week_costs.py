@@ -54,7 +54,7 @@ class WeekKinds:
         currency: The prices' currency.
         assumption: What the month assumes, in one sentence.
         trainer_declares_warm_start: What the trainer's ``pyproject.toml`` declares (None:
-            not read, or not needed).
+            it could not be read).
     """
 
     full: WeekCost

@@ -99,7 +99,7 @@ def test_run_local_leaves_no_process_when_sigterm_arrives_during_training(
     try:
         assert run.stdout is not None
         for line in run.stdout:
-            if "step train-custom-job: running" in line:
+            if "step train: running" in line:
                 break
         # The replica is a grandchild of the command: wait until it runs, then stop the command.
         assert _wait_until(lambda: len(processes_mentioning(str(root))) >= 3, 120)

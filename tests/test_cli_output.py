@@ -17,7 +17,7 @@ from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.cli.console import ANSI, Column, cell_text, render_table
 from vertex_retrain.cli.registry_commands import cli_models
 from vertex_retrain.cli.run_progress import RunProgress, format_duration
-from vertex_retrain.cli.run_report import build_report, traffic_text
+from vertex_retrain.cli.run_report import build_report
 
 
 class FakeTerminal(io.StringIO):
@@ -220,16 +220,6 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     plain = ANSI.sub("", terminal.getvalue())
     assert len(str(run_dir)) + 16 > 80
     assert any(line.endswith(str(run_dir)) for line in plain.splitlines()), plain
-
-
-def test_traffic_text_says_which_number_is_an_id_and_which_a_version() -> None:
-    # Deployed model 2 serving version 3 read as "version 2" next to "version 3".
-    assert traffic_text({"2": 90, "1": 10}, "2", "3") == (
-        "90% to deployed model id 2 (version 3), 10% to deployed model id 1"
-    )
-    assert traffic_text({"2": 100}, "5", "3") == "100% to deployed model id 2"
-    assert traffic_text({"2": 100}, "2", "") == "100% to deployed model id 2"
-    assert traffic_text({}, "2", "3") == ""
 
 
 def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from vertex_retrain.cli.console import cell_text, print_renderable
 from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
 from vertex_retrain.invocation import command
+from vertex_retrain.rules.traffic import traffic_text
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
@@ -87,11 +88,10 @@ class LocalRunReport:
         if self.tuning_report:
             table.add_row("tuning report", str(self.tuning_report))
         if self.endpoint:
-            split = traffic_text(
-                self.endpoint.get("traffic", {}),
-                str(self.endpoint.get("deployed_model_id") or ""),
-                str(self.model.get("version") or ""),
-            )
+            # The deployed model this run made serves the version it registered.
+            deployed, version = self.endpoint.get("deployed_model_id"), self.model.get("version")
+            versions = {str(deployed): str(version)} if deployed and version else {}
+            split = traffic_text(self.endpoint.get("traffic", {}), versions)
             table.add_row("endpoint", f"{self.endpoint['display_name']}: {split or 'no traffic'}")
             # The run stops its model servers when it ends: a URL now would answer nothing.
             table.add_row("model servers", "stopped with this run")
@@ -121,19 +121,6 @@ class LocalRunReport:
             f"better than the champion{' (none yet)' if none_yet else ''}; registered as "
             f"challenger: {self.pipeline} never promotes"
         )
-
-
-def traffic_text(traffic: Mapping[str, Any], deployed_model_id: str, version: str) -> str:
-    """``90% to deployed model id 7 (version 3), 10% to deployed model id 6``.
-
-    A deployed model's id and a version's number are both small integers: each is named for
-    what it is, and the deployed model this run made says which version it serves.
-    """
-    parts = []
-    for key, share in sorted(traffic.items(), key=lambda item: (-float(item[1]), str(item[0]))):
-        serves = f" (version {version})" if version and str(key) == deployed_model_id else ""
-        parts.append(f"{share}% to deployed model id {key}{serves}")
-    return ", ".join(parts)
 
 
 def metrics_line(metrics: Mapping[str, float], decision: Mapping[str, Any]) -> str:

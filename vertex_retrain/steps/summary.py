@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
@@ -257,6 +258,25 @@ def summarize_run(
     return facts
 
 
+def registration_lines(facts: Mapping[str, Any]) -> list[str]:
+    """``**Registered:** version 3 (aliases champion, default)`` and ``**Deployment:** 100%
+    to deployed model id 2 (version 3)``: a deployed model's id is never read as a version."""
+    lines = []
+    registered = facts.get("registered") or {}
+    version = str(registered.get("version_id") or "")
+    if registered:
+        aliases = ", ".join(str(alias) for alias in registered.get("aliases") or []) or "none"
+        lines.append(f"**Registered:** version {version or '?'} (aliases {aliases})")
+    deployment = facts.get("deployment") or {}
+    if deployment:
+        # The deployed model this run made serves the version it registered.
+        deployed = str(deployment.get("deployed_model_id") or "")
+        versions = {deployed: version} if deployed and version else {}
+        split = traffic_text(deployment.get("traffic") or {}, versions)
+        lines.append(f"**Deployment:** {split or 'no traffic'}")
+    return lines
+
+
 def render_markdown(facts: Mapping[str, Any]) -> str:
     """The summary as Markdown for the pipeline UI."""
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
@@ -299,10 +319,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             + (f"{int(restarts)}" if isinstance(restarts, int | float) else "unknown")
             + ("" if isinstance(goodput, int | float) else " (the job records no step progress)")
         )
-    if facts.get("registered"):
-        lines.append(f"**Registered:** {facts['registered']}")
-    if facts.get("deployment"):
-        lines.append(f"**Deployment:** {facts['deployment']}")
+    lines += registration_lines(facts)
     cost = facts.get("cost_on_vertex") or {}
     if "unavailable" in cost:
         lines.append(f"**Cost on Vertex:** unavailable: {cost['unavailable']}")

@@ -202,7 +202,7 @@ def run_pipeline_locally(
     try:
         check_kfp_version()
         with exclusive_model_run(root, model):
-            _reconcile(root, console)
+            _reconcile(root, console, model, str(arguments.get("champion_alias") or ""))
             warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
                 return _run_locked(
@@ -215,13 +215,22 @@ def run_pipeline_locally(
         return LocalRunOutcome(False, None, log_path, 0.0, None, refused=str(conflict))
 
 
-def _reconcile(root: Path, console: TextIO) -> None:
-    """Ends what killed runs left under `root` (processes, job states, servers); one line."""
+def _reconcile(root: Path, console: TextIO, model: str, champion_alias: str) -> None:
+    """Ends what killed runs left under `root` (processes, job states, servers), and puts
+    `model`'s champion alias back on the version its endpoint serves when a stopped run
+    moved it without deploying; a line for each."""
     from vertex_retrain.backends.local.reconcile import reconcile_root
+    from vertex_retrain.backends.local.serving.champion_serving import (
+        CHAMPION_ALIAS,
+        restore_serving_champion,
+    )
 
     line = reconcile_root(root).line()
     if line:
         console.write(line + "\n")
+    restored = restore_serving_champion(model, champion_alias or CHAMPION_ALIAS)
+    if restored is not None:
+        console.write(restored.restored_line() + "\n")
 
 
 def _run_locked(

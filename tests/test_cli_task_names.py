@@ -116,3 +116,21 @@ def test_failed_step_line_leaves_out_the_compilers_group_names() -> None:
     flat = "Pipeline 'p' finished with status FAILURE. Inner task failed: 'train'."
     assert failed_step_line(flat) == "Pipeline 'p' finished with status FAILURE at step 'train'"
     assert failed_step_line("something else broke") == "something else broke"
+
+
+def test_explain_kfp_error_names_the_failed_step_by_its_display_name() -> None:
+    from vertex_retrain.cli.local_run import explain_kfp_error
+
+    error = RuntimeError(
+        "Pipeline 'p' finished with status FAILURE. Inner task failed: 'register-model-2'."
+    )
+    assert explain_kfp_error(error, {"register-model-2": "register-champion"}) == (
+        "Pipeline 'p' finished with status FAILURE at step 'register-champion'"
+    )
+
+
+def test_name_branches_takes_only_an_else_group() -> None:
+    from vertex_retrain.pipelines.branches import name_branches
+
+    with pytest.raises(TypeError, match=r"takes the group of a `with dsl\.Else"):
+        name_branches(object(), "decision")

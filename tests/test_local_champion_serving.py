@@ -177,3 +177,16 @@ def test_history_says_a_champion_is_not_deployed(
     quiet = io.StringIO()
     assert cli_history(_history(), quiet) == 0
     assert "not deployed" not in quiet.getvalue()
+
+
+def test_history_reads_the_champion_of_the_db_it_is_given(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stopped_between_register_and_deploy()
+    RunHistory().record(RunRecord(run="run-1", model=MODEL, backend="local", state="SUCCEEDED"))
+    copy = tmp_path / "copy.db"
+    copy.write_bytes((root / "registry.db").read_bytes())
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "elsewhere"))  # an empty root
+    out = io.StringIO()
+    assert cli_history(_history(db=str(copy)), out) == 0
+    assert "champion version 2 of 'recs' is not deployed" in out.getvalue()

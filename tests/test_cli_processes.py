@@ -194,7 +194,10 @@ def test_endpoints_stop_and_undeploy_commands(root: Path) -> None:
     out = io.StringIO()
     undeploy = argparse.Namespace(action="undeploy", endpoint="ep", model="recs@1")
     assert cli_endpoints(undeploy, out) == 0
-    assert "undeployed recs@1" in out.getvalue() and ": 100%" in out.getvalue()
+    assert out.getvalue().startswith(
+        "endpoint ep: undeployed recs@1 (deployed model id 1, version 1); traffic now 100% to "
+        "deployed model id 2 (version 2)"
+    ), out.getvalue()
     listing = io.StringIO()
     assert cli_endpoints(argparse.Namespace(action=None, json=True), listing) == 0
     records = json.loads(listing.getvalue())

@@ -220,10 +220,8 @@ def _reconcile(root: Path, console: TextIO, model: str, champion_alias: str) -> 
     `model`'s champion alias back on the version its endpoint serves when a stopped run
     moved it without deploying; a line for each."""
     from vertex_retrain.backends.local.reconcile import reconcile_root
-    from vertex_retrain.backends.local.serving.champion_serving import (
-        CHAMPION_ALIAS,
-        restore_serving_champion,
-    )
+    from vertex_retrain.backends.local.serving.champion_serving import restore_serving_champion
+    from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 
     line = reconcile_root(root).line()
     if line:

@@ -21,14 +21,13 @@ from vertex_retrain.cli.console import cell_text, print_renderable
 from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
 from vertex_retrain.invocation import command
+from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
 
 TUNING_REPORT_NAME = "tuning-report.html"
-CHAMPION_ALIAS = "champion"
-"""register_model's default champion alias: a version holding it was promoted by the run."""
 _SHOWN_METRICS = 3
 """Metrics on the report's line: the primary one first, then the others by name."""
 

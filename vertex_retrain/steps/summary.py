@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
@@ -135,6 +136,11 @@ def build_summary(
     deployment = _last(outputs, "deploy-model")
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
+    elif registered is not None and state != "SUCCEEDED":
+        aliases = registered.parameters.get("aliases") or []
+        if CHAMPION_ALIAS in aliases:
+            # Promoted, then stopped before its deploy: traffic is on the previous champion.
+            facts["champion_not_deployed"] = str(registered.parameters.get("version_id", ""))
     tuning = _first(outputs, "hp-tune")
     if tuning is not None:
         facts["tuning"] = dict(tuning.artifacts.get("metrics", {}).get("metadata", {}))
@@ -274,6 +280,13 @@ def registration_lines(facts: Mapping[str, Any]) -> list[str]:
         versions = {deployed: version} if deployed and version else {}
         split = traffic_text(deployment.get("traffic") or {}, versions)
         lines.append(f"**Deployment:** {split or 'no traffic'}")
+    if facts.get("champion_not_deployed"):
+        lines.append(
+            f"**Not deployed:** version {facts['champion_not_deployed']} holds the "
+            f"{CHAMPION_ALIAS} alias, but the run ended before its deploy finished: the endpoint "
+            "still serves the previous version. A local run moves the alias back before it "
+            "starts; on Vertex, move it back in the Model Registry."
+        )
     return lines
 
 

@@ -28,11 +28,8 @@ from typing import Protocol
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
 from vertex_retrain.backends.local.serving.endpoints import Endpoint, LocalEndpoints
-from vertex_retrain.rules.aliases import DEFAULT_ALIAS
+from vertex_retrain.rules.aliases import CHAMPION_ALIAS, DEFAULT_ALIAS
 from vertex_retrain.rules.traffic import largest_share, traffic_text
-
-CHAMPION_ALIAS = "champion"
-"""register_model's default champion alias."""
 
 _CAUSE = "a run stopped or failed between registering it and deploying it"
 

@@ -190,3 +190,14 @@ def test_history_reads_the_champion_of_the_db_it_is_given(
     out = io.StringIO()
     assert cli_history(_history(db=str(copy)), out) == 0
     assert "champion version 2 of 'recs' is not deployed" in out.getvalue()
+
+
+def test_local_run_reconcile_makes_no_registry_and_leaves_a_broken_one_to_the_run(
+    root: Path,
+) -> None:
+    console = io.StringIO()
+    _reconcile(root, console, MODEL, "")
+    assert not (root / "registry.db").exists()
+    (root / "registry.db").write_bytes(b"not a database" * 100)
+    _reconcile(root, console, MODEL, "")  # the run's register step reports it
+    assert console.getvalue() == ""

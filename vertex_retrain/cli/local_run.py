@@ -219,6 +219,10 @@ def _reconcile(root: Path, console: TextIO, model: str, champion_alias: str) -> 
     """Ends what killed runs left under `root` (processes, job states, servers), and puts
     `model`'s champion alias back on the version its endpoint serves when a stopped run
     moved it without deploying; a line for each."""
+    from vertex_retrain.backends.local.model_registry.registry_db import (
+        DB_FILENAME,
+        RegistryError,
+    )
     from vertex_retrain.backends.local.reconcile import reconcile_root
     from vertex_retrain.backends.local.serving.champion_serving import restore_serving_champion
     from vertex_retrain.rules.aliases import CHAMPION_ALIAS
@@ -226,7 +230,12 @@ def _reconcile(root: Path, console: TextIO, model: str, champion_alias: str) -> 
     line = reconcile_root(root).line()
     if line:
         console.write(line + "\n")
-    restored = restore_serving_champion(model, champion_alias or CHAMPION_ALIAS)
+    if not (root / DB_FILENAME).is_file():
+        return  # no registry yet: no champion (and none is made here)
+    try:
+        restored = restore_serving_champion(model, champion_alias or CHAMPION_ALIAS)
+    except RegistryError:
+        return  # an unreadable registry fails the run's own register step, which says why
     if restored is not None:
         console.write(restored.restored_line() + "\n")
 

@@ -44,6 +44,8 @@ EMBEDDING_DIMS = (16, 32, 64)
 PARALLEL = 3  # parallelTrialCount of the parallel case
 PAIR = ("Bayesian (ALGORITHM_UNSPECIFIED)", "RANDOM_SEARCH")  # the arms the target compares
 TARGET_RATIO = 0.6
+# (seeds, trials per study): the quick pass only checks the figure is well formed.
+SIZES = {"quick": (3, 16), "full": (30, 40)}
 
 
 def surrogate_ndcg(learning_rate: float, embedding_dim: int) -> float:
@@ -159,14 +161,14 @@ def run(quick: bool) -> dict[str, Any]:
     """Run every algorithm over several seeds, one trial at a time and 3 at a time.
 
     Args:
-        quick: 5 seeds x 24 trials instead of 30 seeds x 40 trials (a smoke check of the
-            figure, too noisy to judge the target).
+        quick: ``SIZES["quick"]`` seeds x trials instead of ``SIZES["full"]`` (a smoke check
+            of the figure, too noisy to judge the target).
 
     Returns:
         Baseline: median trials for random search; measured: for the Bayesian default, both
         sequential; the parallel case (parallelTrialCount 3) is in the rows and the verdict.
     """
-    seeds, budget = (5, 24) if quick else (30, 40)
+    seeds, budget = SIZES["quick" if quick else "full"]
     arms = {label: (alg, 1) for label, alg in ALGORITHMS.items()}
     arms.update({f"{label}, {PARALLEL} at a time": (ALGORITHMS[label], PARALLEL) for label in PAIR})
     runs = {
@@ -249,5 +251,6 @@ def run(quick: bool) -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5 seeds x 24 trials")
+    seeds, trials = SIZES["quick"]
+    parser.add_argument("--quick", action="store_true", help=f"{seeds} seeds x {trials} trials")
     print_figure(run(parser.parse_args().quick))

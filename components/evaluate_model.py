@@ -61,7 +61,10 @@ def evaluate_model(
     declared, no first champion is made. A champion whose recorded data window (its version's
     ``data_from``/``data_gate_from`` labels) overlaps the dataset's gate period is not scored
     (a replay would judge it on data it trained on): floors and reference decide, and the
-    ``evidence`` output says so. When the entry point writes a per-entity scores file, the
+    ``evidence`` output says so. A candidate that is the champion's own model folder (a
+    re-run of the week that made it, its training from the cache) is scored alone and not
+    promoted: the reason says there is nothing to decide, and ``champion_comparison`` is
+    ``same model: version <id>``. When the entry point writes a per-entity scores file, the
     paired bootstrap intervals of candidate minus champion and minus reference are computed
     (and decide, with the declaration's ``confidence.require``).
 
@@ -106,7 +109,8 @@ def evaluate_model(
             directions, ``reference``...), for the run summary and the history.
         evidence: What the decision rested on besides the metrics: ``reference`` (the one
             the candidate had to beat), ``champion_comparison`` (``compared``, ``no
-            champion`` or ``not comparable: ...``), ``intervals`` (candidate minus
+            champion``, ``not comparable: ...`` or ``same model: version <id>``),
+            ``intervals`` (candidate minus
             ``champion`` / ``reference:<name>``: point, low, high, level) and ``override``
             (the forced decision and its reason).
     """

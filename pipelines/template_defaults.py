@@ -21,6 +21,7 @@ still be overridden per run, and the graph is the template's own.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,9 @@ def _check(name: str, parameter: inspect.Parameter, value: Any) -> None:
             f"configure: parameter {name!r} takes values of type "
             f"{parameter.annotation.__name__}; got {value!r} ({type(value).__name__})"
         )
+    if isinstance(value, float) and not math.isfinite(value):
+        # The compiled spec is JSON: KFP's compiler would stop on it, naming no parameter.
+        raise ValueError(f"configure: parameter {name!r} takes a finite number; got {value!r}")
     if name in _VALIDATORS:
         _validator(_VALIDATORS[name])(value)
 
@@ -79,14 +83,17 @@ def configure(pipeline: Any, *, name: str, description: str | None = None, **def
         description: Its description; the template's by default.
         **defaults: Parameter name -> default value. A parameter without a default in the
             template gets one; declarations (``dataset_declaration``,
-            ``evaluation_declaration``) are validated now.
+            ``evaluation_declaration``) are validated now; a number outside its parameter's
+            range is refused by each command that would use it, as a ``--param`` of it is
+            (``vertex_retrain.cli.param_defaults``).
 
     Returns:
         A ``@dsl.pipeline`` with the template's graph and the new defaults.
 
     Raises:
         ValueError: A name that is not a parameter of ``pipeline`` (the message lists them),
-            or a declaration that is malformed (it names the field).
+            a declaration that is malformed (it names the field), or a number that is not
+            finite (NaN, infinity: no pipeline spec holds it).
         TypeError: A default of another type than its parameter.
     """
     from .failure_notice import NOTICE_ATTRIBUTE, with_failure_notice

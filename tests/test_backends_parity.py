@@ -108,6 +108,20 @@ def test_parity_registration_without_a_pipeline_run_is_idempotent_on_both(
 
 
 @pytest.mark.parametrize("name", BACKENDS)
+def test_parity_registering_the_champion_again_as_not_better_changes_nothing(
+    name: str, tmp_path: Path
+) -> None:
+    # What the weekly template does after "nothing to decide" (a re-run whose candidate is the
+    # champion's own folder): it registers that folder with make_champion=False.
+    backend = _backend(name, tmp_path / "root")
+    champion = register(_registration("run-1", True, backend=name), backend=backend)
+    again = register(_registration("run-1", False, backend=name), backend=backend)
+    assert again == champion and again.aliases == ["champion", "default"]
+    holder = find_alias_holder(backend=backend, display_name="guess-your-order", alias="challenger")
+    assert holder is None  # no challenger alias given, no version added
+
+
+@pytest.mark.parametrize("name", BACKENDS)
 def test_parity_champion_and_default_move_together_and_challengers_take_one_alias(
     name: str, tmp_path: Path
 ) -> None:

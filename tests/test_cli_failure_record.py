@@ -74,11 +74,12 @@ def test_run_pipeline_locally_records_an_interrupted_run_and_stops(root: Path) -
 
 
 def test_record_interruption_is_the_latest_run_of_its_week(root: Path) -> None:
-    from vertex_retrain.cli.history_command import latest_of_each_week
+    from vertex_retrain.cli.history_weeks import rows_of_weeks
 
     done = RunRecord(run="r1", model="m", backend="local", state="SUCCEEDED", as_of="2026-11-16")
     RunHistory().record(replace(done, recorded_at="2026-11-16T10:00:00+00:00"))
     assert record_interruption(root, "r2", "m", "2026-11-16", "evaluate-model")
-    (latest,) = latest_of_each_week(RunHistory().weeks("m"))
+    (row,) = rows_of_weeks(RunHistory().weeks("m"))  # r1 decided nothing: the latest run
+    latest = row.record
     assert (latest.run, latest.state) == ("r2", "CANCELLED")
     assert latest.recorded_at > "2026-11-16T10:00:00+00:00"

@@ -548,7 +548,7 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
     champion = register(True, "run-1")
     # The same folder again, from a re-run: the version it already is, whatever the run.
     champion_again = register(True, "run-1-rerun")
-    tie_evaluation = evaluate()  # the same model is now the champion
+    tie_evaluation = evaluate()  # the candidate is now the champion itself
     # A version is its model folder (rules.idempotency.registration_key): another week's
     # model, here a copy of the same weights, is another version.
     other_week = "gs://shop/runs/direct-week-2/model"
@@ -569,13 +569,16 @@ def lifecycle(world: LocalWorld, trained: Trained) -> Lifecycle:
     )
 
 
-def test_evaluate_model_local_tie_with_the_champion_keeps_the_champion(
+def test_evaluate_model_local_candidate_that_is_the_champion_decides_nothing(
     lifecycle: Lifecycle,
 ) -> None:
     tie = lifecycle.tie_evaluation
     assert tie["is_better"] is False
     assert tie["champion_score"] == pytest.approx(tie["candidate_score"])
-    assert "did not improve (+0.0000)" in tie["reason"]
+    version = lifecycle.champion["version_id"]
+    assert tie["reason"].startswith(
+        f"the candidate is the current champion (version {version}): nothing to decide"
+    )
     reported = tie["metrics"].metadata
     assert reported["champion_ndcg_at_10"] == pytest.approx(tie["champion_score"])
     assert reported["candidate_ndcg_at_10"] == pytest.approx(tie["candidate_score"])

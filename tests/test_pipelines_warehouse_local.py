@@ -1,10 +1,10 @@
 """The drink shops' weekly pipeline runs from a warehouse (DuckDB standing in for BigQuery)
 end to end, with the gate verdict, the split and the metrics it gets from the Parquet folder.
 
-Two runs of the same week on tiny data, each on an empty root of its own: one reads the
-Parquet folder, the other the same rows through ``extract_window`` from ``warehouse.duckdb``
-(examples/drink_shops/warehouse.py). A declared floor no candidate meets keeps both out of
-serving (no model server to start), so the runs stay short.
+Runs of a week on tiny data, each on an empty root of its own, reading the rows through
+``extract_window`` from ``warehouse.duckdb`` (examples/drink_shops/warehouse.py); the window
+it extracts splits into the Parquet folder's rows exactly. A declared floor no candidate
+meets keeps the runs out of serving (no model server to start), so they stay short.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.examples import DRINK_SHOPS, evaluation_declaration, example_module
@@ -69,19 +71,56 @@ def _week(
 def test_warehouse_weekly_from_duckdb_matches_the_parquet_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = _week(tmp_path / "folder", monkeypatch, {})
-    warehouse = _week(
-        tmp_path / "warehouse",
-        monkeypatch,
-        {"dataset_declaration": WAREHOUSE.WAREHOUSE_DECLARATION},
-    )
-    for key in ("data_gate", "decision", "metrics"):
-        assert warehouse[key] == folder[key], (key, warehouse[key], folder[key])
-    assert warehouse["data_gate"]["verdict"].startswith("data gate passed")
-    assert folder["metrics"] and folder["decision"]["candidate_score"] > 0
-    windows = list((tmp_path / "warehouse").rglob("warehouse-windows/*/_COMPLETE"))
+    root = tmp_path / "warehouse"
+    summary = _week(root, monkeypatch, {"dataset_declaration": WAREHOUSE.WAREHOUSE_DECLARATION})
+    assert summary["data_gate"]["verdict"].startswith("data gate passed")
+    assert summary["metrics"] and summary["decision"]["candidate_score"] > 0
+    windows = list(root.rglob("warehouse-windows/*/_COMPLETE"))
     assert len(windows) == 1
-    assert not list((tmp_path / "folder").rglob("warehouse-windows"))
+    # The run's window, split as the run split it, holds the Parquet folder's rows exactly:
+    # the same periods in each part and the same rows in each period (training is
+    # deterministic on the same rows; the folder's own weekly run is the other tests').
+    as_of = summary["data_window"]["as_of"]
+    window = _split(windows[0].parent, WAREHOUSE.WAREHOUSE_DECLARATION, as_of, tmp_path / "w")
+    folder = _split(
+        root / "gcs" / "drink-shops-ml" / "transactions",
+        _folder_declaration(),
+        as_of,
+        tmp_path / "f",
+    )
+    assert window.keys() == folder.keys() == {"train", "selection", "gate"}
+    for part, (periods, rows) in folder.items():
+        assert window[part][0] == periods and periods, part
+        assert window[part][1].equals(rows), part
+        assert summary["data_window"][f"{part}_rows"] == rows.num_rows, part
+
+
+def _folder_declaration() -> dict[str, Any]:
+    """The example's dataset declaration of the Parquet folder (the template's default)."""
+    spec = compile_to_dict(CHAIN.weekly)
+    return dict(default_arguments(spec)["dataset_declaration"])
+
+
+def _split(
+    data: Path, declaration: dict[str, Any], as_of: str, out: Path
+) -> dict[str, tuple[list[str], pa.Table]]:
+    """Each part's periods and its fact rows (columns by name, rows sorted)."""
+    from vertex_retrain.steps.prepare import prepare
+
+    manifest = prepare(
+        backend="local",
+        data_uri=str(data),
+        dataset_declaration=declaration,
+        output_dir=str(out),
+        as_of=as_of,
+    ).manifest
+    columns = sorted(declaration["table"]["columns"])
+    parts = {}
+    for part in ("train", "selection", "gate"):
+        tables = [pq.read_table(data / rel).select(columns) for rel in manifest[part]["files"]]
+        rows = pa.concat_tables(tables).sort_by([(name, "ascending") for name in columns])
+        parts[part] = (manifest[part]["periods"], rows)
+    return parts
 
 
 def test_warehouse_weekly_missing_table_stops_before_training_with_one_line(

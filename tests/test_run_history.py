@@ -437,7 +437,7 @@ def test_history_interval_is_the_worst_gain_in_the_metrics_better_direction(
     assert shown in capsys.readouterr().out.splitlines()[2].split()
 
 
-def test_history_shows_the_latest_run_of_a_week_unless_all_runs(
+def test_history_shows_the_deciding_run_of_a_week_unless_all_runs(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = RunHistory()
@@ -453,12 +453,3 @@ def test_history_shows_the_latest_run_of_a_week_unless_all_runs(
     assert main(["history", "guess-your-order", "--no-plot", "--all-runs", "--json"]) == 0
     every = json.loads(capsys.readouterr().out)
     assert sorted(r["run"] for r in every) == ["w1-again", "w1-failed", "w2"]
-
-
-def test_latest_of_each_week_breaks_a_tie_by_run_name_and_keeps_weekless_runs() -> None:
-    from vertex_retrain.cli.history_command import latest_of_each_week
-
-    same_time = [_record(run="b", as_of="2026-11-16"), _record(run="a", as_of="2026-11-16")]
-    assert [r.run for r in latest_of_each_week(same_time)] == ["b"]
-    weekless = [_record(run="x", as_of=""), _record(run="y", as_of="")]
-    assert [r.run for r in latest_of_each_week(weekless)] == ["x", "y"]

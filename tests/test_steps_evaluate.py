@@ -174,6 +174,32 @@ def test_evaluate_local_replay_does_not_score_a_champion_on_its_own_training_win
     assert later.is_better is False
 
 
+def test_evaluate_local_candidate_that_is_the_champion_has_nothing_to_decide(
+    package: str, tmp_path: Path
+) -> None:
+    request = _request(package, "itself", evaluation_declaration={**RULE, "reference": "constant"})
+    # A re-run of the champion's week: its training came from the cache, so the candidate is
+    # the champion's own folder (the registry wrote it with a trailing slash).
+    version = ModelRegistry().upload_version(
+        "itself",
+        artifact_uri=request.candidate_uri + "/",
+        container_spec=SERVING,
+        aliases=["champion"],
+    )
+    decision = _run(replace(request, force_decision="worse", force_reason="drill"), tmp_path)
+    assert decision.is_better is False and not decision.override
+    assert decision.reason.startswith(
+        f"the candidate is the current champion (version {version.version_id}): nothing to "
+        "decide; it keeps its aliases and its traffic (force_decision='worse' has no outcome"
+    )
+    assert decision.champion_comparison == f"same model: version {version.version_id}"
+    assert decision.candidate_score == decision.champion_score == 0.5
+    assert decision.reference == "constant" and decision.reference_metrics["constant"]
+    # Scored once, as the candidate: the job was given no champion.
+    written = json.loads(to_local_path(metrics_uri(request.output_directory)).read_text())
+    assert written["champion"] is None
+
+
 def test_evaluate_local_job_first_candidate_must_beat_the_declared_reference(
     package: str, tmp_path: Path
 ) -> None:

@@ -107,3 +107,45 @@ def test_read_task_outputs_local_reads_kfp_local_executor_output_files(tmp_path:
         "uri": "gs://b/m",
         "metadata": {"resourceName": "m@2"},
     }
+
+
+def test_read_task_outputs_vertex_marks_a_task_reused_from_the_cache() -> None:
+    task = aiplatform_v1.PipelineTaskDetail
+    execution = aiplatform_v1.Execution
+    metadata = {"output:state": "JOB_STATE_SUCCEEDED"}
+    details = [
+        task(task_name="ran", state=task.State.SUCCEEDED,
+             execution=execution(state=execution.State.COMPLETE, metadata=metadata)),
+        task(task_name="skipped", state=task.State.SKIPPED,
+             execution=execution(metadata=metadata)),
+        task(task_name="cached", state=task.State.SUCCEEDED,
+             execution=execution(state=execution.State.CACHED, metadata=metadata)),
+    ]  # fmt: skip
+    outputs = read_task_outputs(
+        backend=VertexBackend(
+            "p", "asia-east1", pipeline_job_getter=lambda _: SimpleNamespace(task_details=details)
+        ),
+        pipeline_root="gs://p/root",
+        run_name="weekly-2",
+    )
+    assert {name: task.cached for name, task in outputs.items()} == {
+        "ran": False,
+        "skipped": True,
+        "cached": True,
+    }
+
+
+def test_read_task_outputs_local_marks_a_task_reused_from_the_cache(tmp_path: Path) -> None:
+    for name in ("ran", "cached"):
+        (tmp_path / "r" / name).mkdir(parents=True)
+        (tmp_path / "r" / name / "executor_output.json").write_text(
+            json.dumps({"parameterValues": {"state": "done"}})
+        )
+    (tmp_path / "r" / "cached" / "cached_from.json").write_text(json.dumps({"run": "r0"}))
+    outputs = read_task_outputs(
+        backend=LocalBackend(tmp_path / "root"), pipeline_root=str(tmp_path), run_name="r"
+    )
+    assert {name: task.cached for name, task in outputs.items()} == {
+        "ran": False,
+        "cached": True,
+    }

@@ -29,7 +29,7 @@ from vertex_retrain.rules.warm_start import (
     plan_training,
 )
 from vertex_retrain.run_record import record_from_summary
-from vertex_retrain.steps.summary import build_summary
+from vertex_retrain.steps.summary import build_summary, render_markdown
 from vertex_retrain.steps.training_plan import plan_week_training, trainer_warm_start_flag
 
 WEEK = "2026-03-02"
@@ -274,6 +274,48 @@ def test_summary_says_which_training_ran_and_prices_it(
     assert history_row(record)["training"] == kind
     assert record.experiment_params()["training_kind"] == kind
     assert [c.key for c in shown_columns([record])][-1] == "training"
+
+
+@pytest.mark.parametrize(
+    ("refused", "cached", "hours", "reused"),
+    [
+        (False, {"train-custom-job"}, 0.0, ["train-custom-job"]),
+        (True, {"train-custom-job"}, 2.0, ["train-custom-job"]),  # the full retrain ran
+        (True, {"train-custom-job-2"}, 0.5, ["train-custom-job-2"]),  # the warm start ran
+        (
+            True,
+            {"train-custom-job", "train-custom-job-2"},
+            0.0,
+            ["train-custom-job", "train-custom-job-2"],
+        ),
+        (True, set(), 2.5, []),
+    ],
+)
+def test_summary_leaves_training_reused_from_the_cache_out_of_the_cost(
+    refused: bool, cached: set[str], hours: float, reused: list[str]
+) -> None:
+    outputs = _outputs(refused)
+    for name in cached:
+        outputs[name].cached = True
+    facts = build_summary(
+        outputs, run_name="r", state="SUCCEEDED", error_message="",
+        job_shape={}, expected_training_hours=2.0, expected_warm_training_hours=0.5,
+    )  # fmt: skip
+    cost = facts["cost_on_vertex"]
+    assert cost["assumed_training_hours"] == hours
+    assert cost.get("reused_from_cache", []) == reused
+    if hours == 0:
+        assert cost["on_demand"] == cost["spot"] == 0  # a week that trained nothing paid nothing
+    assert (
+        record_from_summary(facts, model="m", backend="local").cost["reused_from_cache"] == reused
+    )
+    line = next(x for x in render_markdown(facts).splitlines() if x.startswith("**Cost on Vertex"))
+    if reused:
+        assert line.endswith(
+            f"; not counted: {', '.join(reused)} reused an earlier run's outputs (cache)"
+        )
+    else:
+        assert "not counted" not in line
 
 
 def test_history_hides_the_training_column_when_no_run_planned_one() -> None:

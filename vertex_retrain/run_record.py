@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["ROLES", "RunRecord", "metrics_by_role", "record_from_summary"]
+from vertex_retrain.rules.same_model import is_same_model
+
+__all__ = ["ROLES", "RunRecord", "decision_word", "metrics_by_role", "record_from_summary"]
 
 ROLES = ("candidate", "champion")
 """The models whose metrics a week records (the evaluation's ``<role>_<metric>`` keys); the
@@ -52,11 +54,13 @@ class RunRecord:
         decision: ``is_better``, ``reason``, ``candidate_score``, ``champion_score``, of the
             rule: ``primary_metric``, ``reference`` (the one the candidate had to beat) and the
             declared ``metrics``; and what it rested on: ``champion_comparison``
-            (``compared``, ``no champion``, ``not comparable: ...``), ``intervals`` (candidate
+            (``compared``, ``no champion``, ``not comparable: ...``, ``same model: version
+            <id>``), ``intervals`` (candidate
             minus ``champion`` / ``reference:<name>``: point, low, high, level) and
             ``override`` (a forced decision and its reason).
         cost: The training cost on Vertex: ``currency``, ``spot_plan``, ``on_demand_plan``,
-            the job's ``scheduling_strategy`` and whether the run ``trained`` at all.
+            the job's ``scheduling_strategy``, whether the run ``trained`` at all, and the
+            training tasks ``reused_from_cache`` (not paid for again: left out of the plans).
         goodput: Useful training steps / executed steps.
         restarts: Restarts of the training job after preemptions.
         spot_fallback: When training fell back from Spot to on-demand: the hours of each and
@@ -107,7 +111,7 @@ class RunRecord:
             "window_source": str(self.window.get("source", "")),
             "first_row": str(self.window.get("first_row", "")),
             "data_gate": _gate_word(self.data),
-            "decision": _decision_word(self.decision),
+            "decision": decision_word(self.decision),
             "decision_reason": str(self.decision.get("reason", "")),
             "champion_comparison": str(self.decision.get("champion_comparison", "")),
             "override_reason": str((self.decision.get("override") or {}).get("reason", "")),
@@ -154,9 +158,14 @@ def _gate_word(data: Mapping[str, Any]) -> str:
     return "passed" if data["passed"] else "breached"
 
 
-def _decision_word(decision: Mapping[str, Any]) -> str:
+def decision_word(decision: Mapping[str, Any]) -> str:
+    """A recorded decision in one word: ``champion`` (promoted), ``challenger`` (refused),
+    ``unchanged`` (the candidate was the champion itself: nothing to decide), or "" for a run
+    that decided nothing."""
     if "is_better" not in decision:
         return ""
+    if is_same_model(decision.get("champion_comparison")):
+        return "unchanged"
     return "champion" if decision["is_better"] else "challenger"
 
 
@@ -258,6 +267,7 @@ def record_from_summary(
             "assumed_training_hours": cost.get("assumed_training_hours"),
             "scheduling_strategy": cost.get("scheduling_strategy", ""),
             "trained": "training" in facts,
+            "reused_from_cache": list(cost.get("reused_from_cache") or []),
         }
         if "spot" in cost
         else {},

@@ -255,6 +255,9 @@ class TaskOutputs:
 
     parameters: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cached: bool = False
+    """The task reused an earlier run's outputs (the backend's cache): it spent nothing in
+    this run."""
 
 
 @runtime_checkable

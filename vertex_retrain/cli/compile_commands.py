@@ -30,6 +30,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
         library_templates,
     )
     from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.cli.params import ParameterError
     from vertex_retrain.cli.pipeline_source import resolve_pipeline
     from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
     from vertex_retrain.specs import JobSpecError
@@ -42,6 +43,10 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
         written = compile_all(
             out_dir, component_image=args.component_image, pipelines=sources if references else None
         )
+    except ParameterError as error:  # defaults --param would refuse: one line each
+        for line in error.problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -109,6 +114,7 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         training_hours,
         warehouse_budget,
     )
+    from vertex_retrain.cli.param_defaults import check_defaults
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
     from vertex_retrain.specs import JobSpecError
@@ -117,8 +123,9 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         source = resolve_pipeline(args.name)
         spec = source.spec()
-        arguments = default_arguments(spec)
-        arguments.update(parse_overrides(args.param, parameter_definitions(spec)))
+        overrides = parse_overrides(args.param, parameter_definitions(spec))
+        check_defaults(spec, given=overrides)
+        arguments = {**default_arguments(spec), **overrides}
         hours = training_hours(arguments, args.training_hours)
         location, origin = price_location(arguments, getattr(args, "location", None))
         known = load_prices().locations()
@@ -132,7 +139,11 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         estimate = estimate_run(spec, arguments, hours=hours, location=location)
         currency = estimate.steps[0].currency if estimate.steps else ""
         kinds = estimate_kinds(spec, arguments, hours=hours, location=location, currency=currency)
-    except (PipelineReferenceError, ParameterError, JobSpecError) as error:
+    except ParameterError as error:
+        for line in error.problems:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except (PipelineReferenceError, JobSpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     warehouse = warehouse_budget(arguments)
@@ -185,10 +196,14 @@ def _print_week_kinds(kinds: Any, out: TextIO) -> None:
             f"Spot {format_money(week.spot, kinds.currency)}",
             file=out,
         )
+    from vertex_retrain.cli.week_costs import WEEKS_PER_MONTH
+
+    # Hours of a warm start matter only to a month that has warm weeks.
+    warm = kinds.full_weeks_per_month < round(WEEKS_PER_MONTH, 3)
     print(
         f"  month: {kinds.full_weeks_per_month:g} full retrain(s) in "
-        f"{365.25 / 12 / 7:.2f} weeks; {kinds.assumption} (expected_warm_training_hours "
-        "for a warm start)",
+        f"{WEEKS_PER_MONTH:.2f} weeks; {kinds.assumption}"
+        + (" (expected_warm_training_hours for a warm start)" if warm else ""),
         file=out,
     )
 

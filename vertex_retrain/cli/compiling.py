@@ -152,8 +152,9 @@ def compile_all(
     """Compiles pipelines to ``out_dir/pipelines/NAME.yaml``; without ``pipelines``, the
     library's templates and every component (to ``out_dir/components``).
 
-    A pipeline whose cached tasks could be served another week's output is refused before
-    anything is written (:mod:`vertex_retrain.cli.cache_keys`).
+    A pipeline whose cached tasks could be served another week's output
+    (:mod:`vertex_retrain.cli.cache_keys`), or with a default ``--param`` would refuse, is
+    refused before anything is written.
 
     Args:
         out_dir: The output folder.
@@ -167,9 +168,12 @@ def compile_all(
     Raises:
         CacheKeyError: A pipeline has a cached task whose inputs ignore the week (a
             ``ValueError``; the message names each task and what to add).
+        ParameterError: A pipeline's default is a value ``--param`` would refuse (a
+            ``ValueError``; one line per default, :mod:`vertex_retrain.cli.param_defaults`).
         ValueError: Two pipelines have the same name.
     """
     from vertex_retrain.cli.cache_keys import check_cache_keys
+    from vertex_retrain.cli.param_defaults import check_defaults
 
     sources = library_templates() if pipelines is None else list(pipelines)
     compiled_specs: dict[str, dict[str, Any]] = {}
@@ -181,6 +185,7 @@ def compile_all(
             )
         compiled_specs[source.name] = source.spec(component_image)
         check_cache_keys(compiled_specs[source.name])
+        check_defaults(compiled_specs[source.name], override=None)
     written: dict[str, CompiledSpec] = {}
     for name, spec in compiled_specs.items():
         written[name] = CompiledSpec(out_dir / "pipelines" / f"{name}.yaml", spec)

@@ -8,7 +8,6 @@ so.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -125,6 +124,8 @@ def estimate_kinds(
 ) -> WeekKinds | None:
     """The warm-started week, the full retrain's, the refused warm start's and a typical
     month (:mod:`vertex_retrain.cli.week_costs`); None for a pipeline that plans no kind.
+    The month follows the trainer's warm-start declaration, read as the run reads it
+    (:mod:`vertex_retrain.cli.trainer_declaration`).
 
     Args:
         spec: The compiled pipeline.
@@ -133,6 +134,10 @@ def estimate_kinds(
         location: Region whose prices apply.
         currency: The prices' currency.
     """
+    from vertex_retrain.cli.trainer_declaration import trainer_warm_start
+
+    if "full_retrain_every_weeks" not in arguments:
+        return None  # no kinds of week to price, no declaration to read
     jobs = [job for job in _priced_jobs(spec, arguments) if job.payload is not None]
     return estimate_week_kinds(
         [job.payload for job in jobs if not is_refusal_retrain(job.payload)],
@@ -141,6 +146,7 @@ def estimate_kinds(
         full_hours=hours,
         location=location,
         currency=currency,
+        trainer=trainer_warm_start(spec, arguments),
     )
 
 
@@ -174,15 +180,13 @@ def estimate_run(
         JobSpecError: A job the arguments describe is impossible (each problem names its
             task).
     """
+    from vertex_retrain.cli.job_tasks import problems_by_task
+
     hours = training_hours(arguments, hours)
     location = location or price_location(arguments)[0]
     # The full retrain after a refused warm start is priced apart (estimate_kinds).
     jobs = [job for job in _priced_jobs(spec, arguments) if not is_refusal_retrain(job.payload)]
-    problems = [
-        dataclasses.replace(problem, field=f"task {job.name}: {problem.field}")
-        for job in jobs
-        for problem in job.problems
-    ]
+    problems = problems_by_task([(job.name, problem) for job in jobs for problem in job.problems])
     if errors_of(problems):
         raise JobSpecError(problems)
     steps = [

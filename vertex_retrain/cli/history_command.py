@@ -2,10 +2,11 @@
 
 Each local run's exit handler records its week in the registry database
 (:mod:`vertex_retrain.backends.local.model_registry.weeks_on_record`): window, data gate,
-candidate, champion and
-baseline metrics, decision, cost, goodput and any Spot fallback. This prints them oldest week
-first and plots the metrics over the weeks (``<local root>/history/<model>.png`` unless
-``--plot PATH``). Bad input (an unknown model, an unreadable database, a plot path that is not
+candidate, champion and reference metrics, decision, cost, goodput and any Spot fallback.
+This prints them oldest week first, each week as the run that decided it with a note for each
+later re-run (:mod:`vertex_retrain.cli.history_weeks`; ``--all-runs``: every run), and plots
+the metrics over the weeks (``<local root>/history/<model>.png`` unless ``--plot PATH``). Bad
+input (an unknown model, an unreadable database, a plot path that is not
 a ``.png``) is one line on stderr and exit 2.
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.cli.console import Column, print_json, printable, render_table
-from vertex_retrain.run_record import RunRecord
+from vertex_retrain.cli.history_weeks import LATER_MARK, WeekRow, later_run_note, rows_of_weeks
+from vertex_retrain.run_record import RunRecord, decision_word
 
 COLUMNS = (
     Column("as_of", "AS OF"),
@@ -69,12 +71,13 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     or ``warm+full`` (the gate refused the warm start, and the week retrained fully);
     ``--json`` says why.
 
-    The outcome is the decision (``champion``, ``challenger``), marked ``!`` when a person
-    forced it (``--json`` has the reason) and ``~`` when the champion could not be judged on
-    the gate period (a replay), ``gate`` when the data gate stopped the run, else the run's
-    state. The cost is the plan of the job's scheduling strategy (Spot's for ``SPOT``,
-    on-demand's otherwise), after a fallback the Spot attempts and on-demand training
-    together, marked ``*``, and none for a run that trained nothing.
+    The outcome is the decision (``champion``, ``challenger``, or ``unchanged`` when the
+    candidate was the champion itself), marked ``!`` when a person forced it (``--json`` has
+    the reason) and ``~`` when the champion could not be judged on the gate period (a
+    replay), ``gate`` when the data gate stopped the run, else the run's state. The cost is
+    the plan of the job's scheduling strategy (Spot's for ``SPOT``, on-demand's otherwise),
+    after a fallback the Spot attempts and on-demand training together, marked ``*``, and
+    none for a run that trained nothing.
     """
     statistics = record.data.get("statistics") or {}
     fallback = record.spot_fallback
@@ -130,8 +133,8 @@ def _interval(record: RunRecord) -> str | None:
 
 
 def _outcome(record: RunRecord) -> str:
-    if "is_better" in record.decision:
-        word = "champion" if record.decision["is_better"] else "challenger"
+    word = decision_word(record.decision)
+    if word:
         if record.decision.get("override"):
             word += "!"
         if str(record.decision.get("champion_comparison", "")).startswith("not comparable"):
@@ -197,9 +200,11 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout  # read now: a test (or a caller) may have replaced it
     model = getattr(args, "model", None)
     metric = getattr(args, "metric", None)
+    all_runs = getattr(args, "all_runs", False)
     try:
         every_run = _load(model, getattr(args, "db", None))
-        records = every_run if getattr(args, "all_runs", False) else latest_of_each_week(every_run)
+        rows = [WeekRow(r) for r in every_run] if all_runs else rows_of_weeks(every_run)
+        records = [row.record for row in rows]
         models = sorted({r.model for r in records})
         plots = (
             {}
@@ -212,34 +217,30 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
-        print_json(out, [r.to_dict() for r in records])
+        print_json(out, [_json_row(row) for row in rows])
         for line in [*notes.values(), *written]:
             print(line, file=sys.stderr)
         return 0
-    groups = [(name, [r for r in records if r.model == name]) for name in models]
-    for name, shown in groups or [("", [])]:
+    for name in models or [""]:
+        shown = [row for row in rows if row.record.model == name]
         if name:
-            shown_metrics = sorted({shown_metric(r, metric) for r in shown} - {""})
-            what = ", ".join(shown_metrics) or "no metric"
-            heading = (
-                f"{name}: {what} of each model; CI-LOW = worst gain the interval allows "
-                "over the champion (c) or the reference (r); ! = decision forced, ~ = champion "
-                "not comparable (a replay), * = Spot fell back to on-demand"
-            )
-            out.write(printable(heading) + "\n")
-            hidden = sum(r.model == name for r in every_run) - len(shown)
-            if hidden:
-                out.write(
-                    f"({hidden} earlier run(s) of a week re-run are not shown; --all-runs "
-                    "shows them)\n"
-                )
+            _write_heading(out, name, shown, metric)
+        table = []
+        for row in shown:
+            cells = history_row(row.record, metric)
+            if row.later:
+                cells["outcome"] += LATER_MARK
+            table.append(cells)
         render_table(
             out,
-            shown_columns(shown),
-            [history_row(r, metric) for r in shown],
+            shown_columns([row.record for row in shown]),
+            table,
             wide=getattr(args, "wide", False),
             empty="(no run recorded yet: each local run records its week when it ends)",
         )
+        for row in shown:
+            for later in row.later:
+                out.write(printable(f"{row.record.as_of or '-'}: {later_run_note(later)}") + "\n")
         if name in notes:
             out.write(printable(notes[name]) + "\n")
     for line in written:
@@ -247,25 +248,34 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
-def latest_of_each_week(records: Sequence[RunRecord]) -> list[RunRecord]:
-    """The last recorded run of each model's week, in the order given (oldest first).
+def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str | None) -> None:
+    """The model's line above its table (metric and marks), and how many runs are left out."""
+    shown_metrics = sorted({shown_metric(row.record, metric) for row in rows} - {""})
+    what = ", ".join(shown_metrics) or "no metric"
+    heading = (
+        f"{name}: {what} of each model; CI-LOW = worst gain the interval allows "
+        "over the champion (c) or the reference (r); ! = decision forced, ~ = champion "
+        "not comparable (a replay), * = Spot fell back to on-demand"
+    )
+    if any(row.later for row in rows):
+        heading += f", {LATER_MARK} = re-run since, promoting nothing (below)"
+    out.write(printable(heading) + "\n")
+    hidden = sum(row.earlier for row in rows)
+    if hidden:
+        out.write(
+            f"({hidden} earlier run(s) of a week re-run are not shown; --all-runs shows them)\n"
+        )
 
-    A week run again (after a failure, with other parameters) is one week: its latest run is
-    what it came to. Runs without a week (stopped before their data window) are all kept.
-    """
 
-    def week(record: RunRecord) -> tuple[str, str]:
-        return record.model, record.as_of or f"run:{record.run}"
-
-    latest: dict[tuple[str, str], RunRecord] = {}
-    for record in records:
-        previous = latest.get(week(record))
-        if previous is None or (record.recorded_at, record.run) >= (
-            previous.recorded_at,
-            previous.run,
-        ):
-            latest[week(record)] = record
-    return [record for record in records if latest[week(record)] is record]
+def _json_row(row: WeekRow) -> dict[str, Any]:
+    """A shown run's record whole; with ``later_runs`` (run, state, note) when the week was
+    re-run after it, promoting nothing."""
+    shown = row.record.to_dict()
+    if row.later:
+        shown["later_runs"] = [
+            {"run": r.run, "state": r.state, "note": later_run_note(r)} for r in row.later
+        ]
+    return shown
 
 
 def _serving_notes(models: Sequence[str], db: str | None) -> dict[str, str]:

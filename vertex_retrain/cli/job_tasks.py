@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from vertex_retrain.cli.spec_tasks import LeafTask, leaf_tasks
 from vertex_retrain.specs.defaults import PYTHON_PACKAGE
 from vertex_retrain.specs.problems import JobSpecError, Problem
 
-__all__ = ["JOB_FUNCTIONS", "JobTask", "job_tasks"]
+__all__ = ["JOB_FUNCTIONS", "JobTask", "job_tasks", "problems_by_task"]
 
 JOB_FUNCTIONS = ("train_custom_job", "hp_tune", "evaluate_model")
 """The library components that submit a job, by the function their executor runs."""
@@ -103,6 +103,34 @@ def job_tasks(
     return [
         _job(task, task.path if leaves.count(leaf) > 1 else leaf, today, package_path)
         for task, leaf in zip(tasks, leaves, strict=True)
+    ]
+
+
+def problems_by_task(found: Sequence[tuple[str, Problem]]) -> list[Problem]:
+    """The problems of several jobs, each field prefixed with the task that has it; the same
+    finding in several tasks is one problem naming them all, in the order first found.
+
+    The weekly template's ``train`` and ``train-full`` (and ``evaluate``, ``evaluate-full``)
+    build the same job from the same parameters, so a bad setting would otherwise be said
+    once per task.
+
+    Args:
+        found: ``(task name, problem)`` pairs.
+    """
+    tasks: dict[str, list[str]] = {}
+    first: dict[str, Problem] = {}
+    for name, problem in found:
+        line = problem.describe()  # the same line, printed twice, is the same finding
+        first.setdefault(line, problem)
+        if name not in tasks.setdefault(line, []):
+            tasks[line].append(name)
+    return [
+        dataclasses.replace(
+            problem,
+            field=f"{'tasks' if len(tasks[line]) > 1 else 'task'} "
+            f"{', '.join(tasks[line])}: {problem.field}",
+        )
+        for line, problem in first.items()
     ]
 
 

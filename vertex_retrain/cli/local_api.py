@@ -53,16 +53,29 @@ def run_local(
         PipelineReferenceError: A reference that names no pipeline (a ``ValueError``).
         ValueError: A display name Vertex would refuse (``model_display_name`` of more than
             128 characters...).
+        ParameterError: A default the run would use that ``run --param`` would refuse as a
+            value (a ``ValueError``, one line per default:
+            :mod:`vertex_retrain.cli.param_defaults`).
     """
     if isinstance(pipeline, str | os.PathLike):
         from vertex_retrain.cli.pipeline_source import resolve_pipeline
 
         pipeline = resolve_pipeline(os.fspath(pipeline)).component()
     inputs = pipeline.component_spec.inputs or {}
+    compiled = getattr(pipeline, "pipeline_spec", None)
+    if compiled is not None:  # a configured default a --param of it would be refused for
+        from google.protobuf import json_format
+
+        from vertex_retrain.cli.param_defaults import check_defaults
+
+        check_defaults(
+            json_format.MessageToDict(compiled),
+            given=dict(arguments or {}),
+            override="pass {name} in arguments",
+        )
     defaults = {name: spec.default for name, spec in inputs.items() if spec.default is not None}
     given = local_arguments(defaults, dict(arguments or {}), declared=set(inputs))
-    spec = getattr(pipeline, "pipeline_spec", None)
-    components = {"components": dict.fromkeys(getattr(spec, "components", None) or ())}
+    components = {"components": dict.fromkeys(getattr(compiled, "components", None) or ())}
     names = display_name_problems(given, evaluation_job=evaluates(components))
     if names:  # refused before any task, not at register-model after training
         raise ValueError(names[0].describe())

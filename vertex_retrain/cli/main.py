@@ -233,7 +233,10 @@ def _add_history(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--all-runs",
         action="store_true",
-        help="every run of a week (by default a week re-run shows its latest run only)",
+        help=(
+            "every run of a week, each its own row (by default a week re-run shows the run "
+            "that decided it, and later re-runs that promoted nothing as notes)"
+        ),
     )
     add_listing_options(parser)
     add_db_option(parser, create=False)  # history only reads

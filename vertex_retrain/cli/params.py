@@ -64,6 +64,7 @@ RANGE_KEY = "range"
 """Key of a numeric parameter's ``[low, high]`` in :func:`parameter_definitions`."""
 MAX_EXACT_INTEGER = 2**53
 """Largest integer a double holds exactly; Vertex carries parameter numbers as doubles."""
+_INEXACT = "beyond ±2^53, where a double (Vertex's number) loses digits"
 # JSON-like decimal literal; float() alone would also take "nan", "1_0" and " 1 ".
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -215,7 +216,7 @@ def _convert(text: str, parameter_type: str) -> Any:
             raise ValueError("not an integer")
         if abs(integer := int(text)) > MAX_EXACT_INTEGER:
             # Vertex carries every parameter number as a double: it would arrive rounded.
-            raise ValueError("beyond ±2^53, where a double (Vertex's number) loses digits")
+            raise ValueError(_INEXACT)
         return integer
     if parameter_type == "NUMBER_DOUBLE":
         number = float(text) if _DOUBLE.fullmatch(text) else math.nan
@@ -345,6 +346,8 @@ def check_values(
             problems.append(f"parameter {name!r} has unsupported type {parameter_type!r}")
         elif not _fits(value, parameter_type):
             problems.append(_type_message(name, parameter_type, value, type(value).__name__))
+        elif parameter_type == "NUMBER_INTEGER" and abs(value) > MAX_EXACT_INTEGER:
+            problems.append(_type_message(name, parameter_type, value, _INEXACT))
         elif outside := _range_problem(name, value, parameters[name]):
             problems.append(outside)
     if require_all:

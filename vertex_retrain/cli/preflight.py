@@ -28,7 +28,12 @@ CheckerFactory = Callable[[str], Any]
 
 
 class PreflightInputError(ValueError):
-    """Bad input: not a compiled pipeline, an unknown pipeline, a malformed --param."""
+    """Bad input: not a compiled pipeline, an unknown pipeline, a malformed --param, a default
+    --param would refuse; ``lines`` holds one line per mistake."""
+
+    def __init__(self, *lines: str) -> None:
+        self.lines = [" ".join(line.split()) for line in lines]
+        super().__init__("\n".join(self.lines))
 
 
 @dataclass(frozen=True)
@@ -54,10 +59,11 @@ def load_targets(
         params: ``NAME=VALUE`` overrides.
 
     Raises:
-        PreflightInputError: A reference that names no pipeline, or a malformed override
-            (the message is one line).
+        PreflightInputError: A reference that names no pipeline, a malformed override (the
+            message is one line), or defaults ``--param`` would refuse (one line each).
     """
     from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.param_defaults import default_problems
     from vertex_retrain.cli.params import ParameterError, parameter_definitions, parse_overrides
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
     from vertex_retrain.pipelines import catalog
@@ -69,12 +75,15 @@ def load_targets(
         except PipelineReferenceError as error:
             raise PreflightInputError(str(error)) from None
         spec = source.spec(component_image)
-        arguments = default_arguments(spec)
         try:
-            arguments.update(parse_overrides(list(params), parameter_definitions(spec)))
+            overrides = parse_overrides(list(params), parameter_definitions(spec))
         except ParameterError as error:
             raise PreflightInputError("; ".join(error.problems)) from None
-        targets.append(PreflightTarget(source.name, spec, arguments))
+        # A default --param would refuse: bad input as that --param is, one line each.
+        problems = default_problems(spec, given=overrides)
+        if problems:
+            raise PreflightInputError(*problems)
+        targets.append(PreflightTarget(source.name, spec, {**default_arguments(spec), **overrides}))
     return targets
 
 
@@ -217,7 +226,9 @@ def cli_preflight(
             params=list(args.param),
         )
     except (PreflightInputError, ValueError) as error:
-        print(f"preflight: error: {' '.join(str(error).split())}", file=sys.stderr)
+        lines = error.lines if isinstance(error, PreflightInputError) else [str(error)]
+        for line in lines:
+            print(f"preflight: error: {' '.join(line.split())}", file=sys.stderr)
         return 2
     submitting = bool(args.project)
     settings = Settings(

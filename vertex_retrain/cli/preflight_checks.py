@@ -19,7 +19,6 @@ holds the checks that need credentials.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import re
 from collections.abc import Mapping
@@ -139,9 +138,9 @@ def _job_problems(
     it), its machine in the region, its executor image and whether its package installs
     there. Problems name the task; a task that does not run with these arguments is
     skipped."""
-    from vertex_retrain.cli.job_tasks import job_tasks
+    from vertex_retrain.cli.job_tasks import job_tasks, problems_by_task
 
-    problems: list[Problem] = []
+    problems: list[tuple[str, Problem]] = []
     checked_images: set[str] = set()
     checked_packages: set[tuple[str, str]] = set()
     for job in job_tasks(spec, arguments, today=settings.today):
@@ -152,7 +151,13 @@ def _job_problems(
         field = f"{pool}.workerPoolSpecs[0].pythonPackageSpec"
         image = job.executor_image_uri
         if settings.location and job.payload is not None:
-            found += availability_problems(job.payload, settings.location)
+            # A field the job's validation refused (an unknown machine) is not said again.
+            refused = {p.field for p in found if p.severity == "error"}
+            found += [
+                problem
+                for problem in availability_problems(job.payload, settings.location)
+                if problem.field not in refused
+            ]
         if image and image not in checked_images:
             checked_images.add(image)
             # The job's own validation may have said its availability already: not twice.
@@ -174,8 +179,8 @@ def _job_problems(
                 found += _package_problems(uri, image, f"{field}.packageUris[{index}]")
         if job.unchecked:
             found.append(_unchecked(job.unchecked))
-        problems += [dataclasses.replace(p, field=f"task {job.name}: {p.field}") for p in found]
-    return problems
+        problems += [(job.name, problem) for problem in found]
+    return problems_by_task(problems)
 
 
 def _package_problems(uri: str, image: str, field: str) -> list[Problem]:

@@ -18,6 +18,7 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs or submits a pipeline; exit 0 on success, 1 on failure, 2 on bad input."""
     out = out or sys.stdout
     from vertex_retrain.cli.compiling import default_arguments
+    from vertex_retrain.cli.param_defaults import check_defaults
     from vertex_retrain.cli.params import (
         ParameterError,
         missing_problem,
@@ -31,8 +32,11 @@ def cli_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         source = resolve_pipeline(args.name)
         spec = source.spec(component_image=args.component_image)
         overrides = parse_overrides(args.param, parameter_definitions(spec))
+        # A configured default --param would refuse fails the same way, before any step.
+        check_defaults(spec, given=overrides)
     except (PipelineReferenceError, ParameterError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(f"error: {line}", file=sys.stderr)
         return 2
     if "backend" in overrides:
         print(

@@ -106,9 +106,14 @@ class LocalRunReport:
         print_renderable(out, table, wide=True)
 
     def _evaluation_line(self) -> str:
-        """The decision, and for a better candidate the pipeline did not promote, why not."""
+        """The decision, and for a better candidate the pipeline did not promote, why not; a
+        candidate that was the champion itself (nothing to decide) is its reason alone."""
+        from vertex_retrain.rules.same_model import is_same_model
         from vertex_retrain.steps.decision import NO_CHAMPION_SCORE
 
+        evidence = self.decision.get("evidence") or {}
+        if is_same_model(evidence.get("champion_comparison")):
+            return cell_text(self.decision.get("reason"))
         better = bool(self.decision.get("is_better"))
         if not (better and self.model and self.model.get("promoted") is False):
             verdict = "better than the champion" if better else "not better than the champion"
@@ -223,7 +228,14 @@ def build_report(
         parameters = evaluation.get("parameterValues", {})
         report.decision = {
             key: parameters[key]
-            for key in ("is_better", "reason", "rule", "candidate_score", "champion_score")
+            for key in (
+                "is_better",
+                "reason",
+                "rule",
+                "candidate_score",
+                "champion_score",
+                "evidence",
+            )
             if key in parameters
         }
     registered = _task_outputs(run_dir, "register-model")

@@ -135,13 +135,15 @@ def _scheduled_pipelines(
 ) -> list[tuple[ScheduleDeclaration, dict[str, Any]]]:
     """Each declaration with its pipeline compiled from its source, its parameter values
     checked against the pipeline's parameters as ``run --param`` checks them (names with a
-    "did you mean", types, ranges: :func:`vertex_retrain.cli.params.check_values`).
+    "did you mean", types, ranges: :func:`vertex_retrain.cli.params.check_values`), and so
+    are the defaults the runs use (:mod:`vertex_retrain.cli.param_defaults`).
 
     Raises:
         ScheduleError: A declaration's pipeline cannot be found, or is another pipeline than
             the one its ``pipeline_name`` names (one line); or parameter values that the
             scheduled runs would be refused for (one line per problem, naming the schedule).
     """
+    from vertex_retrain.cli.param_defaults import default_problems
     from vertex_retrain.cli.params import ParameterError, check_values, parameter_definitions
     from vertex_retrain.cli.pipeline_source import PipelineReferenceError, resolve_pipeline
 
@@ -177,6 +179,15 @@ def _scheduled_pipelines(
                 f"{declaration.display_name}: parameter_values: {problem}"
                 for problem in error.problems
             ]
+        # The defaults the runs use where the declaration gives no value, checked alike.
+        problems += [
+            f"{declaration.display_name}: {problem}"
+            for problem in default_problems(
+                spec,
+                given=declaration.parameter_values,
+                override="declare parameter_values: {{{name}: VALUE}}",
+            )
+        ]
         scheduled.append((declaration, spec))
     if problems:
         raise ScheduleError("\n".join(problems))

@@ -96,6 +96,11 @@ def _upload(
 ) -> int:
     try:
         tags = default_tags(args.tag or [])
+        wrong = _default_problems(files)
+        if wrong:  # every later run without --param would use them: refused, nothing sent
+            for line in wrong:
+                print(f"upload: {line}", file=sys.stderr)
+            return 2
         registry: TemplateRegistry
         if args.registry_dir:
             if args.project or args.repository:
@@ -135,6 +140,23 @@ def _upload(
         print(f"{result.pipeline_name}  {result.version}  tags: {', '.join(result.tags)}")
         print(f"  {result.location}")
     return 0
+
+
+def _default_problems(files: Sequence[Path]) -> list[str]:
+    """The templates' defaults that ``--param`` would refuse, one line each
+    (:mod:`vertex_retrain.cli.param_defaults`)."""
+    from vertex_retrain.cli.param_defaults import default_problems
+    from vertex_retrain.cli.params import TemplateError
+
+    problems = []
+    for path in files:
+        _name, content = read_template(path)
+        try:
+            spec = load_pipeline_spec(content, source=str(path))
+            problems += default_problems(spec, override=None)
+        except TemplateError as error:
+            raise UploadError(f"{path}: {error}") from None
+    return problems
 
 
 def _preflight(files: Sequence[str | Path], location: str) -> int | None:

@@ -6,18 +6,24 @@ ways each week (:mod:`vertex_retrain.rules.warm_start`): a warm start from the c
 gate refuses a warm-started candidate, the week also retrains fully (its job carries
 :data:`~vertex_retrain.rules.warm_start.REFUSAL_RETRAIN_LABELS`). This prices the three weeks
 and a month of ``365.25 / 12 / 7`` weeks with one full retrain every N weeks, no refusal
-assumed (each refusal adds the refused week's extra), on-demand against Spot.
+assumed (each refusal adds the refused week's extra), on-demand against Spot. A trainer that
+declares no warm start (:mod:`vertex_retrain.cli.trainer_declaration`) retrains fully every
+week of the month; one whose declaration could not be read is assumed to warm start, and the
+assumption says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_retrain.rules.warm_start import REFUSAL_RETRAIN_LABELS
 from vertex_retrain.specs import estimate_job_cost
 from vertex_retrain.specs.defaults import TRAINING
+
+if TYPE_CHECKING:
+    from vertex_retrain.cli.trainer_declaration import TrainerWarmStart
 
 WEEKS_PER_MONTH = 365.25 / 12 / 7
 """Weeks in an average month."""
@@ -47,6 +53,8 @@ class WeekKinds:
         full_weeks_per_month: Full retrains in that month.
         currency: The prices' currency.
         assumption: What the month assumes, in one sentence.
+        trainer_declares_warm_start: What the trainer's ``pyproject.toml`` declares (None:
+            it could not be read).
     """
 
     full: WeekCost
@@ -57,6 +65,7 @@ class WeekKinds:
     full_weeks_per_month: float
     currency: str
     assumption: str
+    trainer_declares_warm_start: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form (``estimate --json``'s ``week_kinds``)."""
@@ -66,6 +75,7 @@ class WeekKinds:
             "full_weeks_per_month": self.full_weeks_per_month,
             "currency": self.currency,
             "assumption": self.assumption,
+            "trainer_declares_warm_start": self.trainer_declares_warm_start,
         }
 
 
@@ -106,6 +116,7 @@ def estimate_week_kinds(
     full_hours: float,
     location: str,
     currency: str = "",
+    trainer: TrainerWarmStart | None = None,
 ) -> WeekKinds | None:
     """Prices the kinds of week of a pipeline that declares ``full_retrain_every_weeks``.
 
@@ -117,6 +128,9 @@ def estimate_week_kinds(
         full_hours: Hours of one full training job.
         location: The region whose prices apply.
         currency: The prices' currency, for the record.
+        trainer: What the trainer declares (:mod:`vertex_retrain.cli.trainer_declaration`):
+            a trainer that declares no warm start retrains fully every week; None or an
+            unknown declaration keeps the warm weeks, and the assumption says why.
 
     Returns:
         The estimate; None for a pipeline without ``full_retrain_every_weeks``.
@@ -131,16 +145,26 @@ def estimate_week_kinds(
     extra = _priced("refusal's full retrain", refusal, full_hours, location)
     refused = _sum("refused warm week", [(1.0, warm), (1.0, extra)])
     warm_off = not arguments.get("warm_start", True) or bool(arguments.get("tune", False))
+    declared = None if trainer is None else trainer.declared
+    said = trainer.says if trainer is not None else "the trainer's declaration is not read"
     if warm_off or every == 1:
         full_share = 1.0
         why = "warm_start is off or the week tunes" if warm_off else "full_retrain_every_weeks=1"
         assumption = f"every week retrains fully ({why}); the trainer must declare warm starts"
+    elif declared is False:
+        full_share = 1.0
+        assumption = f"every week retrains fully: {said}"
     else:
         full_share = 1.0 / every if every else 0.0
+        if not declared:
+            said = (
+                f"assumed, not read: {said}; a trainer that declares none retrains fully "
+                "every week, as in the month of full retrains"
+            )
         assumption = (
             (f"one full retrain every {every} weeks" if every else "no scheduled full retrain")
-            + ", the other weeks warm-started (a trainer that declares no warm start retrains "
-            "fully every week); no refusal assumed: each adds the refused week's extra"
+            + f", the other weeks warm-started ({said}); no refusal assumed: each adds the "
+            "refused week's extra"
         )
     month = _sum(
         "typical month",
@@ -158,4 +182,5 @@ def estimate_week_kinds(
         full_weeks_per_month=round(WEEKS_PER_MONTH * full_share, 3),
         currency=currency,
         assumption=assumption,
+        trainer_declares_warm_start=declared,
     )

@@ -25,6 +25,7 @@ from vertex_retrain.contracts.evaluation import (
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.contracts.evaluation_scores import ScoresContractError
 from vertex_retrain.rules.idempotency import task_key
+from vertex_retrain.rules.same_model import same_folder
 from vertex_retrain.specs.defaults import EVALUATION
 from vertex_retrain.specs.display_names import EVALUATION_JOB_SUFFIX
 from vertex_retrain.steps.backend import readable_path
@@ -38,6 +39,7 @@ from vertex_retrain.steps.job_request import (
     code_fields,
     request_fields,
 )
+from vertex_retrain.steps.nothing_to_decide import nothing_to_decide
 from vertex_retrain.steps.train import TrainingJobFailedError, train
 
 __all__ = [
@@ -179,7 +181,10 @@ def evaluate(
     """Scores the candidate and the champion in an evaluation job, then decides.
 
     The declaration and the entry point are checked before the job is submitted, so a
-    misspelt metric direction or a missing module costs nothing.
+    misspelt metric direction or a missing module costs nothing. A candidate that is the
+    champion's own model folder (a re-run of its week, training from the cache) is scored
+    alone, and the decision says there is nothing to decide
+    (:func:`vertex_retrain.steps.nothing_to_decide.nothing_to_decide`).
 
     Args:
         request: The comparison and the job that scores.
@@ -221,9 +226,12 @@ def evaluate(
         project=request.project,
         location=request.location,
     )
+    # The champion's own folder (a re-run whose training came from the cache) is scored once,
+    # as the candidate: there is nothing to compare it with.
+    itself = champion is not None and same_folder(request.candidate_uri, champion.artifact_uri)
     window = (
         judge_window(request.backend, request.dataset_uri, champion.labels)
-        if champion is not None
+        if champion is not None and not itself
         else None
     )
     compared = champion is not None and window is not None and window.comparable
@@ -248,6 +256,16 @@ def evaluate(
         )
     except (FileNotFoundError, ScoresContractError, ValueError) as error:
         raise EvaluationJobFailedError(str(error)) from error
+    intervals = {} if scores is None else primary_intervals(scores, declaration, reference)
+    if itself and champion is not None:
+        return nothing_to_decide(
+            metrics.candidate,
+            declaration,
+            version_id=champion.version_id,
+            references=metrics.references,
+            intervals=intervals,
+            force=request.force_decision,
+        )
     return decide(
         metrics.candidate,
         metrics.champion,
@@ -256,7 +274,7 @@ def evaluate(
         force=request.force_decision,
         force_reason=request.force_reason,
         champion_comparison=window.note if window is not None else "",
-        intervals={} if scores is None else primary_intervals(scores, declaration, reference),
+        intervals=intervals,
     )
 
 

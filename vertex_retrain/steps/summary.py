@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
+from vertex_retrain.rules.same_model import is_same_model
 from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
@@ -24,9 +25,9 @@ from vertex_retrain.steps.summary_week import (
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
 
-def _ran(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[TaskOutputs]:
-    """The outputs of the tasks named ``prefix`` or ``prefix-N`` (If/Else branches, a retrain
-    after a refusal) that ran, in the pipeline's order (``prefix``, ``prefix-2``...)."""
+def _ran_named(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[tuple[str, TaskOutputs]]:
+    """The tasks named ``prefix`` or ``prefix-N`` (If/Else branches, a retrain after a
+    refusal) that ran, with their names, in the pipeline's order (``prefix``, ``prefix-2``...)."""
 
     def number(name: str) -> int | None:
         if name == prefix:
@@ -36,7 +37,31 @@ def _ran(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[TaskOutputs]:
 
     numbered = {name: k for name in outputs if (k := number(name)) is not None}
     names = sorted(numbered, key=numbered.__getitem__)
-    return [outputs[n] for n in names if outputs[n].parameters or outputs[n].artifacts]
+    return [(n, outputs[n]) for n in names if outputs[n].parameters or outputs[n].artifacts]
+
+
+def _ran(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[TaskOutputs]:
+    """The outputs of the tasks :func:`_ran_named` finds."""
+    return [task for _, task in _ran_named(outputs, prefix)]
+
+
+def _paid_training_hours(
+    outputs: Mapping[str, TaskOutputs], planned: str, full_hours: float, warm_hours: float
+) -> tuple[float, list[str]]:
+    """The training hours this run paid for, and the training tasks it reused from the cache.
+
+    A reused task (the backend's cache: Vertex's or the local one) spent nothing in this run,
+    so its hours are left out. When the week was planned warm, the first training is the warm
+    start and any later one the full retrain after a refusal; otherwise each is a full one.
+    """
+    hours = 0.0
+    reused = []
+    for position, (name, task) in enumerate(_ran_named(outputs, "train-custom-job")):
+        if task.cached:
+            reused.append(name)
+            continue
+        hours += warm_hours if planned == WARM and position == 0 else full_hours
+    return hours, reused
 
 
 def _first(outputs: Mapping[str, TaskOutputs], prefix: str) -> TaskOutputs | None:
@@ -145,16 +170,19 @@ def build_summary(
     if tuning is not None:
         facts["tuning"] = dict(tuning.artifacts.get("metrics", {}).get("metadata", {}))
     kind = training_kind_facts(outputs)
-    hours = expected_training_hours
     if kind is not None:
         facts["training_kind"] = kind
-        warm = expected_training_hours
-        if expected_warm_training_hours is not None:
-            warm = expected_warm_training_hours
-        hours = {WARM: warm, f"{WARM}+{FULL}": warm + expected_training_hours}.get(
-            kind["kind"], expected_training_hours
-        )
+    warm = expected_training_hours
+    if expected_warm_training_hours is not None:
+        warm = expected_warm_training_hours
+    planned = kind["planned"] if kind is not None else FULL
+    if _ran(outputs, "train-custom-job"):
+        hours, reused = _paid_training_hours(outputs, planned, expected_training_hours, warm)
+    else:  # no training output (a failed run): the week's planned training, as assumed
+        hours, reused = (warm if planned == WARM else expected_training_hours), []
     facts["cost_on_vertex"] = _cost(job_shape, hours)
+    if reused:
+        facts["cost_on_vertex"]["reused_from_cache"] = reused
     fallback = fallback_facts(
         facts.get("training") or {}, facts["cost_on_vertex"], tuning=facts.get("tuning") or {}
     )
@@ -290,6 +318,14 @@ def registration_lines(facts: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def decision_verdict(decision: Mapping[str, Any]) -> str:
+    """The decision in a few words: ``new champion``, ``challenger only``, or ``champion
+    unchanged`` when the candidate was the champion itself (a re-run of its week)."""
+    if is_same_model((decision.get("evidence") or {}).get("champion_comparison")):
+        return "champion unchanged"
+    return "new champion" if decision.get("is_better") else "challenger only"
+
+
 def render_markdown(facts: Mapping[str, Any]) -> str:
     """The summary as Markdown for the pipeline UI."""
     lines = [f"# Run {facts.get('pipeline_run', '?')}: {facts.get('state', '?')}", ""]
@@ -305,7 +341,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
         lines += [f"**Data gate:** {gate['verdict']}", ""]
     decision = facts.get("decision")
     if decision:
-        verdict = "new champion" if decision.get("is_better") else "challenger only"
+        verdict = decision_verdict(decision)
         lines += [f"**Decision:** {verdict}: {decision.get('reason')}", ""]
         lines += evidence_lines(decision.get("evidence") or {})
     metrics = facts.get("metrics") or {}
@@ -342,8 +378,15 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             f"**Cost on Vertex** ({cost['assumed_training_hours']:g} h of training assumed): "
             f"on-demand {format_money(cost.get('on_demand'), currency)}, "
             f"Spot {format_money(cost.get('spot'), currency)}"
+            + _reused_note(cost.get("reused_from_cache") or [])
         )
     if facts.get("warehouse"):
         lines.append(f"**Warehouse:** {warehouse_line(facts['warehouse'])}")
     lines += week_lines(facts)
     return "\n".join(lines) + "\n"
+
+
+def _reused_note(reused: Sequence[str]) -> str:
+    if not reused:
+        return ""
+    return f"; not counted: {', '.join(reused)} reused an earlier run's outputs (cache)"

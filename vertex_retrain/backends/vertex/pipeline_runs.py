@@ -37,7 +37,7 @@ def read_vertex_task_outputs(
     job = getter(f"projects/{project}/locations/{location}/pipelineJobs/{run_name}")
     outputs: dict[str, TaskOutputs] = {}
     for detail in job.task_details:
-        task = TaskOutputs()
+        task = TaskOutputs(cached=reused_from_cache(detail))
         metadata = plain(getattr(detail.execution, "metadata", None) or {})
         for key, value in metadata.items():
             if key.startswith("output:"):
@@ -52,6 +52,18 @@ def read_vertex_task_outputs(
         if task.parameters or task.artifacts:
             outputs[detail.task_name] = task
     return outputs
+
+
+def reused_from_cache(detail: Any) -> bool:
+    """Whether a task detail says the task reused an earlier run's outputs.
+
+    Two fields say it (aiplatform_v1): the task's state ``SKIPPED`` ("skipped due to cache
+    hit") and its execution's state ``CACHED`` ("completed through Cache hit").
+    """
+    task_state = getattr(detail.state, "name", detail.state)
+    execution = getattr(detail, "execution", None)
+    execution_state = getattr(getattr(execution, "state", None), "name", None)
+    return task_state == "SKIPPED" or execution_state == "CACHED"
 
 
 def plain(value: Any) -> Any:

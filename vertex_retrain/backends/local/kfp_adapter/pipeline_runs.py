@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from vertex_retrain.backends.base import TaskOutputs
+from vertex_retrain.backends.local.kfp_adapter.task_cache import CACHED_FROM_FILE
 
 
 def read_local_task_outputs(run_dir: Path) -> dict[str, TaskOutputs]:
@@ -27,7 +28,10 @@ def read_local_task_outputs(run_dir: Path) -> dict[str, TaskOutputs]:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        task = TaskOutputs(parameters=dict(document.get("parameterValues", {})))
+        task = TaskOutputs(
+            parameters=dict(document.get("parameterValues", {})),
+            cached=(path.parent / CACHED_FROM_FILE).is_file(),
+        )
         for name, listing in document.get("artifacts", {}).items():
             artifacts = listing.get("artifacts", [])
             if artifacts:

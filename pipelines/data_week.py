@@ -17,6 +17,8 @@ from vertex_retrain.components.extract_window import extract_window
 from vertex_retrain.components.prepare_dataset import prepare_dataset
 from vertex_retrain.components.stop_run import stop_run
 
+from .branches import name_branches
+
 
 def week_and_data_gate(
     *,
@@ -127,5 +129,6 @@ def gated_dataset(
             as_of=week,
             window_digest=gate.outputs["window_digest"],
         ).set_display_name("prepare-dataset")
-    with dsl.Else(name="data-breach"):
+    with dsl.Else(name="data-breach") as breach:
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
+    name_branches(breach, "data-ok-or-breach")

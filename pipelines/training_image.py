@@ -21,6 +21,8 @@ from vertex_retrain.components.no_image import no_image
 from vertex_retrain.components.source_digest import source_digest
 from vertex_retrain.specs.defaults import CONTAINER
 
+from .branches import name_branches
+
 
 def training_image(
     *,
@@ -66,7 +68,9 @@ def training_image(
             project=project,
             location=location,
         ).set_display_name("build-image")
-    with dsl.Else(name="python-package"):
-        package_path = no_image()
+    with dsl.Else(name="python-package") as package_path_group:
+        # The package path's jobs run the prebuilt executor image: no image of the source's.
+        package_path = no_image().set_display_name("prebuilt-executor-image")
         package_path.set_caching_options(False)  # a constant: nothing to save
+    name_branches(package_path_group, "container-or-package")
     return dsl.OneOf(image.outputs["reference"], package_path.output)

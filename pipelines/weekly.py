@@ -48,6 +48,7 @@ from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_LABELS, WARM
 from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
+from .branches import name_branches
 from .data_week import gated_dataset, week_and_data_gate
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
@@ -68,31 +69,34 @@ def _register_and_deploy(
     registration: dict[str, Any],
     deployment: dict[str, Any],
     on_refusal: Callable[[], None] | None = None,
+    suffix: str = "",
 ) -> None:
     """Registers the evaluated candidate: as the deployed champion when the gate accepts it,
-    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks."""
+    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks. Its
+    tasks' display names end in ``suffix`` (the full retrain's: ``-full``)."""
     candidate = dict(
         model=trained.outputs["model"],
         evaluation=evaluation.outputs["metrics"],
         training_labels=training_labels,
         **registration,
     )
-    with dsl.If(evaluation.outputs["is_better"] == True, name="better"):  # noqa: E712
+    with dsl.If(evaluation.outputs["is_better"] == True, name=f"better{suffix}"):  # noqa: E712
         champion = register_model(make_champion=True, **candidate).set_display_name(
-            "register-champion"
+            f"register-champion{suffix}"
         )
         # It moves the registry's aliases and records this run (lineage): it runs every
         # time, found again by its key (model and artifact) when it registered before.
         champion.set_caching_options(False)
         deploy_model(vertex_model=champion.outputs["vertex_model"], **deployment).set_display_name(
-            "deploy"
+            f"deploy{suffix}"
         )
-    with dsl.Else(name="not-better"):
+    with dsl.Else(name=f"not-better{suffix}") as not_better:
         register_model(make_champion=False, **candidate).set_display_name(
-            "register-challenger"
+            f"register-challenger{suffix}"
         ).set_caching_options(False)
         if on_refusal is not None:
             on_refusal()
+    name_branches(not_better, f"champion-or-challenger{suffix}")
 
 
 @dsl.pipeline(name=f"{PIPELINE_NAME}-week", description=DESCRIPTION)
@@ -271,7 +275,7 @@ def weekly_week(
                 project=project,
                 location=location,
             )
-            with dsl.If(tune == True, name="tune"):  # noqa: E712 - KFP builds a condition from ==
+            with dsl.If(tune == True, name="tuning"):  # noqa: E712 - KFP builds a condition from ==
                 study = hp_tune(
                     parameter_specs=tuning_parameters,
                     metric_id=tuning_metric,
@@ -282,10 +286,13 @@ def weekly_week(
                     **common,
                 ).set_display_name("tune")
                 tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
+                tuned.set_display_name("best-trial-hyperparameters")
                 tuned.set_caching_options(False)  # a pass-through: nothing to save
-            with dsl.Else(name="no-tune"):
+            with dsl.Else(name="no-tuning") as no_tune:
                 untuned = fixed_hyperparameters(values=hyperparameters)
+                untuned.set_display_name("given-hyperparameters")
                 untuned.set_caching_options(False)
+            name_branches(no_tune, "tuning-or-not")
             # Never cached: it reads the registry's champion and the trainer's declaration.
             plan = plan_training(
                 backend=backend,
@@ -371,6 +378,7 @@ def weekly_week(
                         plan.outputs["full_labels"],
                         registration,
                         deployment,
+                        suffix="-full",
                     )
 
             _register_and_deploy(

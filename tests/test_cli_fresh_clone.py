@@ -56,8 +56,8 @@ def test_run_the_examples_weekly_pipeline_locally_on_a_fresh_clone(
         os.umask(previous_umask)
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "✓ step build-container: done in" in out
-    assert "✓ step train-custom-job: done in" in out
+    assert "✓ step build: done in" in out
+    assert "✓ step train: done in" in out
     assert "run drink-shops-weekly succeeded in" in out
     run_dir = next((root / "pipeline-root").glob("drink-shops-weekly-*"))
     rows = {
@@ -87,7 +87,7 @@ def test_run_the_examples_weekly_pipeline_locally_on_a_fresh_clone(
     summary = json.loads(captured.out)
     assert summary["state"] == "SUCCEEDED"
     assert summary["pipeline_root"].startswith(str(root / "pipeline-root"))
-    assert "↺ step build-container: cached from run" in captured.err
+    assert "↺ step build: cached from run" in captured.err
 
 
 def test_run_of_the_bare_template_names_what_it_needs_and_runs_nothing(

@@ -14,8 +14,10 @@ import pytest
 from data.serving.support import register_echo
 
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+from vertex_retrain.backends.local.model_registry.registry_tables import endpoints_table
+from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
 from vertex_retrain.cli.console import ANSI, Column, cell_text, render_table
-from vertex_retrain.cli.registry_commands import cli_models
+from vertex_retrain.cli.registry_commands import cli_endpoints, cli_models
 from vertex_retrain.cli.run_progress import RunProgress, format_duration
 from vertex_retrain.cli.run_report import build_report
 
@@ -195,6 +197,7 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     # The primary metric first, against the champion and the declared reference only.
     assert "ndcg_at_10 0.6100 (champion 0.6000, popularity 0.2500); recall_at_10 0.8000" in text
     assert "model servers   stopped with this run" in text
+    assert "endpoint        gyo: 100% to deployed model id 7 (version 3)\n" in text
     # The URL is where the endpoint answers once served again, never a dead "URL" row.
     assert (
         "serve again     vertex-retrain serve gyo, then POST to "
@@ -257,3 +260,14 @@ def test_run_report_cost_line_names_the_region_of_its_prices() -> None:
         "on-demand 1.50 USD, Spot 0.50 USD in europe-west4 (2 h of training assumed)"
     )
     assert _cost_line(cost) == "on-demand 1.50 USD, Spot 0.50 USD (2 h of training assumed)"
+
+
+def test_endpoints_table_heads_the_deployed_model_id_apart_from_the_version(root: Path) -> None:
+    table = io.StringIO()
+    assert cli_endpoints(argparse.Namespace(action=None), table) == 0
+    assert table.getvalue().split()[:5] == ["ENDPOINT", "DEPLOYED", "ID", "MODEL", "VERSION"]
+    history = io.StringIO()
+    LocalEndpoints().get_or_create("ep")
+    assert cli_endpoints(argparse.Namespace(action="history", endpoint="ep"), history) == 0
+    assert "TRAFFIC (deployed model id=%)" in history.getvalue()
+    assert endpoints_table().split()[:3] == ["ENDPOINT", "DEPLOYED", "ID"]

@@ -99,7 +99,7 @@ def test_run_local_leaves_no_process_when_sigterm_arrives_during_training(
     try:
         assert run.stdout is not None
         for line in run.stdout:
-            if "step train-custom-job: running" in line:
+            if "step train: running" in line:
                 break
         # The replica is a grandchild of the command: wait until it runs, then stop the command.
         assert _wait_until(lambda: len(processes_mentioning(str(root))) >= 3, 120)
@@ -194,7 +194,10 @@ def test_endpoints_stop_and_undeploy_commands(root: Path) -> None:
     out = io.StringIO()
     undeploy = argparse.Namespace(action="undeploy", endpoint="ep", model="recs@1")
     assert cli_endpoints(undeploy, out) == 0
-    assert "undeployed recs@1" in out.getvalue() and ": 100%" in out.getvalue()
+    assert out.getvalue().startswith(
+        "endpoint ep: undeployed recs@1 (deployed model id 1, version 1); traffic now 100% to "
+        "deployed model id 2 (version 2)"
+    ), out.getvalue()
     listing = io.StringIO()
     assert cli_endpoints(argparse.Namespace(action=None, json=True), listing) == 0
     records = json.loads(listing.getvalue())

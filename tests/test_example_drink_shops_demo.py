@@ -20,6 +20,7 @@ from vertex_retrain.run_record import RunRecord
 
 DEMO = example_module(DRINK_SHOPS, "demo")
 NEWEST = "2023-07-03"
+ANNOUNCED = "as_of not given: this local run replays the newest period of its data, as_of="
 
 
 @pytest.fixture
@@ -37,10 +38,12 @@ def ran(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
     monkeypatch.setattr(DEMO, "run_week", run_week)
     monkeypatch.setattr(DEMO, "ensure_data", lambda uri, out: True)
     monkeypatch.setattr(DEMO, "append_week", lambda uri, out: True)
-    monkeypatch.setattr(
-        "vertex_retrain.cli.run_window.with_local_as_of",
-        lambda arguments, out: {**arguments, "as_of": NEWEST},
-    )
+
+    def newest_week(arguments: dict[str, Any], out: Any) -> dict[str, Any]:
+        print(f"{ANNOUNCED}{NEWEST} (newest row ...)", file=out)  # as the local runner says
+        return {**arguments, "as_of": NEWEST}
+
+    monkeypatch.setattr("vertex_retrain.cli.run_window.with_local_as_of", newest_week)
     return runs
 
 
@@ -55,8 +58,10 @@ def _record(as_of: str, state: str) -> None:
 def test_demo_first_time_runs_the_newest_week_then_the_appended_one(
     ran: list[tuple[int, str]],
 ) -> None:
-    assert DEMO.main([], out=io.StringIO()) == 0
+    out = io.StringIO()
+    assert DEMO.main([], out=out) == 0
     assert ran == [(1, NEWEST), (2, "2023-07-10")]
+    assert f"{ANNOUNCED}{NEWEST}" in out.getvalue()
 
 
 def test_demo_again_runs_only_the_next_week(ran: list[tuple[int, str]]) -> None:
@@ -65,7 +70,26 @@ def test_demo_again_runs_only_the_next_week(ran: list[tuple[int, str]]) -> None:
     out = io.StringIO()
     assert DEMO.main([], out=out) == 0
     assert ran == [(3, "2023-07-10")]
-    assert f"the week before {NEWEST} ran already" in out.getvalue()
+    # The week it runs is the one it announces: never the newest week that ran already.
+    assert ANNOUNCED not in out.getvalue()
+    assert (
+        f"the week before {NEWEST} (the newest of the data) ran already: the demo appends the "
+        "next week and runs as_of=2023-07-10"
+    ) in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("done", "line"),
+    [
+        (set(), "CHOSEN"),
+        ({"2023-06-26"}, "CHOSEN"),
+        ({NEWEST}, f"the week before {NEWEST} (the newest of the data) ran already: the demo "
+                   "appends the next week and runs as_of=2023-07-10"),
+    ],
+    ids=["first", "older-week-done", "newest-done"],
+)  # fmt: skip
+def test_demo_first_week_line_announces_the_week_that_runs(done: set[str], line: str) -> None:
+    assert DEMO.first_week_line({"as_of": NEWEST}, done, "CHOSEN") == line
 
 
 def test_demo_runs_the_newest_week_again_when_its_run_failed(

@@ -77,7 +77,7 @@ def test_local_run_skips_the_vertex_notice_and_fails_only_with_the_run(
         notified, {"fail": fail, "notification_emails": ["ops@example.com"]}, console=console
     )
     assert outcome.succeeded is not fail
-    assert f"- step {NOTICE_TASK}: skipped (a Vertex AI service step" in console.getvalue()
+    assert "- step failure-notice: skipped (a Vertex AI service step" in console.getvalue()
     assert tiny_run.name == "tiny-run"
 
 

@@ -150,20 +150,3 @@ def test_failure_message_shows_the_traceback_once_and_the_output_before_it() -> 
     plain = SimpleNamespace(**{**vars(failure), "advice": "out of memory", "log_tail": tail})
     again = failure_message(SimpleNamespace(**{**vars(result), "failure": plain}))
     assert again.endswith("last log lines:\n" + tail)
-
-
-def test_failed_step_line_leaves_out_the_compilers_group_names() -> None:
-    from vertex_retrain.cli.local_run import failed_step_line
-
-    kfp_line = (
-        "Pipeline \x1b[95m'churn-weekly'\x1b[0m finished with status \x1b[91mFAILURE\x1b[0m. "
-        "Inner task failed: 'stop-run' inside 'condition-10' inside 'condition-branches-2' "
-        "inside 'exit-handler-1' inside 'weekly-retraining-week' inside 'exit-handler-1'."
-    )
-    assert failed_step_line(kfp_line) == (
-        "Pipeline 'churn-weekly' finished with status FAILURE at step 'stop-run' "
-        "(in 'weekly-retraining-week')"
-    )
-    flat = "Pipeline 'p' finished with status FAILURE. Inner task failed: 'train'."
-    assert failed_step_line(flat) == "Pipeline 'p' finished with status FAILURE at step 'train'"
-    assert failed_step_line("something else broke") == "something else broke"

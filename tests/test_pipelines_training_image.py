@@ -83,7 +83,7 @@ def test_template_builds_the_dockerfile_and_feeds_its_image_to_every_job(name: s
     }
     assert {"train", "evaluate"} <= set(unknown)
     # The image is the build's (or, on the package path, no_image's), through dsl.OneOf.
-    assert all("an output of task 'condition-branches-" in why for why in unknown.values())
+    assert all("an output of task 'container-or-package'" in why for why in unknown.values())
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))

@@ -14,7 +14,7 @@ from vertex_retrain.rules.aliases import aliases_to_move, is_valid_alias, role_a
 from vertex_retrain.rules.flags import format_flag_value, parameter_flags
 from vertex_retrain.rules.idempotency import registration_key, task_key
 from vertex_retrain.rules.retention import check_keep_last_n, deployments_to_prune
-from vertex_retrain.rules.traffic import largest_share, serving_shares
+from vertex_retrain.rules.traffic import largest_share, serving_shares, traffic_text
 from vertex_retrain.rules.trials import best_trial_or_none, can_win, choose_best_trial
 
 # --- flags ----------------------------------------------------------------------------------
@@ -162,3 +162,15 @@ def test_serving_shares_drops_zero_shares_and_largest_share_breaks_ties_by_id() 
     assert serving_shares({"1": 0, "2": 60, "3": 40}) == {"2": 60, "3": 40}
     assert largest_share({"2": 50, "3": 50}) == "3"
     assert largest_share({}) == ""
+
+
+def test_traffic_text_says_which_number_is_an_id_and_which_a_version() -> None:
+    # "deployed model 2" next to "version 3" read as a version.
+    assert traffic_text({"1": 10, "2": 90}, {"2": "3"}) == (
+        "90% to deployed model id 2 (version 3), 10% to deployed model id 1"
+    )
+    assert traffic_text({"2": 50, "1": 50}, {}) == (
+        "50% to deployed model id 1, 50% to deployed model id 2"
+    )
+    assert traffic_text({"2": 100}, {"5": "3", "2": ""}) == "100% to deployed model id 2"
+    assert traffic_text({}, {"2": "3"}) == ""

@@ -69,3 +69,52 @@ def test_summary_of_a_run_stopped_at_the_gate_has_a_window_but_no_split() -> Non
     )
     assert facts["data_window"] == {"as_of": "2026-11-23", "source": "parameter"}
     assert facts["data_gate"]["passed"] is False and "decision" not in facts
+
+
+def test_render_markdown_names_the_deployed_model_id_apart_from_the_version() -> None:
+    facts = {
+        "registered": {"version_id": "3", "aliases": ["champion", "default"]},
+        "deployment": {"deployed_model_id": "2", "traffic": {"2": 100, "1": 0}},
+    }
+    text = render_markdown(facts)
+    assert "**Registered:** version 3 (aliases champion, default)" in text
+    assert (
+        "**Deployment:** 100% to deployed model id 2 (version 3), 0% to deployed model id 1" in text
+    )
+    assert "{" not in text
+    challenger = render_markdown({"registered": {"version_id": "4", "aliases": []}})
+    assert "**Registered:** version 4 (aliases none)" in challenger
+    assert "Deployment" not in challenger
+
+
+def _summary(state: str, *, deployed: bool) -> dict[str, object]:
+    outputs = {
+        "register-model": TaskOutputs(
+            parameters={"version_id": "3", "aliases": ["champion", "default"]}
+        )
+    }
+    if deployed:
+        outputs["deploy-model"] = TaskOutputs(
+            parameters={"deployed_model_id": "2", "traffic": {"2": 100}}
+        )
+    return build_summary(
+        outputs,
+        run_name="weekly-1",
+        state=state,
+        error_message="",
+        job_shape={},
+        expected_training_hours=1.0,
+    )
+
+
+def test_summary_says_a_champion_a_stopped_run_never_deployed() -> None:
+    # The run ended between register-champion and deploy: traffic stayed where it was.
+    stopped = _summary("CANCELLED", deployed=False)
+    assert stopped["champion_not_deployed"] == "3"
+    assert (
+        "**Not deployed:** version 3 holds the champion alias, but the run ended before its "
+        "deploy finished" in render_markdown(stopped)
+    )
+    for ended in (_summary("SUCCEEDED", deployed=False), _summary("FAILED", deployed=True)):
+        assert "champion_not_deployed" not in ended
+        assert "Not deployed" not in render_markdown(ended)

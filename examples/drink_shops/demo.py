@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -137,10 +138,13 @@ class DemoWeek:
 def run_week(pipeline: Any, arguments: Mapping[str, Any], number: int, out: TextIO) -> DemoWeek:
     """Runs the pipeline for the week ending at ``arguments["as_of"]``."""
     from vertex_retrain.cli.local_run import cached_tasks, run_pipeline_locally
+    from vertex_retrain.cli.task_names import pipeline_display_names
 
     print(f"\n=== week {number}: transactions before {arguments.get('as_of')} ===", file=out)
     outcome = run_pipeline_locally(pipeline, arguments, console=out)
-    return DemoWeek(number, dict(arguments), outcome, cached_tasks(outcome.run_dir))
+    names = pipeline_display_names(pipeline)  # the steps as the progress lines named them
+    cached = {names.get(task, task): run for task, run in cached_tasks(outcome.run_dir).items()}
+    return DemoWeek(number, dict(arguments), outcome, cached)
 
 
 def weeks_on_record(model: str) -> set[str]:
@@ -176,11 +180,20 @@ def sample_prediction(endpoint: str, instances: list[Any]) -> tuple[str, dict[st
             return url, router.traffic_split(), json.loads(response.read())
 
 
+def served_versions(endpoint: str) -> dict[str, str]:
+    """Deployed model id -> the model version it serves, on the local ``endpoint``."""
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+
+    deployed = LocalEndpoints().get(endpoint).deployed_models
+    return {model.deployed_model_id: model.model_version_id for model in deployed}
+
+
 def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> None:
     """The closing summary: metrics, decision, registry, a prediction, cost."""
     from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
     from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
     from vertex_retrain.cli.run_report import metrics_line
+    from vertex_retrain.rules.traffic import traffic_text
     from vertex_retrain.specs.cost import format_money
 
     decision = summary.get("decision", {})
@@ -194,14 +207,14 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
         versions = []
     for version in versions[-3:]:
         aliases = ", ".join(version.aliases) or "-"
-        print(f"model {chain.MODEL} v{version.version_id}: aliases {aliases}", file=out)
+        print(f"model {chain.MODEL} version {version.version_id}: aliases {aliases}", file=out)
     try:
         url, traffic, answer = sample_prediction(chain.MODEL, chain.SAMPLE_INSTANCES)
     except Exception as error:  # the report must not hide the run's result
         print(f"endpoint {chain.MODEL}: no prediction ({error})", file=out)
     else:
         changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
-        shares = ", ".join(f"deployed model {k}: {v}%" for k, v in sorted(traffic.items()))
+        shares = traffic_text(traffic, served_versions(chain.MODEL))
         print(f"endpoint {chain.MODEL} ({changed}): {shares}", file=out)
         top = answer["predictions"][0]
         drinks = top.get("drinks") if isinstance(top, dict) else None
@@ -283,6 +296,28 @@ def print_weeks(weeks: Sequence[DemoWeek], out: TextIO) -> None:
             print(f"  error: {summary['error']}", file=out)
 
 
+def first_week_line(newest: Mapping[str, Any], done: set[str], chosen: str) -> str:
+    """What the demo says before its first run: the week it runs first.
+
+    Args:
+        newest: The arguments with the newest week of the data as ``as_of``.
+        done: The weeks on record as succeeded.
+        chosen: The local runner's line saying how ``as_of`` was chosen ("" when given).
+
+    Returns:
+        ``chosen`` when the newest week runs; when it ran already, that the week after it
+        runs (once appended), never the newest week's announcement.
+    """
+    as_of = str(newest.get("as_of"))
+    if as_of not in done:
+        return chosen
+    following = next_week(newest)["as_of"]
+    return (
+        f"the week before {as_of} (the newest of the data) ran already: the demo appends the "
+        f"next week and runs as_of={following}"
+    )
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     """Runs the two weeks; 0 when both succeeded, 1 otherwise, 2 on bad input."""
     from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
@@ -313,14 +348,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    newest = with_local_as_of(arguments, out)
+    chosen = io.StringIO()  # which week the data's newest is: said once the demo knows
+    newest = with_local_as_of(arguments, chosen)
     done = weeks_on_record(chain.MODEL)
+    line = first_week_line(newest, done, chosen.getvalue().strip())
+    if line:
+        print(line, file=out)
     weeks: list[DemoWeek] = []
     if newest.get("as_of") not in done:
         weeks.append(run_week(chain.weekly, newest, len(done) + 1, out))
         done.add(str(newest.get("as_of")))
-    else:
-        print(f"the week before {newest['as_of']} ran already: the next one runs", file=out)
     if not weeks or weeks[0].outcome.succeeded:
         following = next_week(newest)
         problem = as_of_problem(following, local=True)

@@ -212,12 +212,13 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
             else _plot_paths(models, getattr(args, "plot", None), local_root())
         )
         written = _write_plots(records, plots)
+        notes = _serving_notes(models, getattr(args, "db", None))
     except HistoryInputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if getattr(args, "json", False):
         print_json(out, [_json_row(row) for row in rows])
-        for line in written:
+        for line in [*notes.values(), *written]:
             print(line, file=sys.stderr)
         return 0
     for name in models or [""]:
@@ -240,6 +241,8 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for row in shown:
             for later in row.later:
                 out.write(printable(f"{row.record.as_of or '-'}: {later_run_note(later)}") + "\n")
+        if name in notes:
+            out.write(printable(notes[name]) + "\n")
     for line in written:
         out.write(line + "\n")
     return 0
@@ -273,6 +276,26 @@ def _json_row(row: WeekRow) -> dict[str, Any]:
             {"run": r.run, "state": r.state, "note": later_run_note(r)} for r in row.later
         ]
     return shown
+
+
+def _serving_notes(models: Sequence[str], db: str | None) -> dict[str, str]:
+    """Model -> the line saying its champion is not what its endpoint serves, where it is
+    not (:mod:`vertex_retrain.backends.local.serving.champion_serving`)."""
+    from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryError
+    from vertex_retrain.backends.local.serving.champion_serving import champion_not_serving
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+
+    notes = {}
+    try:
+        registry, endpoints = ModelRegistry(db), LocalEndpoints(db)
+        for model in models:
+            found = champion_not_serving(model, registry=registry, endpoints=endpoints)
+            if found is not None:
+                notes[model] = found.line()
+    except RegistryError as error:
+        raise HistoryInputError(str(error)) from error
+    return notes
 
 
 def _write_plots(records: Sequence[RunRecord], plots: dict[str, Path]) -> list[str]:

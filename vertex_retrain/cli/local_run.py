@@ -28,6 +28,7 @@ from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATIO
 from vertex_retrain.cli.console import strip_ansi
 from vertex_retrain.cli.failure_record import record_cause, record_interruption
 from vertex_retrain.cli.run_progress import RunProgress
+from vertex_retrain.cli.task_names import failed_step_line, pipeline_display_names
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
 
@@ -201,7 +202,7 @@ def run_pipeline_locally(
     try:
         check_kfp_version()
         with exclusive_model_run(root, model):
-            _reconcile(root, console)
+            _reconcile(root, console, model, str(arguments.get("champion_alias") or ""))
             warm_in_background(root)  # each job task checks its payload against the table
             with run_scope(root):  # marks the run's processes (lifeline, reconcile)
                 return _run_locked(
@@ -214,13 +215,29 @@ def run_pipeline_locally(
         return LocalRunOutcome(False, None, log_path, 0.0, None, refused=str(conflict))
 
 
-def _reconcile(root: Path, console: TextIO) -> None:
-    """Ends what killed runs left under `root` (processes, job states, servers); one line."""
+def _reconcile(root: Path, console: TextIO, model: str, champion_alias: str) -> None:
+    """Ends what killed runs left under `root` (processes, job states, servers), and puts
+    `model`'s champion alias back on the version its endpoint serves when a stopped run
+    moved it without deploying; a line for each."""
+    from vertex_retrain.backends.local.model_registry.registry_db import (
+        DB_FILENAME,
+        RegistryError,
+    )
     from vertex_retrain.backends.local.reconcile import reconcile_root
+    from vertex_retrain.backends.local.serving.champion_serving import restore_serving_champion
+    from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 
     line = reconcile_root(root).line()
     if line:
         console.write(line + "\n")
+    if not (root / DB_FILENAME).is_file():
+        return  # no registry yet: no champion (and none is made here)
+    try:
+        restored = restore_serving_champion(model, champion_alias or CHAMPION_ALIAS)
+    except RegistryError:
+        return  # an unreadable registry fails the run's own register step, which says why
+    if restored is not None:
+        console.write(restored.restored_line() + "\n")
 
 
 def _run_locked(
@@ -250,7 +267,8 @@ def _run_locked(
     )
     started = time.monotonic()
     succeeded = True
-    progress = RunProgress(console, verbose=verbose)
+    names = pipeline_display_names(pipeline)
+    progress = RunProgress(console, verbose=verbose, names=names)
     with _captured(log_path, progress), warnings.catch_warnings():
         # kfp.local warns that our image is not a Python image and that display names are
         # ignored; both are expected here, and would bury the progress lines.
@@ -276,7 +294,7 @@ def _run_locked(
             raise
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False
-            print(f"ERROR: {explain_kfp_error(error)}")
+            print(f"ERROR: {explain_kfp_error(error, names)}")
     wall = time.monotonic() - started
     run_dir = _newest_run(pipeline_root, before)
     if not succeeded:
@@ -312,37 +330,16 @@ def placeholder_hint() -> str:
     )
 
 
-def explain_kfp_error(error: BaseException) -> str:
-    """The error's message, or what to pass when it is kfp.local's placeholder IndexError."""
+def explain_kfp_error(error: BaseException, names: Mapping[str, str] | None = None) -> str:
+    """The error's message, or what to pass when it is kfp.local's placeholder IndexError;
+    a failed step is named by its display name in ``names`` (:func:`failed_step_line`)."""
     import traceback
 
     if isinstance(error, IndexError):
         frames = traceback.extract_tb(error.__traceback__)
         if any(frame.filename.endswith("placeholder_utils.py") for frame in frames):
             return placeholder_hint()
-    return failed_step_line(str(error))
-
-
-_INNER_FAILURE = re.compile(
-    r"^(Pipeline '[^']+' finished with status \w+)\. Inner task failed: (.+)\.$"
-)
-# The groups the KFP compiler names (conditions, exit handlers, loops): not the user's words.
-_COMPILER_GROUP = re.compile(r"(condition|condition-branches|exit-handler|for-loop)-\d+")
-
-
-def failed_step_line(message: str) -> str:
-    """kfp.local's failure line with the compiler's group names left out: ``Pipeline 'p'
-    finished with status FAILURE at step 'train-custom-job' (in 'inner-pipeline')``."""
-    plain = strip_ansi(message).strip()
-    match = _INNER_FAILURE.match(plain)
-    if not match:
-        return message
-    chain = re.findall(r"'([^']+)'", match[2])
-    if not chain:
-        return message
-    nested = [name for name in chain[1:] if not _COMPILER_GROUP.fullmatch(name)]
-    where = f" (in {', '.join(repr(name) for name in nested)})" if nested else ""
-    return f"{match[1]} at step {chain[0]!r}{where}"
+    return failed_step_line(str(error), names)
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")

@@ -23,7 +23,7 @@ from vertex_retrain.backends.local.model_registry.registry_db import (
 from vertex_retrain.backends.local.serving.model_server import ServerStartError
 from vertex_retrain.cli.console import Column, print_json, printable, render_table
 from vertex_retrain.invocation import command
-from vertex_retrain.rules.traffic import TrafficSplitError
+from vertex_retrain.rules.traffic import TrafficSplitError, traffic_text
 
 _EXPECTED_ERRORS = (
     RegistryError,
@@ -52,7 +52,7 @@ VERSION_COLUMNS = (
 )
 ENDPOINT_COLUMNS = (
     Column("endpoint", "ENDPOINT", 30),
-    Column("deployed_model", "DEPLOYED"),
+    Column("deployed_model", "DEPLOYED ID"),
     Column("model", "MODEL", 30),
     Column("version", "VERSION"),
     Column("traffic_percentage", "TRAFFIC %"),
@@ -62,7 +62,7 @@ ENDPOINT_COLUMNS = (
 HISTORY_COLUMNS = (
     Column("seq", "#"),
     Column("action", "ACTION", 30),
-    Column("split", "TRAFFIC (deployed model=%)", 40),
+    Column("split", "TRAFFIC (deployed model id=%)", 40),
     Column("rolled_back", "ROLLED BACK"),
     Column("created", "WHEN"),
 )
@@ -229,11 +229,13 @@ def _undeploy(endpoint: str, model: str, db: str | None, out: TextIO) -> None:
             f"endpoints undeploy: --model {model!r} is not deployed on {endpoint!r}; "
             f"deployed: {known or 'nothing'}"
         )
-    after = endpoints.undeploy(endpoint, matches[0].deployed_model_id)
-    split = ", ".join(f"{key}: {value}%" for key, value in after.traffic_split.items())
+    gone = matches[0]
+    after = endpoints.undeploy(endpoint, gone.deployed_model_id)
+    versions = {d.deployed_model_id: d.model_version_id for d in after.deployed_models}
+    split = traffic_text(after.traffic_split, versions)
     print(
-        f"endpoint {endpoint}: undeployed {model} (deployed model "
-        f"{matches[0].deployed_model_id}); traffic now {split or 'none'}",
+        f"endpoint {endpoint}: undeployed {model} (deployed model id {gone.deployed_model_id}, "
+        f"version {gone.model_version_id}); traffic now {split or 'none'}",
         file=out,
     )
 

@@ -8,13 +8,17 @@ status SUCCESS") and streams each task's output; the reference trainer's primary
   epoch, step, loss and ETA; each finished step stays above it as one line;
 - off a terminal (a pipe, a log file), plain lines without ANSI codes: one per step started
   and finished, training progress at every tenth of the way, each executor warning once.
+
+A step is shown by its display name (``register-champion``), not by kfp.local's name for it
+(``register-model-2``), when the run's pipeline gives it one
+(:mod:`vertex_retrain.cli.task_names`).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -105,13 +109,22 @@ class RunProgress:
         out: Where progress goes (stdout, or stderr when stdout carries JSON).
         verbose: Show every line as well (without ANSI codes off a terminal).
         clock: Monotonic seconds (tests pass a fake).
+        names: kfp.local's task name -> the display name shown for it
+            (:func:`vertex_retrain.cli.task_names.display_names`); a name not in it is shown
+            as it is.
     """
 
     def __init__(
-        self, out: TextIO, *, verbose: bool = False, clock: Callable[[], float] = time.monotonic
+        self,
+        out: TextIO,
+        *,
+        verbose: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self._out = out
         self._verbose = verbose
+        self._names = dict(names or {})
         self.clock = clock
         self._terminal = is_terminal(out)
         self._console: Console = make_console(out)
@@ -143,16 +156,17 @@ class RunProgress:
         if self._verbose:
             self._print(raw.rstrip() if self._terminal else line)
         if started := _STARTED.search(line):
-            self._start(started[1])
+            self._start(self._shown(started[1]))
         elif finished := _FINISHED.search(line):
-            self._finish(finished[1], finished[2])
+            self._finish(self._shown(finished[1]), finished[2])
         elif cached := _CACHED.search(line):
-            self.finished.append((cached[1], "CACHED", 0.0))
+            name = self._shown(cached[1])
+            self.finished.append((name, "CACHED", 0.0))
             if not self._verbose:
-                self._print(f"↺ step {cached[1]}: cached from run {cached[2]}", "cyan")
+                self._print(f"↺ step {name}: cached from run {cached[2]}", "cyan")
         elif skipped := _SKIPPED.search(line):
             if not self._verbose:
-                self._print(f"- step {skipped[1]}: skipped ({skipped[2]})")
+                self._print(f"- step {self._shown(skipped[1])}: skipped ({skipped[2]})")
         elif training := _TRAINING.search(line):
             self._train(training)
         elif warning := _WARNING.search(line):
@@ -164,6 +178,9 @@ class RunProgress:
                 self._print(f"  {notice[1]}")
         elif (_PIPELINE.search(line) or _ERROR.search(line)) and not self._verbose:
             self._print(line.split(" - ", 2)[-1], "red" if "FAILURE" in line else None)
+
+    def _shown(self, name: str) -> str:
+        return self._names.get(name, name)
 
     def _start(self, name: str) -> None:
         self.current = _Step(name, self.clock())

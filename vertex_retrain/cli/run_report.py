@@ -21,13 +21,13 @@ from vertex_retrain.cli.console import cell_text, print_renderable
 from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
 from vertex_retrain.invocation import command
+from vertex_retrain.rules.aliases import CHAMPION_ALIAS
+from vertex_retrain.rules.traffic import traffic_text
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
 
 TUNING_REPORT_NAME = "tuning-report.html"
-CHAMPION_ALIAS = "champion"
-"""register_model's default champion alias: a version holding it was promoted by the run."""
 _SHOWN_METRICS = 3
 """Metrics on the report's line: the primary one first, then the others by name."""
 
@@ -87,11 +87,11 @@ class LocalRunReport:
         if self.tuning_report:
             table.add_row("tuning report", str(self.tuning_report))
         if self.endpoint:
-            split = ", ".join(
-                f"deployed model {key}: {value}%"
-                for key, value in sorted(self.endpoint.get("traffic", {}).items())
-            )
-            table.add_row("endpoint", f"{self.endpoint['display_name']} ({split or 'no traffic'})")
+            # The deployed model this run made serves the version it registered.
+            deployed, version = self.endpoint.get("deployed_model_id"), self.model.get("version")
+            versions = {str(deployed): str(version)} if deployed and version else {}
+            split = traffic_text(self.endpoint.get("traffic", {}), versions)
+            table.add_row("endpoint", f"{self.endpoint['display_name']}: {split or 'no traffic'}")
             # The run stops its model servers when it ends: a URL now would answer nothing.
             table.add_row("model servers", "stopped with this run")
             serve = self.endpoint["serve_command"]

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vertex_retrain.cli.task_names import display_names
+
 __all__ = ["LeafTask", "Unknown", "evaluate_condition", "leaf_tasks"]
 
 
@@ -82,6 +84,7 @@ class _Walker:
         self._components: Mapping[str, Any] = spec.get("components", {})
         self._executors: Mapping[str, Any] = spec.get("deploymentSpec", {}).get("executors", {})
         self._arguments = arguments
+        self._names = display_names(spec)  # a producer is named as the console shows it
         self.found: list[LeafTask] = []
 
     def walk(
@@ -153,7 +156,8 @@ class _Walker:
                 return Unknown("set by the run (a loop item)")
             return self._resolve(outer[name], outer, scope.parent)
         if "taskOutputParameter" in entry:
-            producer = entry["taskOutputParameter"].get("producerTask", "?")
+            producer = str(entry["taskOutputParameter"].get("producerTask", "?"))
+            producer = self._names.get(producer, producer)
             return Unknown(f"an output of task {producer!r}")
         return Unknown("decided by the run")
 

@@ -12,6 +12,9 @@ import re
 DEFAULT_ALIAS = "default"
 """The alias of a model's default version (both registries keep it on exactly one version)."""
 
+CHAMPION_ALIAS = "champion"
+"""register_model's default champion alias: the version that should be serving."""
+
 ALIAS_PATTERN = re.compile(r"[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]")
 """A version alias, as Vertex accepts it: it never looks like a version id."""
 

@@ -147,3 +147,20 @@ def serving_shares(split: Mapping[str, int]) -> dict[str, int]:
 def largest_share(split: Mapping[str, int]) -> str:
     """The deployed model with the largest share (ties: the larger id), or ``""`` if none."""
     return max(split, key=lambda key: (split[key], key)) if split else ""
+
+
+def traffic_text(split: Mapping[str, object], versions: Mapping[str, str]) -> str:
+    """``90% to deployed model id 7 (version 3), 10% to deployed model id 6``.
+
+    A deployed model's id and a model version's number are both small integers, often side
+    by side: each is named for what it is, largest share first.
+
+    Args:
+        split: Deployed model id -> percent.
+        versions: Deployed model id -> the model version it serves, where known.
+    """
+    parts = []
+    for key, share in sorted(split.items(), key=lambda item: (-float(str(item[1])), item[0])):
+        serves = f" (version {versions[key]})" if versions.get(key) else ""
+        parts.append(f"{share}% to deployed model id {key}{serves}")
+    return ", ".join(parts)

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.same_model import is_same_model
+from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.rules.warm_start import FULL, WARM
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
@@ -159,6 +161,11 @@ def build_summary(
     deployment = _last(outputs, "deploy-model")
     if deployment is not None:
         facts["deployment"] = dict(deployment.parameters)
+    elif registered is not None and state != "SUCCEEDED":
+        aliases = registered.parameters.get("aliases") or []
+        if CHAMPION_ALIAS in aliases:
+            # Promoted, then stopped before its deploy: traffic is on the previous champion.
+            facts["champion_not_deployed"] = str(registered.parameters.get("version_id", ""))
     tuning = _first(outputs, "hp-tune")
     if tuning is not None:
         facts["tuning"] = dict(tuning.artifacts.get("metrics", {}).get("metadata", {}))
@@ -285,6 +292,32 @@ def summarize_run(
     return facts
 
 
+def registration_lines(facts: Mapping[str, Any]) -> list[str]:
+    """``**Registered:** version 3 (aliases champion, default)`` and ``**Deployment:** 100%
+    to deployed model id 2 (version 3)``: a deployed model's id is never read as a version."""
+    lines = []
+    registered = facts.get("registered") or {}
+    version = str(registered.get("version_id") or "")
+    if registered:
+        aliases = ", ".join(str(alias) for alias in registered.get("aliases") or []) or "none"
+        lines.append(f"**Registered:** version {version or '?'} (aliases {aliases})")
+    deployment = facts.get("deployment") or {}
+    if deployment:
+        # The deployed model this run made serves the version it registered.
+        deployed = str(deployment.get("deployed_model_id") or "")
+        versions = {deployed: version} if deployed and version else {}
+        split = traffic_text(deployment.get("traffic") or {}, versions)
+        lines.append(f"**Deployment:** {split or 'no traffic'}")
+    if facts.get("champion_not_deployed"):
+        lines.append(
+            f"**Not deployed:** version {facts['champion_not_deployed']} holds the "
+            f"{CHAMPION_ALIAS} alias, but the run ended before its deploy finished: the endpoint "
+            "still serves the previous version. A local run moves the alias back before it "
+            "starts; on Vertex, move it back in the Model Registry."
+        )
+    return lines
+
+
 def decision_verdict(decision: Mapping[str, Any]) -> str:
     """The decision in a few words: ``new champion``, ``challenger only``, or ``champion
     unchanged`` when the candidate was the champion itself (a re-run of its week)."""
@@ -335,10 +368,7 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             + (f"{int(restarts)}" if isinstance(restarts, int | float) else "unknown")
             + ("" if isinstance(goodput, int | float) else " (the job records no step progress)")
         )
-    if facts.get("registered"):
-        lines.append(f"**Registered:** {facts['registered']}")
-    if facts.get("deployment"):
-        lines.append(f"**Deployment:** {facts['deployment']}")
+    lines += registration_lines(facts)
     cost = facts.get("cost_on_vertex") or {}
     if "unavailable" in cost:
         lines.append(f"**Cost on Vertex:** unavailable: {cost['unavailable']}")

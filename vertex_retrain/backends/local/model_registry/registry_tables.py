@@ -123,4 +123,4 @@ def endpoints_table(db_path: str | os.PathLike[str] | None = None) -> str:
         )
         for record in endpoint_records(db_path)
     ]
-    return format_table(("ENDPOINT", "DEPLOYED", "MODEL", "TRAFFIC", "SERVER", "STATE"), rows)
+    return format_table(("ENDPOINT", "DEPLOYED ID", "MODEL", "TRAFFIC", "SERVER", "STATE"), rows)

@@ -1,0 +1,86 @@
+"""The names people see for a compiled pipeline's tasks: their display names.
+
+kfp.local prints a task by the name the compiler gave it (``register-model-2``: its component's
+name, or its key in its DAG), and a group by the compiler's name (``condition-branches-6``).
+The Vertex AI console shows each task's display name instead (``taskInfo.name``: what
+``set_display_name`` or a group's ``name=`` set). A local run's progress and failure lines
+translate kfp.local's names with :func:`display_names`, so both show the same words.
+
+Only what is shown changes: run folders, the task cache and the run history keep kfp.local's
+names, so giving a task a display name never breaks their continuity.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from vertex_retrain.cli.console import strip_ansi
+
+_COMPONENT_PREFIX = "comp-"
+_INNER_FAILURE = re.compile(
+    r"^(Pipeline '[^']+' finished with status \w+)\. Inner task failed: (.+)\.$"
+)
+# The groups the KFP compiler names (conditions, exit handlers, loops): not the user's words.
+_COMPILER_GROUP = re.compile(r"(condition|condition-branches|exit-handler|for-loop)-\d+")
+
+
+def display_names(spec: Mapping[str, Any]) -> dict[str, str]:
+    """kfp.local's name of each task of ``spec`` -> its display name, where the two differ.
+
+    Args:
+        spec: A compiled pipeline (the dict of its YAML, or ``MessageToDict`` of its
+            protobuf).
+
+    Returns:
+        Both names kfp.local uses for a task (its key in its DAG, and its component's name
+        without ``comp-``, the name of its run folder) -> the task's display name.
+    """
+    components: Mapping[str, Any] = spec.get("components", {})
+    dags = [spec.get("root", {}).get("dag", {})]
+    dags += [component["dag"] for component in components.values() if "dag" in component]
+    names: dict[str, str] = {}
+    for dag in dags:
+        for key, task in dag.get("tasks", {}).items():
+            shown = str(task.get("taskInfo", {}).get("name") or key)
+            component = str(task.get("componentRef", {}).get("name", ""))
+            for name in (key, component.removeprefix(_COMPONENT_PREFIX)):
+                if name and name != shown:
+                    names[name] = shown
+    return names
+
+
+def pipeline_display_names(pipeline: Any) -> dict[str, str]:
+    """:func:`display_names` of a ``@dsl.pipeline`` or a pipeline loaded from its YAML; empty
+    when it carries no compiled spec."""
+    from google.protobuf import json_format
+    from google.protobuf.message import Message
+
+    spec = getattr(pipeline, "pipeline_spec", None)
+    if not isinstance(spec, Message):
+        return {}
+    return display_names(json_format.MessageToDict(spec))
+
+
+def failed_step_line(message: str, names: Mapping[str, str] | None = None) -> str:
+    """kfp.local's failure line with the step's display name and the compiler's group names
+    left out: ``Pipeline 'p' finished with status FAILURE at step 'train' (in
+    'inner-pipeline')``.
+
+    Args:
+        message: kfp.local's error (``... Inner task failed: 'a' inside 'b' ...``).
+        names: kfp.local's task name -> display name (:func:`display_names`).
+    """
+    plain = strip_ansi(message).strip()
+    match = _INNER_FAILURE.match(plain)
+    if not match:
+        return message
+    chain = re.findall(r"'([^']+)'", match[2])
+    if not chain:
+        return message
+    step = (names or {}).get(chain[0], chain[0])
+    # The pipelines the step ran in, by their own names; the groups between are left out.
+    nested = [name for name in chain[1:] if not _COMPILER_GROUP.fullmatch(name)]
+    where = f" (in {', '.join(repr(name) for name in nested)})" if nested else ""
+    return f"{match[1]} at step {step!r}{where}"

@@ -91,9 +91,8 @@ def _descriptors() -> Any:
         ],
     )
     leaf = descriptor_pb2.DescriptorProto(name="Leaf", field=[_field("v", 1, F.TYPE_STRING)])
-    kind = descriptor_pb2.EnumDescriptorProto(
-        name="Kind", value=[descriptor_pb2.EnumValueDescriptorProto(name="KIND_UNSPECIFIED", number=0)]
-    )
+    unspecified = descriptor_pb2.EnumValueDescriptorProto(name="KIND_UNSPECIFIED", number=0)
+    kind = descriptor_pb2.EnumDescriptorProto(name="Kind", value=[unspecified])
     pool.Add(
         descriptor_pb2.FileDescriptorProto(
             name="t.proto",
@@ -208,5 +207,5 @@ def test_table_from_json_refuses_a_damaged_table_naming_what(change: Any, messag
 
 
 def test_table_from_json_refuses_what_is_not_a_mapping() -> None:
-    with pytest.raises(ValueError, match="^not a field table: "):
+    with pytest.raises(ValueError, match=r"^not a field table: "):
         table_from_json([])  # type: ignore[arg-type]

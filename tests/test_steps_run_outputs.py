@@ -149,3 +149,58 @@ def test_read_task_outputs_local_marks_a_task_reused_from_the_cache(tmp_path: Pa
         "ran": False,
         "cached": True,
     }
+
+
+def test_read_task_outputs_vertex_finds_tasks_reported_by_display_name_or_key() -> None:
+    from vertex_retrain.backends.vertex.pipeline_runs import task_keys
+    from vertex_retrain.cli.compiling import compile_to_dict
+    from vertex_retrain.pipelines import catalog
+
+    spec = compile_to_dict(catalog.pipeline_by_name("weekly-retraining"))
+    keys, by_display_name = task_keys(spec)
+    named = {key: name for name, key in by_display_name.items()}
+    # The weekly template names its tasks for people: keys and display names differ.
+    assert named["register-model"] == "register-champion"
+    assert "register-model" in keys and "register-champion" not in keys
+    execution = aiplatform_v1.Execution
+    details = [
+        aiplatform_v1.PipelineTaskDetail(
+            task_name=named["register-model"],
+            execution=execution(metadata={"output:version_id": "4"}),
+        ),
+        aiplatform_v1.PipelineTaskDetail(  # reported by its key
+            task_name="evaluate-model",
+            execution=execution(metadata={"output:is_better": True, "output:reason": "better"}),
+        ),
+        aiplatform_v1.PipelineTaskDetail(  # in no DAG (the pipeline's own task): as reported
+            task_name="weekly-retraining",
+            execution=execution(metadata={"output:x": 1}),
+        ),
+    ]
+    job = SimpleNamespace(task_details=details, pipeline_spec=spec)
+    outputs = read_task_outputs(
+        backend=VertexBackend("p", "asia-east1", pipeline_job_getter=lambda _: job),
+        pipeline_root="gs://p/root",
+        run_name="weekly-3",
+    )
+    assert sorted(outputs) == ["evaluate-model", "register-model", "weekly-retraining"]
+    summary = build_summary(
+        outputs, run_name="weekly-3", state="SUCCEEDED", error_message="",
+        job_shape={}, expected_training_hours=2.0,
+    )  # fmt: skip
+    assert summary["registered"] == {"version_id": "4"}
+    assert summary["decision"]["reason"] == "better"
+
+
+def test_task_keys_reads_nested_dags_and_leaves_unnamed_tasks_alone() -> None:
+    from vertex_retrain.backends.vertex.pipeline_runs import task_keys
+
+    spec = {
+        "root": {"dag": {"tasks": {"a": {"taskInfo": {"name": "first"}}, "b": {}}}},
+        "components": {
+            "comp-condition-2": {"dag": {"tasks": {"c-2": {"taskInfo": {"name": "third"}}}}},
+            "comp-leaf": {"executorLabel": "exec-leaf"},
+        },
+    }
+    assert task_keys(spec) == ({"a", "b", "c-2"}, {"first": "a", "third": "c-2"})
+    assert task_keys({}) == (set(), {})

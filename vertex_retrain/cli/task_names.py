@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vertex_retrain.cli.console import strip_ansi
+from vertex_retrain.compiled_dags import dag_tasks
 
 _COMPONENT_PREFIX = "comp-"
 _INNER_FAILURE = re.compile(
@@ -37,17 +38,13 @@ def display_names(spec: Mapping[str, Any]) -> dict[str, str]:
         Both names kfp.local uses for a task (its key in its DAG, and its component's name
         without ``comp-``, the name of its run folder) -> the task's display name.
     """
-    components: Mapping[str, Any] = spec.get("components", {})
-    dags = [spec.get("root", {}).get("dag", {})]
-    dags += [component["dag"] for component in components.values() if "dag" in component]
     names: dict[str, str] = {}
-    for dag in dags:
-        for key, task in dag.get("tasks", {}).items():
-            shown = str(task.get("taskInfo", {}).get("name") or key)
-            component = str(task.get("componentRef", {}).get("name", ""))
-            for name in (key, component.removeprefix(_COMPONENT_PREFIX)):
-                if name and name != shown:
-                    names[name] = shown
+    for key, task in dag_tasks(spec):
+        shown = str(task.get("taskInfo", {}).get("name") or key)
+        component = str(task.get("componentRef", {}).get("name", ""))
+        for name in (key, component.removeprefix(_COMPONENT_PREFIX)):
+            if name and name != shown:
+                names[name] = shown
     return names
 
 

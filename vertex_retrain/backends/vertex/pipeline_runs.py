@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vertex_retrain.backends.base import TaskOutputs
+from vertex_retrain.compiled_dags import dag_tasks
 
 PipelineJobGetter = Callable[[str], Any]
 """Fetches a PipelineJob (with ``task_details``) by its resource name."""
@@ -35,6 +36,7 @@ def read_vertex_task_outputs(
     """
     getter = job_getter or default_pipeline_job_getter(project, location)
     job = getter(f"projects/{project}/locations/{location}/pipelineJobs/{run_name}")
+    keys, by_display_name = task_keys(plain(getattr(job, "pipeline_spec", None) or {}))
     outputs: dict[str, TaskOutputs] = {}
     for detail in job.task_details:
         task = TaskOutputs(cached=reused_from_cache(detail))
@@ -50,8 +52,28 @@ def read_vertex_task_outputs(
                     "metadata": plain(artifact.metadata or {}),
                 }
         if task.parameters or task.artifacts:
-            outputs[detail.task_name] = task
+            name = str(detail.task_name)
+            outputs[name if name in keys else by_display_name.get(name, name)] = task
     return outputs
+
+
+def task_keys(pipeline_spec: Mapping[str, Any]) -> tuple[set[str], dict[str, str]]:
+    """The task keys of a compiled pipeline, and each task's display name -> its key.
+
+    The summary knows tasks by key (``register-model-2``); a task detail names its task
+    "as defined in pipeline_spec" (aiplatform_v1), which may be the display name
+    (``taskInfo.name``, ``register-champion``) that the templates set. Read both ways, the
+    outputs are found whichever Vertex reports. Tasks inside condition groups and nested
+    pipelines are in the components' DAGs.
+    """
+    keys: set[str] = set()
+    by_display_name: dict[str, str] = {}
+    for key, task in dag_tasks(pipeline_spec):
+        keys.add(key)
+        display_name = task.get("taskInfo", {}).get("name")
+        if isinstance(display_name, str) and display_name != key:
+            by_display_name.setdefault(display_name, key)
+    return keys, by_display_name
 
 
 def reused_from_cache(detail: Any) -> bool:

@@ -209,3 +209,17 @@ def test_table_from_json_refuses_a_damaged_table_naming_what(change: Any, messag
 def test_table_from_json_refuses_what_is_not_a_mapping() -> None:
     with pytest.raises(ValueError, match=r"^not a field table: "):
         table_from_json([])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("label", "repeated"), [(3, True), (1, False)])
+def test_proto_field_reads_repeated_from_the_label_on_protobuf_before_6(
+    label: int, repeated: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from vertex_retrain.specs.proto_fields import _field
+
+    old = SimpleNamespace(  # protobuf < 6: no is_repeated, only label
+        name="args", json_name="args", type=9, message_type=None, label=label, LABEL_REPEATED=3
+    )
+    assert _field(old) == ProtoField("args", "args", "scalar", "", repeated, "string")

@@ -129,3 +129,23 @@ def test_with_local_as_of_ends_a_weekly_snapshot_table_at_the_next_period_start(
     assert chosen["as_of"] == "2026-09-07"
     daily = {**arguments, "dataset_declaration": DATASET}
     assert with_local_as_of(daily, io.StringIO(), now=NOW)["as_of"] == "2026-09-01"
+
+
+@pytest.mark.parametrize(
+    ("now", "as_of", "in_progress"),
+    [
+        # The data's newest row is in the week of Monday 2023-01-16 (it ends on the 22nd).
+        (dt.datetime(2023, 1, 22, 23, 59, tzinfo=dt.UTC), "2023-01-16", True),
+        (dt.datetime(2023, 1, 23, 0, 30, tzinfo=dt.UTC), "2023-01-23", False),
+    ],
+)
+def test_with_local_as_of_leaves_out_a_week_still_in_progress(
+    local_data: Path, now: dt.datetime, as_of: str, in_progress: bool
+) -> None:
+    declaration = CHAIN.COMMON["dataset_declaration"]
+    arguments = {"as_of": "", "data_uri": CHAIN.DATA_URI, "dataset_declaration": declaration}
+    out = io.StringIO()
+    assert with_local_as_of(arguments, out, now=now)["as_of"] == as_of
+    said = out.getvalue()
+    assert ("the period from 2023-01-16 is still in progress and left out" in said) is in_progress
+    assert ("replays the newest complete period" in said) is in_progress

@@ -5,7 +5,8 @@
 and exit 2, and so, for a local run, is one before the local data starts.
 
 A local run without ``as_of`` replays the newest period of its local data (the day after the
-newest row, at most today) and says so. The run's own date is what a manual Vertex
+newest row's period) and says so; while that period is still in progress, the complete one
+before it (as a schedule at the period's start would). The run's own date is what a manual Vertex
 run uses; locally it would find the sample data, generated for 2023, years old, and the data
 gate would rightly stop every run for a missing latest period.
 """
@@ -80,6 +81,15 @@ def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datet
     return min(firsts), max(lasts)
 
 
+def _period_start(arguments: Mapping[str, Any], newest: dt.datetime) -> dt.date:
+    """The first day of the declared period that holds ``newest``."""
+    from vertex_retrain.contracts.dataset import parse_dataset_declaration
+
+    return parse_dataset_declaration(arguments.get("dataset_declaration")).table.period_start(
+        newest
+    )
+
+
 def _end_of_period(arguments: Mapping[str, Any], newest: dt.datetime) -> dt.date:
     """The first day after the declared period that holds ``newest``: the ``as_of`` a schedule
     at the start of the next period would use (a weekly table dated on Mondays gives the next
@@ -87,7 +97,7 @@ def _end_of_period(arguments: Mapping[str, Any], newest: dt.datetime) -> dt.date
     from vertex_retrain.contracts.dataset import parse_dataset_declaration
 
     table = parse_dataset_declaration(arguments.get("dataset_declaration")).table
-    return table.period_start(newest) + dt.timedelta(days=table.period_days)
+    return _period_start(arguments, newest) + dt.timedelta(days=table.period_days)
 
 
 def with_local_as_of(
@@ -111,11 +121,20 @@ def with_local_as_of(
         today = (now or dt.datetime.now(dt.UTC)).astimezone(zone(time_zone)).date()
     except DataWindowError:
         return chosen  # data_window reports the zone
-    date = min(_end_of_period(chosen, span[1]), today)
-    chosen["as_of"] = date.isoformat()
+    end = _end_of_period(chosen, span[1])
+    newest = "newest period"
+    detail = f"newest row {span[1].isoformat(sep=' ')}"
+    if end > today:
+        # The newest period is still in progress: its rows are left out of any window, so the
+        # run replays the complete period before it, with the as_of a schedule at the start of
+        # the period uses (today's date would name the same week differently).
+        end = min(_period_start(chosen, span[1]), today)
+        newest = "newest complete period"
+        detail += f"; the period from {end.isoformat()} is still in progress and left out"
+    chosen["as_of"] = end.isoformat()
     print(
-        f"as_of not given: this local run replays the newest period of its data, "
-        f"as_of={chosen['as_of']} (newest row {span[1].isoformat(sep=' ')}); "
+        f"as_of not given: this local run replays the {newest} of its data, "
+        f"as_of={chosen['as_of']} ({detail}); "
         "pass --param as_of=YYYY-MM-DD to choose the week",
         file=out,
     )

@@ -205,3 +205,39 @@ def test_pipeline_cost_estimate_unknown_when_any_step_is_and_empty_without_steps
 )  # fmt: skip
 def test_format_money_two_decimals_below_a_hundred(amount: float | None, shown: str) -> None:
     assert format_money(amount, "USD") == shown
+
+
+def test_price_line_to_dict_holds_every_attribute() -> None:
+    assert BUNDLE.to_dict() == {
+        "item": "a2-highgpu-1g",
+        "units": 3,
+        "includes": "1 NVIDIA_TESLA_A100",
+        "on_demand": NOTED.to_dict(),
+        "spot": ASSUMED.to_dict(),
+    }
+
+
+@pytest.mark.parametrize(
+    ("machine", "carried"),
+    [
+        ("g2-standard-8", "1 NVIDIA_L4"),
+        ("ct5lp-hightpu-4t", "4 TPU v5e chips"),
+        ("cloud-tpu", "its accelerators"),  # the catalog records no chips per host for it
+    ],
+)
+def test_pool_lines_say_what_a_machine_s_price_covers(machine: str, carried: str) -> None:
+    from vertex_retrain.specs.machine_catalog import load_catalog
+    from vertex_retrain.specs.price_lines import _carried
+
+    assert _carried(machine, load_catalog()) == carried
+
+
+@pytest.mark.parametrize(
+    ("gpus", "efficiency"), [(0, 1.0), (1, 1.0), (2, 0.85), (8, 0.85), (9, 0.60)]
+)
+def test_default_efficiency_steps_down_after_one_and_after_eight_gpus(
+    gpus: int, efficiency: float
+) -> None:
+    from vertex_retrain.specs.cost import default_efficiency
+
+    assert default_efficiency(gpus) == efficiency

@@ -255,7 +255,7 @@ def _derived_figure(
     return PriceFigure(
         amount=round(amount * rules.multiplier, 8),
         basis="derived",
-        source=f"{source} x {rules.multiplier:g}",
+        source=f"{source} x {rules.multiplier:g}".strip(),
         as_of=rules.source_dates.get(source, "undated"),
         assumption=assumption,
         note=note,

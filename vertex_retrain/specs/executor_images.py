@@ -62,7 +62,7 @@ def training_image(uri: str, catalog: ContainerCatalog) -> PrebuiltImage | None:
         framework=named.distribution,
         version=named.version,
         python=named.python,
-        accelerator="gpu" if named.accelerator == "gpu" else named.accelerator,
+        accelerator=named.accelerator,
         cuda=None,
         end_of_patch=None,
         end_of_availability=None,

@@ -128,3 +128,49 @@ def test_job_validation_refuses_a_display_name_over_128_characters() -> None:
     assert validate_custom_job(payload(LONGEST)) == []
     (problem,) = validate_custom_job(payload(TOO_LONG))
     assert problem.field == "displayName" and problem.code == "display-name"
+
+
+def _said(problem: Any) -> tuple[Any, ...]:
+    return (problem.field, problem.value, problem.message, problem.alternatives, problem.code)
+
+
+@pytest.mark.parametrize("value", [None, 7, "", "   "])
+def test_display_name_problems_say_a_model_needs_a_name(value: Any) -> None:
+    assert [_said(p) for p in display_name_problems({"model_display_name": value})] == [
+        ("--param model_display_name", value, "Vertex needs a display name here.", ("my-model",),
+         "name"),
+    ]  # fmt: skip
+
+
+def test_display_name_problems_say_an_endpoint_name_must_be_text() -> None:
+    assert [_said(p) for p in display_name_problems({"endpoint_display_name": None})] == [
+        ("--param endpoint_display_name", None, "Vertex needs a display name here.",
+         ("my-model",), "name"),
+    ]  # fmt: skip
+
+
+def test_display_name_problems_name_the_length_and_the_limit() -> None:
+    assert [_said(p) for p in display_name_problems({"endpoint_display_name": TOO_LONG})] == [
+        ("--param endpoint_display_name", TOO_LONG,
+         "129 characters; Vertex takes at most 128 in this display name.",
+         ("a name of 1 to 128 characters",), "name"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("length", "refused"), [(117, False), (118, True)])
+def test_display_name_problems_leave_room_for_the_evaluation_job_s_suffix(
+    length: int, refused: bool
+) -> None:
+    name = "abcdefghij" * 12
+    name = name[:length]
+    arguments = {"model_display_name": name, "endpoint_display_name": name}
+    problems = display_name_problems(arguments, evaluation_job=True)
+    expected = [
+        ("--param model_display_name", name,
+         f"{length} characters; Vertex takes at most 117 in this display name (its evaluation "
+         "job is named abcdefgh...-evaluation).",
+         ("a name of 1 to 117 characters",), "name"),
+    ]  # fmt: skip
+    assert [_said(p) for p in problems] == (expected if refused else [])
+    # Without an evaluation job, or for the endpoint, the whole 128 characters are free.
+    assert display_name_problems(arguments) == []

@@ -110,7 +110,7 @@ def check_machine_spec(spec: Any, path: str, catalog: Catalog, *, today: _dt.dat
         ]
     machine = catalog.machine(name)
     if machine is None:
-        close = difflib.get_close_matches(name, list(catalog.machines), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(catalog.machines))  # 3 at most, 0.6 alike
         return [
             error(
                 f"{path}.machineType",
@@ -188,7 +188,7 @@ def _check_accelerator(
     acc_path, count_path = f"{path}.acceleratorType", f"{path}.acceleratorCount"
     live_n1 = [a for a in catalog.n1_gpus if a not in catalog.retired]
     if acc not in catalog.accelerator_enum:
-        close = difflib.get_close_matches(acc, catalog.accelerator_enum, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(acc, catalog.accelerator_enum, cutoff=0.5)  # 3 at most
         return [error(acc_path, acc, "Not a Vertex AI AcceleratorType.", close, code="unknown-gpu")]
     retirement = catalog.retired.get(acc)
     if retirement is not None:

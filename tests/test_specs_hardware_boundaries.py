@@ -154,3 +154,12 @@ def test_check_machine_spec_n1_host_of_equal_vcpus_is_the_one_with_less_memory()
     catalog = dataclasses.replace(catalog, machines=machines, min_vcpus_per_gpu=8)
     alternatives = _alternatives("e2-standard-8", T4, 2, catalog, code="gpu-family")
     assert alternatives == ("machineType n1-standard-16",)
+
+
+def test_check_machine_spec_n1_host_comes_before_the_machines_that_carry_the_gpu() -> None:
+    catalog = load_catalog()
+    # A catalog in which one machine type also comes with a T4.
+    bundled = {**catalog.bundled_gpus, "g2-standard-8": (T4, 1)}
+    catalog = dataclasses.replace(catalog, bundled_gpus=bundled)
+    alternatives = _alternatives("e2-standard-8", T4, 1, catalog, code="gpu-family")
+    assert alternatives == ("machineType n1-standard-4", "machineType g2-standard-8")

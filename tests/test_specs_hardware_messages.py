@@ -387,3 +387,34 @@ def test_check_machine_spec_machine_too_small_for_its_gpus_in_words(
 )
 def test_check_machine_spec_machine_just_big_enough_for_its_gpus(machine: str, count: int) -> None:
     assert _problems(_spec(machine, T4, count)) == []
+
+
+def test_check_machine_spec_close_accelerator_names_half_alike() -> None:
+    (problem,) = _problems(_spec("n1-standard-4", "B200", 1))
+    assert problem.alternatives == ("NVIDIA_B200", "NVIDIA_GB200")
+
+
+def test_check_machine_spec_reports_the_topology_beside_the_gpu_problems() -> None:
+    problems = _problems(_spec("n1-standard-8", T4, 3, tpuTopology="2x2"))
+    assert [(p.field, p.code) for p in problems] == [
+        ("m.tpuTopology", "tpu-topology"),
+        ("m.acceleratorCount", "gpu-count"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("machine", "smaller"),
+    [
+        ("n1-standard-96", "n1-standard-32"),  # 96 vCPUs: exactly the cap of four T4s
+        ("n1-highmem-96", "n1-highmem-32"),  # 96 vCPUs and 624 GB: exactly that cap
+    ],
+)
+def test_check_machine_spec_too_big_suggests_a_count_whose_cap_it_meets(
+    machine: str, smaller: str
+) -> None:
+    (problem,) = _problems(_spec(machine, T4, 1))
+    assert problem.alternatives == ("acceleratorCount 4", f"{smaller} or smaller")
+
+
+def test_check_machine_spec_machine_exactly_on_the_cap_passes() -> None:
+    assert _problems(_spec("n1-highmem-96", T4, 4)) == []

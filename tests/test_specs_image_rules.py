@@ -60,7 +60,7 @@ def test_pool_env_reads_named_variables_as_strings() -> None:
     assert pool_env(_package("i", env=env[:1])) == {"A": "1"}
 
 
-@pytest.mark.parametrize("env", [None, {"A": "1"}, "A=1"])
+@pytest.mark.parametrize("env", [None, {"A": "1"}, "A=1", 5])
 def test_pool_env_other_than_a_list_is_empty(env: Any) -> None:
     assert pool_env(_container("i", env=env)) == {}
 

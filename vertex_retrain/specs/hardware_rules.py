@@ -172,12 +172,11 @@ def check_machine_spec(spec: Any, path: str, catalog: Catalog, *, today: _dt.dat
                 )
             )
         return problems
-    problems += _check_accelerator(spec, path, catalog, machine, str(accelerator), count, today)
+    problems += _check_accelerator(path, catalog, machine, str(accelerator), count, today)
     return problems
 
 
 def _check_accelerator(
-    spec: Mapping[str, Any],
     path: str,
     catalog: Catalog,
     machine: MachineType,

@@ -117,7 +117,7 @@ def check_tpu_pools(
                 )
             )
     first = mapping(pools[0])  # a TPU was found: there is a pool [0]
-    replicas = as_int(first.get("replicaCount", 1))
+    replicas = as_int(first.get("replicaCount"))  # None when missing: one replica
     if tpu_indexes[0] == 0 and replicas not in (None, 1):
         problems.append(
             error(

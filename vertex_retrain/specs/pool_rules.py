@@ -36,7 +36,7 @@ def gpu_count(pool: Any) -> int:
     acc = spec.get("acceleratorType")
     if not isinstance(acc, str) or not acc.startswith("NVIDIA_"):
         return 0
-    return as_int(spec.get("acceleratorCount", 0)) or 0
+    return as_int(spec.get("acceleratorCount")) or 0  # none given: no GPUs
 
 
 def _available_executor_image() -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from vertex_retrain.specs.hardware_rules import check_machine_spec
-from vertex_retrain.specs.machine_catalog import Catalog, Retirement, load_catalog
+from vertex_retrain.specs.machine_catalog import Catalog, MachineType, Retirement, load_catalog
 
 TODAY = dt.date(2026, 11, 29)
 V100 = "NVIDIA_TESLA_V100"
@@ -163,3 +163,24 @@ def test_check_machine_spec_n1_host_comes_before_the_machines_that_carry_the_gpu
     catalog = dataclasses.replace(catalog, bundled_gpus=bundled)
     alternatives = _alternatives("e2-standard-8", T4, 1, catalog, code="gpu-family")
     assert alternatives == ("machineType n1-standard-4", "machineType g2-standard-8")
+
+
+def test_check_machine_spec_starved_gpus_in_a_series_of_small_machines_get_an_n1_standard() -> None:
+    catalog = load_catalog()
+    tiny = MachineType("n1-tiny-2", "n1", "n1-tiny", 2, 7.5)  # a series with nothing bigger
+    catalog = dataclasses.replace(catalog, machines={**catalog.machines, tiny.name: tiny})
+    assert _alternatives(tiny.name, T4, 1, catalog, code="gpu-machine-too-small") == (
+        "n1-standard-4",
+    )
+
+
+@pytest.mark.parametrize(("vcpus", "memory"), [(None, None), (2, None), (None, 500.0)])
+def test_check_machine_spec_n1_machine_of_unknown_size_is_not_judged(
+    vcpus: int | None, memory: float | None
+) -> None:
+    # Two vCPUs would starve a T4 and 500 GB exceed its cap: unknown the other half, no verdict.
+    catalog = load_catalog()
+    odd = MachineType("n1-odd-2", "n1", "n1-odd", vcpus, memory)
+    catalog = dataclasses.replace(catalog, machines={**catalog.machines, odd.name: odd})
+    spec = {"machineType": odd.name, "acceleratorType": T4, "acceleratorCount": 1}
+    assert check_machine_spec(spec, "m", catalog, today=TODAY) == []

@@ -300,8 +300,10 @@ def _check_n1_gpu(
                 code="gpu-count",
             )
         ]
+    vcpus, memory = machine.vcpus, machine.memory_gb
+    if vcpus is None or memory is None:
+        return []  # a size the catalog does not know cannot be held against the caps
     max_vcpus, max_memory = caps[count]
-    vcpus, memory = machine.vcpus or 0, machine.memory_gb or 0.0
     if not _fits(machine, caps[count]):
         # The counts whose cap fits the machine, fewest GPUs first.
         alternatives = [f"acceleratorCount {c}" for c in counts if _fits(machine, caps[c])][:2]

@@ -40,9 +40,12 @@ def _smallest_with(catalog: Catalog, series: str, min_vcpus: float) -> MachineTy
     bigger = [
         m
         for m in catalog.machines.values()
-        if m.series == series and m.vcpus is not None and m.vcpus >= min_vcpus
+        if m.series == series
+        and m.vcpus is not None
+        and m.memory_gb is not None
+        and m.vcpus >= min_vcpus
     ]
-    return min(bigger, key=lambda m: (m.vcpus, m.memory_gb or 0), default=None)
+    return min(bigger, key=lambda m: (m.vcpus, m.memory_gb), default=None)
 
 
 def _n1_host_for(catalog: Catalog, acc: str, count: int) -> MachineType | None:
@@ -51,9 +54,15 @@ def _n1_host_for(catalog: Catalog, acc: str, count: int) -> MachineType | None:
     valid = min((c for c in caps if c >= count), default=max(caps))
     needed = max(catalog.min_vcpus_per_gpu_machine, math.ceil(valid * catalog.min_vcpus_per_gpu))
     host = _smallest_with(catalog, "n1-standard", needed)
-    if host is None or (host.vcpus or 0) > caps[valid][0]:
-        return None
-    return host
+    return host if host is not None and _fits(host, caps[valid]) else None
+
+
+def _fits(machine: MachineType, cap: tuple[int, float]) -> bool:
+    """Whether ``machine`` stays within an n1 GPU count's (vCPUs, GB) cap; an unknown size fits."""
+    max_vcpus, max_memory = cap
+    return (machine.vcpus is None or machine.vcpus <= max_vcpus) and (
+        machine.memory_gb is None or machine.memory_gb <= max_memory
+    )
 
 
 def _carriers(catalog: Catalog, accelerator: str, count: int | None) -> list[str]:
@@ -68,11 +77,7 @@ def _n1_alternatives(catalog: Catalog, machine: MachineType) -> list[str]:
     for acc, caps in catalog.n1_gpus.items():
         if acc in catalog.retired:
             continue
-        counts = [
-            c
-            for c, (v, mem) in sorted(caps.items())
-            if (machine.vcpus or 0) <= v and (machine.memory_gb or 0) <= mem
-        ]
+        counts = [c for c, cap in sorted(caps.items()) if _fits(machine, cap)]
         if counts:
             out.append(f"acceleratorType {acc} with acceleratorCount {counts[0]}")
     return out
@@ -105,7 +110,7 @@ def check_machine_spec(spec: Any, path: str, catalog: Catalog, *, today: _dt.dat
         ]
     machine = catalog.machine(name)
     if machine is None:
-        close = difflib.get_close_matches(name, list(catalog.machines), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(catalog.machines))  # 3 at most, 0.6 alike
         return [
             error(
                 f"{path}.machineType",
@@ -167,12 +172,11 @@ def check_machine_spec(spec: Any, path: str, catalog: Catalog, *, today: _dt.dat
                 )
             )
         return problems
-    problems += _check_accelerator(spec, path, catalog, machine, str(accelerator), count, today)
+    problems += _check_accelerator(path, catalog, machine, str(accelerator), count, today)
     return problems
 
 
 def _check_accelerator(
-    spec: Mapping[str, Any],
     path: str,
     catalog: Catalog,
     machine: MachineType,
@@ -183,7 +187,7 @@ def _check_accelerator(
     acc_path, count_path = f"{path}.acceleratorType", f"{path}.acceleratorCount"
     live_n1 = [a for a in catalog.n1_gpus if a not in catalog.retired]
     if acc not in catalog.accelerator_enum:
-        close = difflib.get_close_matches(acc, catalog.accelerator_enum, n=3, cutoff=0.5)
+        close = difflib.get_close_matches(acc, catalog.accelerator_enum, cutoff=0.5)  # 3 at most
         return [error(acc_path, acc, "Not a Vertex AI AcceleratorType.", close, code="unknown-gpu")]
     retirement = catalog.retired.get(acc)
     if retirement is not None:
@@ -296,14 +300,13 @@ def _check_n1_gpu(
                 code="gpu-count",
             )
         ]
+    vcpus, memory = machine.vcpus, machine.memory_gb
+    if vcpus is None or memory is None:
+        return []  # a size the catalog does not know cannot be held against the caps
     max_vcpus, max_memory = caps[count]
-    vcpus, memory = machine.vcpus or 0, machine.memory_gb or 0.0
-    if vcpus > max_vcpus or memory > max_memory:
-        alternatives = [
-            f"acceleratorCount {c}"
-            for c in counts
-            if c > count and vcpus <= caps[c][0] and memory <= caps[c][1]
-        ][:2]
+    if not _fits(machine, caps[count]):
+        # The counts whose cap fits the machine, fewest GPUs first.
+        alternatives = [f"acceleratorCount {c}" for c in counts if _fits(machine, caps[c])][:2]
         smaller = _largest_fitting(catalog, machine.series, max_vcpus, max_memory)
         if smaller is not None:
             alternatives.append(f"{smaller.name} or smaller")

@@ -75,8 +75,7 @@ def check_gpu_image(pool: Any, pool_path: str) -> list[Problem]:
         return []
     path = f"{pool_path}.{suffix}"
     if _PREBUILT.search(lowered):
-        if "gpu" in lowered:
-            return []
+        # Google's own images say their build in the name: -gpu. or -tpu. are fine here.
         if "-cpu." in lowered:
             return [
                 warning(

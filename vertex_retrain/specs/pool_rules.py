@@ -36,7 +36,7 @@ def gpu_count(pool: Any) -> int:
     acc = spec.get("acceleratorType")
     if not isinstance(acc, str) or not acc.startswith("NVIDIA_"):
         return 0
-    return as_int(spec.get("acceleratorCount", 0)) or 0
+    return as_int(spec.get("acceleratorCount")) or 0  # none given: no GPUs
 
 
 def _available_executor_image() -> str:
@@ -205,7 +205,7 @@ def _check_role_two(pools: Sequence[Any], path: str) -> list[Problem]:
     if len(pools) < 3 or not mapping(pools[2]):
         return []
     third = mapping(pools[2])
-    workers = mapping(pools[1]) if len(pools) > 1 else {}
+    workers = mapping(pools[1])  # there is a pool [2], so a pool [1]
     if not is_reduction_server(third):
         if not workers:
             return [
@@ -220,21 +220,22 @@ def _check_role_two(pools: Sequence[Any], path: str) -> list[Problem]:
             ]
         return []
     problems: list[Problem] = []
-    if gpu_count(third) or mapping(third.get("machineSpec")).get("acceleratorType"):
+    accelerator = mapping(third.get("machineSpec")).get("acceleratorType")
+    if accelerator:  # any accelerator named, whatever its count
         problems.append(
             error(
                 f"{path}[2].machineSpec.acceleratorType",
-                mapping(third.get("machineSpec")).get("acceleratorType"),
+                accelerator,
                 "The Reduction Server runs on CPUs only; GPUs there are wasted money.",
                 ["remove acceleratorType and acceleratorCount", "machineType n1-highcpu-16"],
                 code="reduction-server-gpu",
             )
         )
-    if not workers or not gpu_count(workers):
+    if not gpu_count(workers):  # no workers, or CPU workers
         problems.append(
             error(
                 f"{path}[1]",
-                mapping(workers.get("machineSpec")).get("machineType") if workers else None,
+                mapping(workers.get("machineSpec")).get("machineType"),
                 "A Reduction Server reduces gradients of GPU workers; pool [1] has no GPU workers.",
                 [
                     f"GPU workers in {path}[1], e.g. n1-standard-16 with 2 × NVIDIA_TESLA_V100",

@@ -29,7 +29,7 @@ def check_tpu_machine(
             ]
         pod = tpu.pod_multiple or 32
         if count != tpu.single_device_count and (count <= 0 or count % pod):
-            next_pod = max(pod, math.ceil(max(count, 1) / pod) * pod)
+            next_pod = pod * max(1, math.ceil(count / pod))
             return [
                 error(
                     f"{path}.acceleratorCount",
@@ -116,8 +116,8 @@ def check_tpu_pools(
                     code="tpu-pools",
                 )
             )
-    first = mapping(pools[0]) if pools else {}
-    replicas = as_int(first.get("replicaCount", 1))
+    first = mapping(pools[0])  # a TPU was found: there is a pool [0]
+    replicas = as_int(first.get("replicaCount"))  # None when missing: one replica
     if tpu_indexes[0] == 0 and replicas not in (None, 1):
         problems.append(
             error(
@@ -128,7 +128,7 @@ def check_tpu_pools(
                 code="tpu-replicas",
             )
         )
-    hosts = tpu_hosts(first.get("machineSpec"), catalog) or 0
+    hosts = tpu_hosts(first.get("machineSpec"), catalog) or 1  # not a TPU: one machine
     if strategy == "SPOT" and hosts > 1:
         problems.append(
             error(

@@ -3,6 +3,8 @@ price book): the line table, the legend, the Spot fallback, a job's and a pipeli
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vertex_retrain.specs.cost import (
@@ -241,3 +243,150 @@ def test_default_efficiency_steps_down_after_one_and_after_eight_gpus(
     from vertex_retrain.specs.cost import default_efficiency
 
     assert default_efficiency(gpus) == efficiency
+
+
+def test_merge_lines_adds_units_of_the_same_item_priced_the_same_way() -> None:
+    twin = PriceLine("n1-standard-8", 2, QUOTED, ASSUMED)
+    other_price = PriceLine("n1-standard-8", 4, NOTED, ASSUMED)
+    from vertex_retrain.specs.price_lines import merge_lines
+
+    assert merge_lines([MACHINE, GPU, twin, other_price, GPU]) == (
+        PriceLine("n1-standard-8", 3, QUOTED, ASSUMED),
+        PriceLine("NVIDIA_TESLA_T4", 4, NOTED, UNKNOWN),
+        other_price,
+    )
+    assert merge_lines([]) == ()
+
+
+def test_unknown_items_name_each_unknown_figure() -> None:
+    from vertex_retrain.specs.price_lines import unknown_items
+
+    unknown_both = PriceLine("tpu", 1, UNKNOWN, UNKNOWN)
+    assert unknown_items([MACHINE, GPU, unknown_both]) == [
+        "NVIDIA_TESLA_T4 Spot",
+        "tpu on-demand",
+        "tpu Spot",
+    ]
+
+
+def test_cited_sources_list_each_cited_source_and_the_rule_when_derived() -> None:
+    from vertex_retrain.specs.price_lines import cited_sources
+    from vertex_retrain.specs.prices import load_prices
+
+    book = load_prices()
+    quoted_only = PriceLine("m", 1, PriceFigure(1.0, "quoted", "S1, S3"), UNKNOWN)
+    assert cited_sources([quoted_only], book) == (("S1", book.sources["S1"]),
+                                                  ("S3", book.sources["S3"]))  # fmt: skip
+    derived_spot = PriceLine("m", 1, UNKNOWN, PriceFigure(0.1, "derived", "S2 x 1.15"))
+    assert cited_sources([derived_spot], book) == (
+        ("S2", book.sources["S2"]),
+        (f"x {book.multiplier:g}", book.rule),
+    )
+    assert cited_sources([PriceLine("m", 1, UNKNOWN, UNKNOWN)], book) == ()
+
+
+def test_pipeline_cost_estimate_of_one_step_takes_its_currency() -> None:
+    pipeline = estimate_pipeline_cost([_estimate(1)], label="one")
+    assert pipeline.to_dict()["currency"] == "EUR"
+    assert pipeline.describe().endswith("one total: 2.00 h, 2.00 GPU-hours, on-demand 10.00 EUR, "
+                                        "Spot 3.00 EUR")  # fmt: skip
+
+
+def _gpu_pool(replicas: int) -> dict[str, object]:
+    return {
+        "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                        "acceleratorCount": 2},
+        "replicaCount": replicas,
+        "containerSpec": {"imageUri": "europe-docker.pkg.dev/p/r/t@sha256:" + "0" * 64},
+    }  # fmt: skip
+
+
+def test_estimate_job_cost_counts_every_replica_s_gpus_and_takes_the_given_efficiency() -> None:
+    from vertex_retrain.specs.cost import estimate_job_cost
+
+    payload = {"displayName": "train", "jobSpec": {"workerPoolSpecs": [_gpu_pool(1), _gpu_pool(3)]}}
+    estimate = estimate_job_cost(payload, 8.0, efficiency=0.5, location="us-central1")
+    assert estimate.gpus == 8  # 2 GPUs x (1 + 3) replicas
+    assert (estimate.efficiency, estimate.efficiency_source) == (0.5, "given")
+    assert estimate.wall_hours == pytest.approx(2.0)  # 8 h / (8 x 0.5)
+
+
+def test_estimate_job_cost_of_a_tuning_job_reads_its_trial_job() -> None:
+    from vertex_retrain.specs.cost import estimate_job_cost
+
+    payload = {
+        "displayName": "tune",
+        "studySpec": {},
+        "maxTrialCount": 5,
+        "parallelTrialCount": 2,
+        "trialJobSpec": {"workerPoolSpecs": [_gpu_pool(1)]},
+    }
+    estimate = estimate_job_cost(payload, 1.7, location="us-central1")
+    assert estimate.gpus == 2 and estimate.efficiency == 0.85
+    assert estimate.wall_hours == pytest.approx(3 * 1.7 / (2 * 0.85))  # 3 rounds of trials
+    assert estimate.gpu_hours == pytest.approx(5 * 1.7 / 0.85)  # 5 trials
+    assert "5 trials, 2 at a time: 3 round(s)" in estimate.notes
+
+
+def _small_book(tmp_path: Path) -> object:
+    from tests.test_specs_price_book import BOOK
+    from vertex_retrain.specs.prices import load_prices
+
+    path = tmp_path / "prices.yaml"
+    path.write_text(BOOK, encoding="utf-8")
+    return load_prices(path)
+
+
+def _cpu_job(*machines: str) -> dict[str, object]:
+    pools = [
+        {
+            "machineSpec": {"machineType": m},
+            "replicaCount": 1,
+            "containerSpec": {"imageUri": "europe-docker.pkg.dev/p/r/t:1"},
+        }
+        for m in machines
+    ]
+    return {"displayName": "j", "jobSpec": {"workerPoolSpecs": pools}}  # fmt: skip
+
+
+def test_estimate_job_cost_names_unknown_prices_and_a_region_without_any(tmp_path: Path) -> None:
+    from vertex_retrain.specs.cost import estimate_job_cost
+
+    book = _small_book(tmp_path)
+    payload = _cpu_job("quoted-dated", "empty")
+    estimate = estimate_job_cost(payload, 1.0, prices=book, location="europe-west4")  # type: ignore[arg-type]
+    assert estimate.notes == ("unknown prices: quoted-dated Spot, empty on-demand, empty Spot",)
+    assert estimate.on_demand_cost is None and estimate.spot_cost is None
+    elsewhere = estimate_job_cost(payload, 1.0, prices=book, location="mars-1")  # type: ignore[arg-type]
+    assert elsewhere.notes[0] == (
+        "no prices recorded for mars-1; known regions: asia-east1, europe-west4"
+    )
+
+
+def test_estimate_job_cost_prices_unknown_spot_only_when_asked(tmp_path: Path) -> None:
+    from vertex_retrain.specs.cost import estimate_job_cost
+
+    book = _small_book(tmp_path)
+    payload = _cpu_job("quoted-dated", "from-compute")
+    plain = estimate_job_cost(payload, 1.0, prices=book, location="europe-west4")  # type: ignore[arg-type]
+    assert plain.hourly_spot is None and plain.hourly_on_demand == pytest.approx(1.5 + 1.2)
+    asked = estimate_job_cost(
+        payload,
+        1.0,
+        prices=book,
+        location="europe-west4",
+        spot_fallback_fraction=0.5,  # type: ignore[arg-type]
+    )
+    # quoted-dated's Spot is half its on-demand 1.5; from-compute keeps its own 0.3.
+    assert asked.hourly_spot == pytest.approx(0.75 + 0.3)
+    assert asked.lines[0].spot.source == "S1 on-demand x 0.5"
+    assert asked.notes == ()
+
+
+def test_cited_sources_find_the_rule_in_an_on_demand_figure_alone() -> None:
+    from vertex_retrain.specs.price_lines import cited_sources
+    from vertex_retrain.specs.prices import load_prices
+
+    book = load_prices()
+    derived = PriceLine("m", 1, PriceFigure(1.0, "derived", "S9 x 1.15"), UNKNOWN)
+    assert cited_sources([derived], book)[-1] == (f"x {book.multiplier:g}", book.rule)

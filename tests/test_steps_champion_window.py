@@ -57,3 +57,47 @@ def test_judge_window_compares_when_the_dataset_has_no_manifest(tmp_path: Path) 
     assert verdict.comparable and "no manifest naming a gate period" in verdict.note
     (tmp_path / "manifest.json").write_text(json.dumps(_manifest("2026-02-23")))
     assert not judge_window("local", str(tmp_path), TRAINED).comparable
+
+
+@pytest.mark.parametrize(
+    ("labels", "gate", "keeps"),
+    [
+        (TRAINED, "2026-02-23", True),  # replaying an earlier week: the champion saw later data
+        ({"data_from": "2026-01-05", "data_as_of": "2026-03-09"}, "2026-03-02", False),
+        ({"data_from": "2026-01-05", "data_as_of": "2026-03-09"}, "2026-02-23", True),
+        ({"data_from": "2026-01-05", "data_gate_from": "2026-03-02"}, "2026-02-23", False),
+    ],
+    ids=["earlier-week", "same-end", "one-week-earlier", "end-unknown"],
+)
+def test_champion_window_keeps_a_champion_that_learned_from_later_data(
+    labels: dict[str, str], gate: str, keeps: bool
+) -> None:
+    verdict = champion_window(labels, _manifest(gate))
+    assert not verdict.comparable
+    assert verdict.keeps_champion is keeps
+    assert ("so the replay does not replace it" in verdict.note) is keeps
+    if keeps:
+        assert "learned from data up to 2026-03-08, after this run's window" in verdict.note
+
+
+def test_decide_keeps_the_champion_of_later_data_unless_forced() -> None:
+    from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
+    from vertex_retrain.steps.decision import decide
+
+    declaration = parse_evaluation_declaration(
+        {"primary": "ndcg", "metrics": {"ndcg": "higher"}, "reference": "usual"}
+    )
+    arguments = {
+        "references": {"usual": {"ndcg": 0.4}},
+        "champion_comparison": "not comparable: ... so the replay does not replace it",
+    }
+    kept = decide({"ndcg": 0.6}, None, declaration, keep_champion=True, **arguments)
+    assert not kept.is_better
+    assert kept.reason == "not comparable: ... so the replay does not replace it"
+    taken = decide({"ndcg": 0.6}, None, declaration, **arguments)
+    assert taken.is_better  # without the later champion, the floors and references decide
+    forced = decide({"ndcg": 0.6}, None, declaration, keep_champion=True, force="better",
+                    force_reason="roll back on purpose", **arguments)  # fmt: skip
+    assert forced.is_better and forced.override["reason"] == "roll back on purpose"
+    below = decide({"ndcg": 0.3}, None, declaration, keep_champion=True, **arguments)
+    assert not below.is_better and "usual" in below.reason  # the reference refuses it first

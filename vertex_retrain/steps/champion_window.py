@@ -5,7 +5,9 @@ A registered version carries its data window as labels (``prepare_dataset``'s
 its own gate period: it saw nothing from that day on) and ``data_as_of`` (its window's end).
 When this run's gate period overlaps the days the champion trained or selected on (a replay
 of a past week, with a champion trained through later weeks), its score there is flattered:
-the champion is not compared, and the decision rests on the floors and the references. A
+the champion is not compared, and the decision rests on the floors and the references; and
+a replay of a week before the end of the champion's data never replaces the champion (its
+candidate learned from less recent data), unless a person forces it. A
 version without window labels (registered by another pipeline) is compared as before, and the
 summary says its window is unknown. Pure.
 """
@@ -29,10 +31,14 @@ class ChampionWindow:
     Attributes:
         comparable: Whether the champion may be scored and compared on the gate period.
         note: One sentence for the summary ("" when it is plainly comparable).
+        keeps_champion: The run replays a week before the end of the champion's data: a
+            candidate that learned from less recent data does not replace it (a person may,
+            with ``force_decision``).
     """
 
     comparable: bool
     note: str = ""
+    keeps_champion: bool = False
 
 
 def _day(labels: Mapping[str, str], key: str) -> dt.date | None:
@@ -72,10 +78,20 @@ def champion_window(labels: Mapping[str, str], manifest: Mapping[str, Any]) -> C
     shown = f"{first} to {(seen_until - dt.timedelta(days=1)).isoformat()}"
     gate = f"{gate_from.isoformat()} to {(gate_until - dt.timedelta(days=1)).isoformat()}"
     if gate_from < seen_until and gate_until > seen_from:
-        return ChampionWindow(
-            False,
+        note = (
             f"not comparable: the gate period ({gate}) lies in the champion's training window "
             f"({shown}), a replay; the champion is not judged on data it trained on, so the "
-            "floors and the references decide",
+            "floors and the references decide"
         )
+        newest = _day(labels, "data_as_of")
+        if newest is not None and newest > gate_until:
+            return ChampionWindow(
+                False,
+                note + f"; and the champion learned from data up to "
+                f"{(newest - dt.timedelta(days=1)).isoformat()}, after this run's window, so "
+                "the replay does not replace it (force_decision=better with a force_reason "
+                "would)",
+                keeps_champion=True,
+            )
+        return ChampionWindow(False, note)
     return ChampionWindow(True)

@@ -143,6 +143,7 @@ def decide(
     force_reason: str = "",
     champion_comparison: str = "",
     intervals: Mapping[str, Interval] | None = None,
+    keep_champion: bool = False,
 ) -> Decision:
     """Applies the declared rule.
 
@@ -168,6 +169,10 @@ def decide(
             one that was compared.
         intervals: Bootstrap intervals of candidate minus ``champion`` and minus
             ``reference:<name>`` on the primary metric.
+        keep_champion: The run replays a week before the end of the champion's data
+            (:class:`~vertex_retrain.steps.champion_window.ChampionWindow`): the candidate
+            does not replace it, whatever it scores (``champion_comparison`` says why), unless
+            forced.
 
     Returns:
         The decision.
@@ -202,6 +207,8 @@ def decide(
     comparison = champion_comparison or ("compared" if champion is not None else "no champion")
     if refused:
         is_better, reason = False, refused
+    elif keep_champion:
+        is_better, reason = False, comparison
     elif champion is None and not declaration.has_bar:
         is_better, reason = (
             False,

@@ -275,6 +275,7 @@ def evaluate(
         force_reason=request.force_reason,
         champion_comparison=window.note if window is not None else "",
         intervals=intervals,
+        keep_champion=window is not None and window.keeps_champion,
     )
 
 

@@ -4,7 +4,7 @@ groups, exit handlers and nested pipelines compile to components with DAGs of th
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 
@@ -20,3 +20,21 @@ def dag_tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def numbered_tasks(names: Iterable[str], prefix: str) -> list[str]:
+    """The names of tasks called ``prefix`` or ``prefix-N`` in the pipeline's order.
+
+    The KFP compiler names a component's second use ``prefix-2`` and so on (If/Else branches,
+    the retrain after a refused warm start), so ``prefix-10`` comes after ``prefix-9``; the
+    last is the run's final word (its decision, its registration).
+    """
+
+    def number(name: str) -> int | None:
+        if name == prefix:
+            return 1
+        head, _, suffix = name.rpartition("-")
+        return int(suffix) if head == prefix and suffix.isdigit() else None
+
+    numbered = {name: k for name in names if (k := number(name)) is not None}
+    return sorted(numbered, key=numbered.__getitem__)

@@ -20,6 +20,7 @@ from rich.table import Table
 from vertex_retrain.cli.console import cell_text, print_renderable
 from vertex_retrain.cli.local_run import endpoint_of
 from vertex_retrain.cli.run_progress import format_duration
+from vertex_retrain.compiled_dags import numbered_tasks
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
@@ -171,13 +172,12 @@ def _cost_line(cost: Mapping[str, Any]) -> str:
 
 
 def _task_outputs(run_dir: Path, prefix: str) -> dict[str, Any] | None:
-    """The executor output of task ``prefix`` (or ``prefix-N`` in a branch) that ran."""
-    for folder in sorted(run_dir.glob(f"{prefix}*")):
-        if folder.name != prefix and not folder.name[len(prefix) :].lstrip("-").isdigit():
-            continue
+    """The executor output of the last task ``prefix`` (or ``prefix-N`` in a branch) that ran:
+    after a refused warm start, the full retrain's decision and registration are the week's."""
+    for name in reversed(numbered_tasks((f.name for f in run_dir.iterdir() if f.is_dir()), prefix)):
         try:
             loaded: dict[str, Any] = json.loads(
-                (folder / "executor_output.json").read_text(encoding="utf-8")
+                (run_dir / name / "executor_output.json").read_text(encoding="utf-8")
             )
         except (OSError, ValueError):
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vertex_retrain.compiled_dags import numbered_tasks
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.same_model import is_same_model
 from vertex_retrain.rules.traffic import traffic_text
@@ -28,15 +29,7 @@ from vertex_retrain.steps.training_cost import estimate_training_cost, request_f
 def _ran_named(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[tuple[str, TaskOutputs]]:
     """The tasks named ``prefix`` or ``prefix-N`` (If/Else branches, a retrain after a
     refusal) that ran, with their names, in the pipeline's order (``prefix``, ``prefix-2``...)."""
-
-    def number(name: str) -> int | None:
-        if name == prefix:
-            return 1
-        head, _, suffix = name.rpartition("-")
-        return int(suffix) if head == prefix and suffix.isdigit() else None
-
-    numbered = {name: k for name in outputs if (k := number(name)) is not None}
-    names = sorted(numbered, key=numbered.__getitem__)
+    names = numbered_tasks(outputs, prefix)
     return [(n, outputs[n]) for n in names if outputs[n].parameters or outputs[n].artifacts]
 
 

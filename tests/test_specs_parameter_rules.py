@@ -44,6 +44,17 @@ def test_grid_suggestion_of_a_log_range_from_zero_falls_back_to_the_midpoint() -
     assert suggestion == "discreteValueSpec {values: [0.0, 0.5, 1.0]}"
 
 
+@pytest.mark.parametrize(
+    ("double_spec", "grid"),
+    [({"maxValue": 1}, "[0.0, 0.5, 1.0]"), ({"minValue": -1}, "[-1.0, -0.5, 0.0]")],
+)
+def test_grid_suggestion_reads_an_omitted_bound_as_zero(
+    double_spec: dict[str, Any], grid: str
+) -> None:
+    # proto3 JSON leaves a zero out.
+    assert _grid_suggestion(double_spec) == f"discreteValueSpec {{values: {grid}}}"
+
+
 def test_grid_suggestion_without_numeric_bounds_is_a_log_grid() -> None:
     suggestion = _grid_suggestion({"minValue": "low", "maxValue": 1})
     assert suggestion == "discreteValueSpec {values: [0.001, 0.01, 0.1]}"

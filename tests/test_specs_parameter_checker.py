@@ -351,3 +351,8 @@ def test_conditional_children_are_each_checked_at_their_index() -> None:
 @pytest.mark.parametrize("children", [None, []])
 def test_parameter_without_children_has_none_to_check(children: Any) -> None:
     assert _problems({**LAYERS, "conditionalParameterSpecs": children}) == []
+
+
+@pytest.mark.parametrize("children", [{"parameterSpec": MOMENTUM}, "momentum"])
+def test_conditional_children_not_in_a_list_are_left_to_the_type_rule(children: Any) -> None:
+    assert _problems({**LAYERS, "conditionalParameterSpecs": children}) == []

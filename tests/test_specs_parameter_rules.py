@@ -126,6 +126,10 @@ def test_conditional_discrete_parent_matches_values_as_numbers(value: Any) -> No
 def test_conditional_discrete_parent_value_not_listed_names_the_listed_ones() -> None:
     (problem,) = _child_of(BATCH, "parentDiscreteValues", [32, 48])
     assert (problem.field, problem.value) == (f"{CHILD}.parentDiscreteValues.values", [48])
+    assert problem.message == (
+        "These parent values do not exist in the parent parameter, so the child would never "
+        "be tried."
+    )
     assert problem.alternatives == ("32", "64", "128")
     assert problem.code == "conditional-values"
 

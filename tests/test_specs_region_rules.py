@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from vertex_retrain.specs.prices import ItemPrice, PriceBook, PriceFigure
 from vertex_retrain.specs.region_rules import availability_problems
 
@@ -120,5 +122,22 @@ def test_availability_skips_an_empty_pool_and_reads_the_next() -> None:
 def test_availability_in_an_unrecorded_region_is_one_warning_listing_the_recorded_ones() -> None:
     (problem,) = availability_problems(_job(_pool("rare-machine-4")), "me-west1", prices=BOOK)
     assert (problem.severity, problem.field, problem.value) == ("warning", "location", "me-west1")
+    assert problem.message == (
+        "No machine or accelerator offers are recorded for this region, so their availability "
+        "there is not checked."
+    )
     assert problem.code == "region-unknown"
     assert problem.alternatives == ("a recorded region: r-east, r-north, r-south, r-west",)
+
+
+@pytest.mark.parametrize("pools", [5, None, "n1-standard-8"])
+def test_availability_without_a_pool_list_is_silent(pools: Any) -> None:
+    payload = {"displayName": "case", "jobSpec": {"workerPoolSpecs": pools}}
+    assert availability_problems(payload, "r-east", prices=BOOK) == []
+
+
+@pytest.mark.parametrize("machine", [5, "", None])
+def test_availability_skips_a_machine_type_that_is_no_name(machine: Any) -> None:
+    # The type rule reports it; no offer is looked up for it.
+    payload = _job({"machineSpec": {"machineType": machine, "acceleratorType": "RARE_GPU"}})
+    assert availability_problems(payload, "r-east", prices=BOOK) == []

@@ -273,11 +273,10 @@ class ParameterChecker:
             return
         if kind == "integerValueSpec":
             low, high = as_int(spec.get("minValue", 0)), as_int(spec.get("maxValue", 0))
-            ints = [as_int(v) for v in wanted]
             missing = [
                 v
-                for v, n in zip(wanted, ints, strict=True)
-                if n is None or low is None or high is None or not low <= n <= high
+                for v in wanted
+                if (n := as_int(v)) is None or low is None or high is None or not low <= n <= high
             ]
             domain = [f"an integer in [{low}, {high}]"]
         elif kind == "discreteValueSpec":

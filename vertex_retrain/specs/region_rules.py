@@ -11,7 +11,7 @@ region the book does not cover.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from vertex_retrain.specs.payload_io import mapping
@@ -21,13 +21,16 @@ from vertex_retrain.specs.problems import Problem, warning
 __all__ = ["availability_problems"]
 
 
-def _pools(payload: Mapping[str, Any]) -> tuple[str, list[Any]]:
+def _machine_specs(payload: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Yields each pool's machineSpec with its path, from the job spec or the trial job spec."""
     for key in ("jobSpec", "trialJobSpec"):
         spec = mapping(payload.get(key))
         if spec:
             pools = spec.get("workerPoolSpecs")
-            return key, pools if isinstance(pools, list) else []
-    return "jobSpec", []
+            for index, raw in enumerate(pools if isinstance(pools, list) else []):
+                path = f"{key}.workerPoolSpecs[{index}].machineSpec"
+                yield path, mapping(mapping(raw).get("machineSpec"))
+            return
 
 
 def availability_problems(
@@ -44,7 +47,6 @@ def availability_problems(
         One warning per pool item without a recorded offer there, or one for the region.
     """
     prices = prices or load_prices()
-    key, pools = _pools(payload)
     if region not in prices.locations():
         return [
             warning(
@@ -57,12 +59,10 @@ def availability_problems(
             )
         ]
     problems: list[Problem] = []
-    for index, raw in enumerate(pools):
-        machine_spec = mapping(mapping(raw).get("machineSpec"))
+    for path, machine_spec in _machine_specs(payload):
         machine = machine_spec.get("machineType")
         if not isinstance(machine, str) or not machine:
             continue
-        path = f"{key}.workerPoolSpecs[{index}].machineSpec"
         offered = prices.machine(region, machine).on_demand.amount is not None
         if not offered:
             problems.append(_unconfirmed(f"{path}.machineType", machine, region, prices))

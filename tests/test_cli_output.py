@@ -271,3 +271,24 @@ def test_endpoints_table_heads_the_deployed_model_id_apart_from_the_version(root
     assert cli_endpoints(argparse.Namespace(action="history", endpoint="ep"), history) == 0
     assert "TRAFFIC (deployed model id=%)" in history.getvalue()
     assert endpoints_table().split()[:3] == ["ENDPOINT", "DEPLOYED", "ID"]
+
+
+def test_run_report_shows_the_week_s_last_decision_and_registration(tmp_path: Path) -> None:
+    # A refused warm start, then the full retrain in the same run: its tasks are "-2"; a
+    # pipeline with ten uses of a component puts "-10" after "-9", not after "-1".
+    run_dir = tmp_path / "pipeline-root" / "weekly-retraining-2"
+    _task(run_dir, "evaluate-model", {"parameterValues": {"is_better": False,
+                                                          "reason": "warm: worse"}})  # fmt: skip
+    _task(run_dir, "evaluate-model-2", {"parameterValues": {"is_better": False,
+                                                            "reason": "full: worse"}})  # fmt: skip
+    for task, version in (("register-model", "8"), ("register-model-9", "9"),
+                          ("register-model-10", "10")):  # fmt: skip
+        _task(run_dir, task, {"parameterValues": {"version_id": version,
+                                                  "aliases": ["challenger"]}})  # fmt: skip
+    (run_dir / "register-model-11").mkdir()  # a task that started and wrote nothing
+    report = build_report(
+        "weekly-retraining", succeeded=True, wall_seconds=5, log_path=tmp_path / "run.log",
+        run_dir=run_dir, arguments={"model_display_name": "m"}, summary=None,
+    )  # fmt: skip
+    assert report.model["version"] == "10"
+    assert report.decision["reason"] == "full: worse"

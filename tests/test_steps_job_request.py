@@ -204,3 +204,15 @@ def test_container_job_runs_the_module_in_the_image_and_the_image_otherwise() ->
     assert spec["args"] == ["--lr=0.1"]
     own = custom_job_payload(_request(image_uri=image, python_module=""))
     assert "command" not in own["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_custom_job_payload_cpu_job_ignores_the_default_accelerator_count(count: int) -> None:
+    payload = custom_job_payload(_request(accelerator_type="", accelerator_count=count))
+    assert "acceleratorCount" not in payload["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+
+
+def test_custom_job_payload_refuses_an_accelerator_count_without_a_type() -> None:
+    with pytest.raises(JobSpecError) as raised:
+        custom_job_payload(_request(accelerator_type="", accelerator_count=3))
+    assert "acceleratorCount" in str(raised.value) and "acceleratorType" in str(raised.value)

@@ -218,10 +218,13 @@ def job_spec_from_request(request: TrainingRequest) -> CustomJobSpec:
             args=args,
         )
     accelerator = request.accelerator_type or None
+    count = int(request.accelerator_count)
     machine = Machine(
         machine_type=request.machine_type,
         accelerator_type=accelerator,
-        accelerator_count=int(request.accelerator_count) if accelerator else 0,
+        # A CPU job (no type) keeps the default count of 1 harmlessly; a larger count without
+        # a type is a mistake the job's validation names, never silently dropped.
+        accelerator_count=count if accelerator or count > 1 else 0,
         reservation=(
             ReservationAffinity("SPECIFIC_RESERVATION", (request.reservation_name,))
             if request.reservation_name

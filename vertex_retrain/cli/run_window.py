@@ -124,13 +124,15 @@ def with_local_as_of(
     end = _end_of_period(chosen, span[1])
     newest = "newest period"
     detail = f"newest row {span[1].isoformat(sep=' ')}"
-    if end > today:
-        # The newest period is still in progress: its rows are left out of any window, so the
-        # run replays the complete period before it, with the as_of a schedule at the start of
-        # the period uses (today's date would name the same week differently).
-        end = min(_period_start(chosen, span[1]), today)
+    current = _period_start(chosen, dt.datetime.combine(today, dt.time()))
+    if end > current:
+        # The newest period is still in progress (or the data runs past today): its rows are
+        # left out of any window, so the run replays the complete period before today's, with
+        # the as_of a schedule at the start of the period uses (today's date would name the
+        # same week again, differently).
+        end = current
         newest = "newest complete period"
-        detail += f"; the period from {end.isoformat()} is still in progress and left out"
+        detail += f"; the period from {current.isoformat()} is still in progress and left out"
     chosen["as_of"] = end.isoformat()
     print(
         f"as_of not given: this local run replays the {newest} of its data, "

@@ -183,7 +183,8 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
         log_path=tmp_path / "run.log",
         run_dir=run_dir,
         arguments={"model_display_name": "guess-your-order", "endpoint_display_name": "gyo"},
-        summary={"cost_on_vertex": {"on_demand": 2.0, "spot": 0.7, "currency": "USD",
+        summary={"training": {"model_uri": "gs://b/m"},
+                 "cost_on_vertex": {"on_demand": 2.0, "spot": 0.7, "currency": "USD",
                                     "assumed_training_hours": 2}},
     )  # fmt: skip
     assert (run_dir / "tuning-report.html").read_text() == "<html>study</html>"
@@ -292,3 +293,19 @@ def test_run_report_shows_the_week_s_last_decision_and_registration(tmp_path: Pa
     )  # fmt: skip
     assert report.model["version"] == "10"
     assert report.decision["reason"] == "full: worse"
+
+
+def test_run_report_shows_no_cost_for_a_run_that_trained_nothing(tmp_path: Path) -> None:
+    cost = {"on_demand": 0.44, "spot": 0.1, "currency": "USD", "assumed_training_hours": 2}
+    texts = []
+    for summary in ({"cost_on_vertex": cost}, {"cost_on_vertex": cost, "training": {}}):
+        report = build_report(
+            "weekly-retraining", succeeded=False, wall_seconds=5, log_path=tmp_path / "run.log",
+            run_dir=None, arguments={}, summary=summary,
+        )  # fmt: skip
+        out = io.StringIO()
+        report.render(out)
+        texts.append(out.getvalue())
+    stopped, trained = texts
+    assert "cost on Vertex" not in stopped  # the data gate stopped it: nothing was paid
+    assert "cost on Vertex  on-demand 0.44 USD" in trained

@@ -214,7 +214,9 @@ def build_report(
     """
     report = LocalRunReport(pipeline, succeeded, wall_seconds, log_path, run_dir)
     report.errors = list(errors or [])
-    if summary:
+    if summary and "training" in summary:
+        # As in history: a run that trained nothing (stopped by the data gate, failed before
+        # training) is not shown a training cost it never paid.
         report.cost = dict(summary.get("cost_on_vertex") or {})
     if run_dir is None:
         return report

@@ -29,16 +29,17 @@ registries:
 package_sets:
   base: {pandas: "2.2.3", hypertune: null}
 training:
+  pytorch-cpu.2-4.py310: {framework: torch, version: "2.4", accelerator: cpu,
+    includes: {numpy: 2, extra: null}, sources: [T1]}
   pytorch-gpu.2-4.py310: {framework: torch, version: "2.4", python: "3.10", accelerator: gpu,
     cuda: "12.x", end_of_patch: "2025-07-24", end_of_availability: "2026-07-24",
     includes: base, sources: [T1, T2]}
-  pytorch-cpu.2-4.py310: {framework: torch, version: "2.4", accelerator: cpu,
-    includes: {numpy: 2, extra: null}, sources: [T1]}
   pytorch-gpu.2-10.py312: {framework: torch, version: "2.10", python: "3.12", accelerator: gpu,
     sources: [T2]}
   tf-cpu.2-17.py310: {framework: tensorflow, version: "2.17", accelerator: cpu, sources: [T1]}
 prediction:
-  pytorch-gpu.2-4: {framework: torch, version: "2.4", accelerator: gpu, sources: [T1]}
+  pytorch-gpu.2-4: {framework: torch, version: "2.4", accelerator: gpu, includes: base,
+    sources: [T1]}
 """
 
 
@@ -67,6 +68,9 @@ def test_load_containers_reads_every_field(catalog_path: Path) -> None:
     assert dict(cpu.includes) == {"numpy": "2", "extra": None}
     assert dict(catalog.training["tf-cpu.2-17.py310"].includes) == {}
     assert catalog.prediction["pytorch-gpu.2-4"].kind == "prediction"
+    assert dict(catalog.prediction["pytorch-gpu.2-4"].includes) == {
+        "pandas": "2.2.3", "hypertune": None,
+    }  # fmt: skip
     assert load_containers(catalog_path) is catalog  # cached per path
 
 
@@ -153,3 +157,11 @@ def test_parse_image_name_reads_framework_version_and_python(
     uri: str, parsed: ImageName | None
 ) -> None:
     assert parse_image_name(uri) == parsed
+
+
+def test_catalog_without_legacy_registries_knows_only_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "containers.yaml"
+    path.write_text(CATALOG.replace("  legacy: [gcr.io/cloud-aiplatform/training]\n", ""), "utf-8")
+    catalog = load_containers(path)
+    assert not catalog.is_prebuilt("gcr.io/cloud-aiplatform/training/pytorch-gpu.2-4.py310")
+    assert catalog.is_prebuilt("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310")

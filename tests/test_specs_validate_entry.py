@@ -156,3 +156,44 @@ def test_validate_job_returns_the_kind_it_found() -> None:
     assert (normalized.kind, normalized.body_prefix, problems) == ("custom_job", "jobSpec.", [])
     with pytest.raises(ValueError, match="cannot tell what kind of job this is"):
         validate_job({"spec": {}})
+
+
+def _fresh_job() -> dict[str, Any]:
+    import copy
+
+    return copy.deepcopy(job(CPU, baseOutputDirectory=GCS))
+
+
+def test_validate_reports_a_wrong_type_once_and_nothing_below_it() -> None:
+    payload = _fresh_job()
+    payload["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = "n1-standard-4"
+    # The rules never see the removed value: no "machineType missing" below it, no repeat.
+    assert [(p.field, p.code) for p in validate_custom_job(payload)] == [
+        ("jobSpec.workerPoolSpecs[0].machineSpec", "wrong-type")
+    ]
+
+
+def test_validate_checks_types_against_the_job_s_own_message() -> None:
+    import copy
+
+    tuning = copy.deepcopy(
+        study([LR], trialJobSpec={"workerPoolSpecs": [CPU], "baseOutputDirectory": GCS})
+    )
+    tuning["maxTrialCount"] = "ten"  # a HyperparameterTuningJob field
+    assert [(p.field, p.code) for p in validate_tuning_job(tuning)] == [
+        ("maxTrialCount", "wrong-type")
+    ]
+    payload = _fresh_job()
+    payload["jobSpec"]["workerPoolSpecs"] = "x"  # a CustomJob field
+    assert [(p.field, p.code) for p in validate_custom_job(payload)] == [
+        ("jobSpec.workerPoolSpecs", "wrong-type")
+    ]
+
+
+def test_validate_without_the_field_check_still_judges_dates_on_the_given_day() -> None:
+    image = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    payload = job(pool("n1-standard-4", image=image), baseOutputDirectory=GCS)
+    early = validate_custom_job(payload, today=dt.date(2026, 1, 1), check_fields=False)
+    late = validate_custom_job(payload, today=dt.date(2026, 12, 2), check_fields=False)
+    assert not [p for p in early if p.severity == "error"]
+    assert [p for p in late if p.severity == "error"]

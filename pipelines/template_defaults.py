@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
 from typing import Any
 
 from kfp import dsl
+
+from .declarations import declaration_parser
 
 __all__ = ["configure"]
 
@@ -37,21 +38,6 @@ _TYPES: dict[Any, tuple[type, ...]] = {
     dict: (dict,),
     list: (list,),
 }
-_VALIDATORS: dict[str, str] = {
-    "dataset_declaration": ("vertex_retrain.contracts.dataset:parse_dataset_declaration"),
-    "evaluation_declaration": (
-        "vertex_retrain.contracts.evaluation_declaration:parse_evaluation_declaration"
-    ),
-}
-"""Parameters whose default is a declaration, checked when the pipeline is configured."""
-
-
-def _validator(target: str) -> Callable[[Any], Any]:
-    import importlib
-
-    module, attribute = target.split(":")
-    function: Callable[[Any], Any] = getattr(importlib.import_module(module), attribute)
-    return function
 
 
 def _check(name: str, parameter: inspect.Parameter, value: Any) -> None:
@@ -66,8 +52,9 @@ def _check(name: str, parameter: inspect.Parameter, value: Any) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         # The compiled spec is JSON: KFP's compiler would stop on it, naming no parameter.
         raise ValueError(f"configure: parameter {name!r} takes a finite number; got {value!r}")
-    if name in _VALIDATORS:
-        _validator(_VALIDATORS[name])(value)
+    parser = declaration_parser(name)
+    if parser is not None:
+        parser(value)
 
 
 def configure(pipeline: Any, *, name: str, description: str | None = None, **defaults: Any) -> Any:

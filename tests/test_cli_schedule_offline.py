@@ -20,6 +20,7 @@ from test_schedule_reconcile import (
 
 from vertex_retrain.cli import schedule_command
 from vertex_retrain.cli.schedule_offline import format_declared
+from vertex_retrain.cli.schedule_source import load_schedules
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,12 +121,40 @@ def test_schedule_refuses_unknown_and_out_of_range_parameter_values_before_verte
 
 
 @pytest.mark.parametrize("count", [0, 16])
-def test_schedule_accepts_parameter_values_that_fit_the_pipeline(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int
+def test_schedule_parameter_values_check_accepts_both_ends_of_a_range(
+    tmp_path: Path, count: int
 ) -> None:
+    # 0 and 16 fit the range of accelerator_count (the job of scheduled.py refuses them:
+    # its T4 takes 1, 2 or 4, which the preflight checks; see the test below).
     path = _with_values(tmp_path, f"{{accelerator_count: {count}}}")
-    assert schedule_command.cli_schedule(_args(schedules=path, project=None)) == 0
-    assert f"  parameters: accelerator_count={count}\n" in capsys.readouterr().out
+    ((declaration, _),) = schedule_command._scheduled_pipelines(load_schedules(path))
+    assert declaration.parameter_values == {"accelerator_count": count}
+
+
+@pytest.mark.parametrize(("count", "refused"), [(2, False), (3, True)])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_schedule_refuses_values_whose_job_vertex_refuses_dry_run_or_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dry_run: bool, count: int, refused: bool
+) -> None:
+    # The dry run needs no flag; the real schedule is refused before Vertex is called.
+    path = _with_values(tmp_path, f"{{accelerator_count: {count}}}")
+    client = FakeScheduleClient()
+    args = _args(schedules=path, dry_run=dry_run, project=None if dry_run else "drink-shops")
+    code = schedule_command.cli_schedule(args, client=client)
+    captured = capsys.readouterr()
+    if not refused:
+        assert code == 0, captured.err
+        assert captured.err == ""
+        if dry_run:
+            assert "  parameters: accelerator_count=2\n" in captured.out
+        return
+    assert code == 2 and captured.out == "" and client.calls == []
+    lines = captured.err.splitlines()
+    assert lines[0].startswith(
+        "schedule: error: task train: jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount "
+        "= 3: NVIDIA_TESLA_T4 takes 1, 2 or 4 GPUs per machine"
+    )
+    assert lines[-1].startswith("schedule: refused by preflight (1 error(s)); nothing was sent")
 
 
 @pytest.mark.parametrize(("values", "refused"), [("{}", True), ("{data_uri: 'gs://b/d'}", False)])

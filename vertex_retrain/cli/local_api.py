@@ -53,8 +53,9 @@ def run_local(
         PipelineReferenceError: A reference that names no pipeline (a ``ValueError``).
         ValueError: A display name Vertex would refuse (``model_display_name`` of more than
             128 characters...).
-        ParameterError: A default the run would use that ``run --param`` would refuse as a
-            value (a ``ValueError``, one line per default:
+        ParameterError: An argument, or a default the run would use, that ``run --param``
+            would refuse as a value (a ``ValueError``, one line per problem: a wrong type, a
+            number outside its range, a declaration its parser refuses;
             :mod:`vertex_retrain.cli.param_defaults`).
     """
     if isinstance(pipeline, str | os.PathLike):
@@ -63,16 +64,16 @@ def run_local(
         pipeline = resolve_pipeline(os.fspath(pipeline)).component()
     inputs = pipeline.component_spec.inputs or {}
     compiled = getattr(pipeline, "pipeline_spec", None)
-    if compiled is not None:  # a configured default a --param of it would be refused for
+    if compiled is not None:
         from google.protobuf import json_format
 
         from vertex_retrain.cli.param_defaults import check_defaults
+        from vertex_retrain.cli.params import check_values, parameter_definitions
 
-        check_defaults(
-            json_format.MessageToDict(compiled),
-            given=dict(arguments or {}),
-            override="pass {name} in arguments",
-        )
+        spec = json_format.MessageToDict(compiled)
+        # A value, or a configured default, that a --param of it would be refused for.
+        check_values(dict(arguments or {}), parameter_definitions(spec), require_all=False)
+        check_defaults(spec, given=dict(arguments or {}), override="pass {name} in arguments")
     defaults = {name: spec.default for name, spec in inputs.items() if spec.default is not None}
     given = local_arguments(defaults, dict(arguments or {}), declared=set(inputs))
     components = {"components": dict.fromkeys(getattr(compiled, "components", None) or ())}

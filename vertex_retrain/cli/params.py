@@ -261,7 +261,9 @@ def parse_overrides(
 
     Raises:
         ParameterError: An override has no ``=``, names an unknown parameter (close matches
-            are suggested), is given twice, or its value does not fit the parameter's type.
+            are suggested), is given twice, its value does not fit the parameter's type, is
+            outside the range of its name, or is a declaration its parser refuses
+            (``dataset_declaration``, ``evaluation_declaration``).
     """
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -279,7 +281,7 @@ def parse_overrides(
         else:
             try:
                 values[name] = convert_value(name, text, _type_of(name, parameters[name]))
-                outside = _range_problem(name, values[name], parameters[name])
+                outside = _named_problem(name, values[name], parameters[name])
             except ParameterError as error:
                 # A number too large for a double is out of its range too: say the range.
                 outside = _range_problem(name, _number(text), parameters[name])
@@ -334,7 +336,8 @@ def check_values(
             ``{example}`` are filled): a flag on the command line, a schedule's field.
 
     Raises:
-        ParameterError: Unknown names, values of the wrong type, or missing required values.
+        ParameterError: Unknown names, values of the wrong type, numbers outside the range of
+            their name, declarations their parser refuses, or missing required values.
     """
     problems: list[str] = []
     for name, value in values.items():
@@ -348,8 +351,8 @@ def check_values(
             problems.append(_type_message(name, parameter_type, value, type(value).__name__))
         elif parameter_type == "NUMBER_INTEGER" and abs(value) > MAX_EXACT_INTEGER:
             problems.append(_type_message(name, parameter_type, value, _INEXACT))
-        elif outside := _range_problem(name, value, parameters[name]):
-            problems.append(outside)
+        elif wrong := _named_problem(name, value, parameters[name]):
+            problems.append(wrong)
     if require_all:
         for name, spec in parameters.items():
             required = "defaultValue" not in spec and not spec.get("isOptional", False)
@@ -387,6 +390,16 @@ def _number(text: str) -> int | float | None:
         return float(text) if _DOUBLE.fullmatch(text) else None
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
         return None
+
+
+def _named_problem(name: str, value: object, definition: Mapping[str, Any]) -> str | None:
+    """Why a typed value is wrong for any parameter of this name, or None: a number outside
+    its range, or a declaration its parser refuses (:mod:`vertex_retrain.pipelines.declarations`:
+    otherwise only the step that reads it would fail, after the steps before it ran)."""
+    from vertex_retrain.pipelines.declarations import declaration_problem
+
+    declared = _type_of(name, definition) == "STRUCT" and declaration_problem(name, value)
+    return _range_problem(name, value, definition) or declared or None
 
 
 def _range_problem(name: str, value: object, definition: Mapping[str, Any]) -> str | None:

@@ -4,7 +4,9 @@ The schedules come from the user's repository (:mod:`vertex_retrain.cli.schedule
 planning and applying is :mod:`vertex_retrain.cli.schedule_reconcile`, through a
 :class:`~vertex_retrain.schedules.ScheduleClient`. Each scheduled pipeline is compiled from its
 source and its declared parameter values are checked as ``run --param`` checks them, dry run or
-not; before anything is changed, it also gets the offline preflight with those values.
+not; before anything is changed, it also gets the offline preflight with those values. The dry
+run refuses what that preflight would refuse (the jobs the runs would submit, checked without
+a region), so a dry run that passes is not refused by the real schedule for its values.
 """
 
 from __future__ import annotations
@@ -64,6 +66,12 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
         declarations = declared.declarations
         template_uris = _pinned_versions(args, declarations) if versions else {}
         scheduled = _scheduled_pipelines(declared)
+        if args.dry_run:
+            # What the real schedule's preflight would refuse (the jobs a run would submit,
+            # with the declared values); its region's checks only warn, and need the flags.
+            refused = _preflight(scheduled, None)
+            if refused is not None:
+                return refused
         if missing:
             sys.stdout.write(format_declared(declarations, template_uris))
             print(f"diff against Vertex: not shown; it needs {', '.join(missing)} and credentials")
@@ -75,9 +83,10 @@ def cli_schedule(args: argparse.Namespace, *, client: ScheduleClient | None = No
         target = DeploymentTarget(
             args.project, args.location, args.service_account, args.pipeline_root
         )
-        refused = None if args.dry_run else _preflight(scheduled, target)
-        if refused is not None:
-            return refused
+        if not args.dry_run:
+            refused = _preflight(scheduled, target)
+            if refused is not None:
+                return refused
         try:
             if client is None:
                 from vertex_retrain.cli.vertex_schedule_client import VertexScheduleClient
@@ -195,27 +204,34 @@ def _scheduled_pipelines(
 
 
 def _preflight(
-    scheduled: Sequence[tuple[ScheduleDeclaration, dict[str, Any]]], target: DeploymentTarget
+    scheduled: Sequence[tuple[ScheduleDeclaration, dict[str, Any]]],
+    target: DeploymentTarget | None,
 ) -> int | None:
     """The offline preflight of each scheduled pipeline, with the declared parameter values,
     before Vertex is called (the ``preflight`` command): 2, with one line per problem, when
     the scheduled runs would fail. The component image is not checked here: the pinned
     template carries its own, checked by ``upload``.
+
+    ``target`` None (the dry run): the checks without a deployment target, and only their
+    errors (the warnings are the real schedule's to show, with every flag).
     """
     from vertex_retrain.cli.compiling import default_arguments
     from vertex_retrain.cli.preflight import refusal
     from vertex_retrain.cli.preflight_checks import Settings, pipeline_problems
+    from vertex_retrain.specs.problems import errors_of
 
-    settings = Settings(
-        project=target.project,
-        location=target.location,
-        pipeline_root=target.pipeline_root,
-        service_account=target.service_account,
-        submission=True,
-        component_image=False,
-    )
+    settings = Settings(component_image=False)
+    if target is not None:
+        settings = Settings(
+            project=target.project,
+            location=target.location,
+            pipeline_root=target.pipeline_root,
+            service_account=target.service_account,
+            submission=True,
+            component_image=False,
+        )
     problems = []
     for declaration, spec in scheduled:
         arguments = {**default_arguments(spec), **dict(declaration.parameter_values)}
         problems += pipeline_problems(spec, arguments, settings)
-    return refusal("schedule", problems)
+    return refusal("schedule", problems if target is not None else errors_of(problems))

@@ -328,13 +328,13 @@ def _table(value: Any) -> TableDeclaration:
             "date32[day] or a timestamp without time zone (timestamp[ms]...) for the time column",
         )
     period = table.get("period")
-    if period not in PERIODS:
+    if not isinstance(period, str) or period not in PERIODS:  # a list is unhashable
         _fail("table.period", period, f"one of {', '.join(PERIODS)}")
     week_start = table.get("week_start", "monday")
     if week_start not in WEEKDAYS:
         _fail("table.week_start", week_start, f"one of {', '.join(WEEKDAYS)}")
     group = table.get("group_column")
-    if group is not None and group not in schema:
+    if group is not None and (not isinstance(group, str) or group not in schema):
         _fail("table.group_column", group, f"a declared column: {', '.join(schema)}")
     return TableDeclaration(
         folder=_relative(table.get("folder"), "table.folder"),
@@ -378,7 +378,7 @@ def _mix(
         if category not in table.schema():
             _fail("mix.category_column", category, f"a table column: {', '.join(table.schema())}")
         return MixDeclaration(category)
-    if where not in dimensions:
+    if not isinstance(where, str) or where not in dimensions:
         _fail("mix.dimension", where, f"a declared dimension: {', '.join(dimensions) or 'none'}")
     own = [c.name for c in dimensions[where].columns]
     if category not in own:

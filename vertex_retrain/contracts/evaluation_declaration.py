@@ -204,7 +204,7 @@ def parse_evaluation_declaration(value: Any) -> EvaluationDeclaration:
             _fail(f"metrics.{name}", direction, "'higher' or 'lower' (which way it improves)")
         directions[name] = direction
     primary = value.get("primary")
-    if primary not in directions:
+    if not isinstance(primary, str) or primary not in directions:  # a list is unhashable
         _fail("primary", primary, f"a metric declared under metrics: {', '.join(directions)}")
     return EvaluationDeclaration(
         primary=primary,

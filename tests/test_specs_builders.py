@@ -230,8 +230,14 @@ def test_custom_job_spec_refuses_parameter_servers_with_reduction_server() -> No
         reduction_server=reduction_server_pool(1),
         distribution="ddp",
     )
-    with pytest.raises(JobSpecError, match="parameter_servers=None"):
+    with pytest.raises(JobSpecError) as raised:
         spec.to_payload(today=TODAY)
+    role = [p for p in raised.value.errors if p.code == "pool-order"]
+    assert [(p.field, p.value, p.message, p.alternatives) for p in role] == [
+        ("parameter_servers", "parameter_servers and reduction_server",
+         "Both use pool [2]; a job has parameter servers or a Reduction Server.",
+         ("parameter_servers=None", "reduction_server=None")),
+    ]  # fmt: skip
 
 
 def test_custom_job_spec_emits_warnings_for_soft_pitfalls() -> None:

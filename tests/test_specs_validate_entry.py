@@ -197,3 +197,38 @@ def test_validate_without_the_field_check_still_judges_dates_on_the_given_day() 
     late = validate_custom_job(payload, today=dt.date(2026, 12, 2), check_fields=False)
     assert not [p for p in early if p.severity == "error"]
     assert [p for p in late if p.severity == "error"]
+
+
+@pytest.mark.parametrize(
+    ("labels", "said"),
+    [
+        (None, [("warning", "labels.distribution", "no-distribution")]),
+        ({"distribution": "ddp"}, []),
+        ({"distribution": "mpi"}, [("error", "labels.distribution", "distribution"),
+                                   ("warning", "labels.distribution", "no-distribution")]),
+    ],
+)  # fmt: skip
+def test_validate_reads_the_distribution_a_job_declares_in_its_labels(
+    labels: dict[str, str] | None, said: list[tuple[str, str, str]]
+) -> None:
+    workers = pool("n1-standard-4", image=IMAGE, replicas=2)
+    payload = job(CPU, workers, baseOutputDirectory=GCS, labels=labels)
+    assert [(p.severity, p.field, p.code) for p in validate_custom_job(payload)] == said
+
+
+def test_validate_tuning_job_checks_its_labels_beside_the_study() -> None:
+    import copy
+
+    tuning = copy.deepcopy(
+        study([LR], trialJobSpec={"workerPoolSpecs": [CPU], "baseOutputDirectory": GCS})
+    )
+    tuning["labels"] = {"Team": "ml"}
+    tuning["maxTrialCount"] = 0
+    assert [p.field for p in validate_tuning_job(tuning)] == ["labels.Team", "maxTrialCount"]
+
+
+def test_validate_job_judges_dates_on_the_given_day() -> None:
+    image = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    payload = job(pool("n1-standard-4", image=image), baseOutputDirectory=GCS)
+    _, early = validate_job(payload, today=dt.date(2026, 1, 1))
+    assert not [p for p in early if p.severity == "error"]

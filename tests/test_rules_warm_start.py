@@ -98,3 +98,24 @@ def test_plan_training_champion_without_a_data_label_warm_starts() -> None:
 def test_plan_training_due_after_exactly_every_weeks(every: int, kind: str) -> None:
     # The last full retrain was 3 weeks before the week: due when every <= 3 (0: never due).
     assert _plan(full_retrain_every_weeks=every).kind == kind
+
+
+@pytest.mark.parametrize("flag", ["--warm start", "-w", "--w=1", 3])
+def test_declared_flag_refuses_what_is_not_one_flag_naming_the_field(flag: object) -> None:
+    from vertex_retrain.rules.warm_start import declared_flag
+
+    text = f"[tool.vertex-retrain]\nwarm-start-flag = {flag!r}\n".replace("'", '"')
+    with pytest.raises(ValueError) as raised:
+        declared_flag(text)
+    assert str(raised.value) == (
+        f"pyproject.toml: [tool.vertex-retrain] warm-start-flag is {flag!r}; expected a flag "
+        "such as '--warm_start_from' (the trainer gets --flag=<champion model folder>)"
+    )
+
+
+def test_declared_flag_refuses_a_file_that_is_not_toml() -> None:
+    from vertex_retrain.rules.warm_start import declared_flag
+
+    with pytest.raises(ValueError, match=r"^pyproject.toml: not valid TOML \(.+\)$"):
+        declared_flag("[tool\n")
+    assert declared_flag("") == "" and declared_flag(None) == ""

@@ -362,3 +362,12 @@ def test_estimate_command_prints_the_kinds_in_json() -> None:
     assert cli_estimate(args, out) == 0
     weeks = json.loads(out.getvalue())["week_kinds"]["weeks"]
     assert [week["kind"] for week in weeks][:3] == ["full week", "warm week", "refused warm week"]
+
+
+@pytest.mark.parametrize(("warm", "priced"), [(0.4, 0.05), (0.05, 0.05), (0.01, 0.01)])
+def test_estimate_warm_week_never_costs_more_than_a_full_one(warm: float, priced: float) -> None:
+    spec = compile_to_dict(catalog.pipeline_by_name("weekly-retraining"))
+    values = {**default_arguments(spec), "expected_warm_training_hours": warm}
+    kinds = estimate_kinds(spec, values, hours=0.05, location="us-central1")
+    assert kinds is not None and kinds.warm.hours == pytest.approx(priced)
+    assert kinds.full.hours == pytest.approx(0.05)

@@ -140,6 +140,9 @@ def estimate_week_kinds(
     every = int(arguments.get("full_retrain_every_weeks") or 0)
     declared = arguments.get("expected_warm_training_hours")
     warm_hours = TRAINING.expected_warm_training_hours if declared is None else float(declared)
+    # A warm start continues the champion on the newest weeks: never longer than a full retrain
+    # (a short full retrain with the default warm figure would otherwise price it higher).
+    warm_hours = min(warm_hours, full_hours)
     full = _priced("full week", planned, full_hours, location)
     warm = _priced("warm week", planned, warm_hours, location)
     extra = _priced("refusal's full retrain", refusal, full_hours, location)

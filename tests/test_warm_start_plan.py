@@ -371,3 +371,11 @@ def test_estimate_warm_week_never_costs_more_than_a_full_one(warm: float, priced
     kinds = estimate_kinds(spec, values, hours=0.05, location="us-central1")
     assert kinds is not None and kinds.warm.hours == pytest.approx(priced)
     assert kinds.full.hours == pytest.approx(0.05)
+
+
+def test_summary_prices_a_warm_week_no_higher_than_a_full_one() -> None:
+    facts = build_summary(
+        _outputs(refused=False), run_name="r", state="SUCCEEDED", error_message="",
+        job_shape={}, expected_training_hours=0.05, expected_warm_training_hours=0.4,
+    )  # fmt: skip
+    assert facts["cost_on_vertex"]["assumed_training_hours"] == pytest.approx(0.05)

@@ -167,7 +167,8 @@ def build_summary(
         facts["training_kind"] = kind
     warm = expected_training_hours
     if expected_warm_training_hours is not None:
-        warm = expected_warm_training_hours
+        # Never above a full retrain, as the estimate prices it.
+        warm = min(expected_warm_training_hours, expected_training_hours)
     planned = kind["planned"] if kind is not None else FULL
     if _ran(outputs, "train-custom-job"):
         hours, reused = _paid_training_hours(outputs, planned, expected_training_hours, warm)

@@ -330,3 +330,28 @@ def test_tuning_job_spec_refuses_grid_over_double() -> None:
     spec = _tuning_job(trial, algorithm="GRID_SEARCH")
     with pytest.raises(JobSpecError, match=r"studySpec.parameters\[0\].doubleValueSpec"):
         spec.to_payload(today=TODAY)
+
+
+def test_custom_job_spec_judges_on_the_catalog_and_the_day_it_is_given() -> None:
+    from dataclasses import replace
+
+    from vertex_retrain.specs.machine_catalog import load_catalog
+
+    catalog = load_catalog()
+    smaller = replace(catalog, machines={k: v for k, v in catalog.machines.items()
+                                         if k != "n1-standard-4"})  # fmt: skip
+    own = CustomJobSpec("own", WorkerPool(Machine("n1-standard-4"), ContainerCode("gcr.io/p/t:1")))
+    assert errors_of(own.validate(today=TODAY)) == []
+    assert errors_of(own.validate(catalog=smaller, today=TODAY))
+    with pytest.raises(JobSpecError):
+        own.to_payload(catalog=smaller, today=TODAY)
+    prebuilt = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    retired = CustomJobSpec("p", WorkerPool(Machine("n1-standard-4"), ContainerCode(prebuilt)))
+    # This module's catalog serves its training images until 2099-12-31.
+    assert errors_of(retired.validate(today=dt.date(2099, 12, 1))) == []
+    assert errors_of(retired.validate(today=dt.date(2100, 1, 1)))
+    with pytest.raises(JobSpecError):
+        retired.to_payload(today=dt.date(2100, 1, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # retiring within 90 days: a warning
+        retired.to_payload(today=dt.date(2099, 12, 1))

@@ -49,3 +49,13 @@ def test_tasks_temp_dir_removes_a_killed_run_s_folder_and_keeps_a_live_one(root:
         assert os.environ["TMPDIR"] == os.environ["TMP"] == os.environ["TEMP"] == str(folder)
         (folder / "left.txt").write_text("by a task\n")
     assert not dead.exists() and live.is_dir() and not folder.exists()
+
+
+def test_local_run_keeps_kfp_s_workspace_under_the_local_root(root: Path) -> None:
+    from kfp.local.config import LocalExecutionConfig
+
+    outcome = run_local(two_tasks, {}, cache=False, console=io.StringIO())
+    assert outcome.succeeded, outcome.log_path.read_text()
+    # Without one, kfp.local makes an empty kfp-workspace-* folder in the machine's /tmp.
+    workspace = Path(LocalExecutionConfig.instance.workspace_root)  # type: ignore[union-attr]
+    assert workspace == root / "kfp-workspace"

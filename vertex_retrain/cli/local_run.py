@@ -260,9 +260,14 @@ def _run_locked(
     pipeline_root = root / "pipeline-root"
     pipeline_root.mkdir(parents=True, exist_ok=True)
     before = set(pipeline_root.iterdir())
+    # kfp.local makes a workspace folder in the machine's temporary directory when given none
+    # (an empty kfp-workspace-* folder left by every run): it gets one under the local root.
+    workspace = root / "kfp-workspace"
+    workspace.mkdir(exist_ok=True)
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=str(pipeline_root),
+        workspace_root=str(workspace),
         raise_on_error=True,
     )
     started = time.monotonic()

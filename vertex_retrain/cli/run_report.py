@@ -24,6 +24,7 @@ from vertex_retrain.compiled_dags import numbered_tasks
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
+from vertex_retrain.steps.summary import DECISION_KEYS
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
@@ -228,18 +229,7 @@ def build_report(
             if isinstance(value, int | float) and not isinstance(value, bool)
         }
         parameters = evaluation.get("parameterValues", {})
-        report.decision = {
-            key: parameters[key]
-            for key in (
-                "is_better",
-                "reason",
-                "rule",
-                "candidate_score",
-                "champion_score",
-                "evidence",
-            )
-            if key in parameters
-        }
+        report.decision = {key: parameters[key] for key in DECISION_KEYS if key in parameters}
     registered = _task_outputs(run_dir, "register-model")
     if registered is not None:
         parameters = registered.get("parameterValues", {})

@@ -25,6 +25,9 @@ from vertex_retrain.steps.summary_week import (
 )
 from vertex_retrain.steps.training_cost import estimate_training_cost, request_for_shape
 
+DECISION_KEYS = ("is_better", "reason", "rule", "candidate_score", "champion_score", "evidence")
+"""The evaluate step's outputs that make up a week's decision (the summary's and the report's)."""
+
 
 def _ran_named(outputs: Mapping[str, TaskOutputs], prefix: str) -> list[tuple[str, TaskOutputs]]:
     """The tasks named ``prefix`` or ``prefix-N`` (If/Else branches, a retrain after a
@@ -130,17 +133,7 @@ def build_summary(
     facts.update(_data_facts(outputs))
     evaluation = _last(outputs, "evaluate-model")
     if evaluation is not None:
-        facts["decision"] = {
-            key: evaluation.parameters.get(key)
-            for key in (
-                "is_better",
-                "reason",
-                "rule",
-                "candidate_score",
-                "champion_score",
-                "evidence",
-            )
-        }
+        facts["decision"] = {key: evaluation.parameters.get(key) for key in DECISION_KEYS}
         facts["metrics"] = evaluation.artifacts.get("metrics", {}).get("metadata", {})
     training = _last(outputs, "train-custom-job")
     if training is not None:

@@ -2,8 +2,9 @@
 
 `python -m bench.bench_weekly_seed [--quick]`.
 
-`compile.py run weekly-retraining --local --no-cache --json --param epochs=1` runs as a
-process on a fresh local root whose `gs://drink-shops-ml/transactions` holds the seed-scale
+`compile.py run examples/drink_shops/pipelines.py:weekly --local --no-cache --json` with the
+trainer's source from this clone and `--epochs 1 --batch_size 512` runs as a process on a
+fresh local root whose `gs://drink-shops-ml/transactions` holds the seed-scale
 dataset (500,000 members x 2,000 stores x 156 weeks, about 89.6 million rows; generated once
 into the benchmark cache by `bench.measure.ensure_dataset`, then hard-linked into the root).
 Everything is cold, as in every new week: no task cache, no pre-encoded dataset.
@@ -59,6 +60,10 @@ TRAINING_TASK = "train-custom-job"
 ORCHESTRATOR = "orchestrator (compile.py run)"
 OUTSIDE = "outside the run's tree (model servers)"
 TRANSACTIONS = Path("gcs", "drink-shops-ml", "transactions")  # the pipeline's default URI
+PIPELINE = "examples/drink_shops/pipelines.py:weekly"
+"""The drink shops' configured weekly template (the library's own has no team's defaults)."""
+SOURCE = REPO / "examples" / "drink_shops" / "trainer"
+"""The trainer's source as it is in this clone (a team would upload it to its bucket)."""
 METRICS = ("candidate_ndcg_at_10", "candidate_usual_ndcg_at_10", "baseline_ndcg_at_10")
 """Headline figures shown with the run: the model, "reorder your usual", popularity."""
 _SAMPLE_S = 0.25
@@ -202,8 +207,22 @@ def run_weekly(dataset: Path, scratch: Path, *, epochs: int, timeout: float) -> 
     """
     root = scratch / "root"
     link_dataset(dataset, root / TRANSACTIONS)
-    argv = [sys.executable, "compile.py", "run", "weekly-retraining", "--local", "--no-cache",
-            "--json", "--param", f"epochs={epochs}"]  # fmt: skip
+    return run_in_root(root, scratch, epochs=epochs, timeout=timeout)
+
+
+def run_in_root(root: Path, scratch: Path, *, epochs: int, timeout: float) -> WeeklyRun:
+    """Runs the weekly pipeline once under the local root `root` (whose transactions are in
+    place), sampling it; its stdout and stderr go to `scratch`. A root that holds an earlier
+    run's champion gives the week that champion, as a real next week would have it.
+
+    Raises:
+        RuntimeError: The run failed or ran past `timeout` (it is stopped, tasks included).
+    """
+    scratch.mkdir(parents=True, exist_ok=True)
+    training_args = json.dumps(["--epochs", str(epochs), "--batch_size", "512"])
+    argv = [sys.executable, "compile.py", "run", PIPELINE, "--local", "--no-cache", "--json",
+            "--param", f"source_uri={SOURCE}",
+            "--param", f"training_args={training_args}"]  # fmt: skip
     env = {**python_env(), "VERTEX_LOCAL_ROOT": str(root)}
     with (scratch / "stdout").open("wb") as out, (scratch / "stderr").open("wb") as err:
         began = time.perf_counter()
@@ -298,7 +317,8 @@ def weekly_figure(
     return figure(
         name="Weekly pipeline at seed scale, locally, one epoch",
         what=(
-            "`compile.py run weekly-retraining --local --no-cache --param epochs=1` on "
+            "`compile.py run examples/drink_shops/pipelines.py:weekly --local --no-cache` "
+            "(1 epoch) on "
             f"{scale_text}: the whole run's wall time and, per step, wall time (kfp.local's "
             "log) and peak RSS of the step's processes (sampled from /proc every 0.25 s); "
             "the baseline is the training step in the same run (`bench/bench_weekly_seed.py`)."

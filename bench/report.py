@@ -43,6 +43,7 @@ ORDER = (
     "bench_quality",  # one epoch at the seeds' scale on bench_datagen's dataset
     "bench_scaling",
     "bench_weekly_seed",
+    "bench_weekly_warm",
     "bench_goodput",
     "bench_tuning",
     "bench_router",
@@ -52,6 +53,8 @@ TIMEOUT_SECONDS = {"quick": 300.0, "full": 900.0}
 # The weekly pipeline at seed scale runs for most of its 45-minute target.
 TIMEOUT_OVERRIDES = {
     "bench_weekly_seed": {"quick": 900.0, "full": 7200.0},
+    # Two weekly runs in a row at seed scale: a full week, then a warm-started one.
+    "bench_weekly_warm": {"quick": 1500.0, "full": 3 * 3600.0},
     # Three seeds, each a generated world, an epoch at the seeds' scale and an evaluation.
     "bench_quality": {"quick": 1800.0, "full": 5 * 3600.0},
     # Three seeds, each a world, its first champion and four weeks trained both ways.

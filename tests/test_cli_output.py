@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,21 @@ def test_run_report_shows_no_cost_for_a_run_that_trained_nothing(tmp_path: Path)
     stopped, trained = texts
     assert "cost on Vertex" not in stopped  # the data gate stopped it: nothing was paid
     assert "cost on Vertex  on-demand 0.44 USD" in trained
+
+
+def test_run_report_says_which_kind_of_training_ran_and_why(tmp_path: Path) -> None:
+    kind = {"kind": "warm", "planned": "warm", "reason": "warm start from champion version 3"}
+    shown = {}
+    for name, summary in (("warm", {"training_kind": kind}), ("none", {"training_kind": None})):
+        report = build_report(
+            "weekly-retraining", succeeded=True, wall_seconds=5, log_path=tmp_path / "run.log",
+            run_dir=None, arguments={}, summary=summary,
+        )  # fmt: skip
+        out = io.StringIO()
+        report.render(out)
+        shown[name] = (out.getvalue(), report.to_json()["training_kind"])
+    text, as_json = shown["warm"]
+    assert re.search(r"^training +warm: warm start from champion version 3$", text, re.M)
+    assert as_json == kind
+    assert not re.search(r"^training ", shown["none"][0], re.M)  # no plan: nothing said
+    assert shown["none"][1] == {}

@@ -49,6 +49,7 @@ class LocalRunReport:
     endpoint: dict[str, Any] = field(default_factory=dict)
     tuning_report: Path | None = None
     cost: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -65,6 +66,7 @@ class LocalRunReport:
             "endpoint": self.endpoint,
             "tuning_report": str(self.tuning_report) if self.tuning_report else None,
             "cost_on_vertex": self.cost,
+            "training_kind": self.training,
             "errors": self.errors,
         }
 
@@ -76,6 +78,8 @@ class LocalRunReport:
         table.add_column(overflow="fold")
         table.add_row("pipeline root", str(self.pipeline_root or "-"))
         table.add_row("log", str(self.log_path))
+        if self.training:
+            table.add_row("training", f"{self.training.get('kind')}: {self.training.get('reason')}")
         if self.metrics:
             table.add_row("metrics", metrics_line(self.metrics, self.decision))
         if self.decision:
@@ -219,6 +223,9 @@ def build_report(
         # As in history: a run that trained nothing (stopped by the data gate, failed before
         # training) is not shown a training cost it never paid.
         report.cost = dict(summary.get("cost_on_vertex") or {})
+    if summary and summary.get("training_kind"):
+        # Which kind of training the week ran (warm, full, warm then full) and why.
+        report.training = dict(summary["training_kind"])
     if run_dir is None:
         return report
     evaluation = _task_outputs(run_dir, "evaluate-model")

@@ -26,6 +26,9 @@ def test_same_folder_ignores_a_trailing_slash_only() -> None:
     assert same_folder("gs://b/runs/1/model", "gs://b/runs/1/model/")
     assert not same_folder("gs://b/runs/1/model", "gs://b/runs/2/model")
     assert not same_folder("", "")  # no folder is no model
+    assert same_folder("/root/runs/1/model/", "/root/runs/1/model")  # either side, a path too
+    assert not same_folder("gs://b/runs/1/modelX", "gs://b/runs/1/model")  # only "/" goes
+    assert not same_folder("gs://b/runs/1/model", "gs://b/runs/1/modelX")
 
 
 def test_nothing_to_decide_promotes_nothing_and_names_the_version() -> None:

@@ -67,6 +67,9 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     reference (``r``) when no champion was compared: ``+0.004c`` is a sure gain, a negative
     value an interval that includes no gain; ``--json`` has the whole interval.
 
+    ``ROWS`` is the rows of the newest period in the window, the one the data gate judged
+    (its ``rows`` statistic); none when no gate measured a period.
+
     ``TRAIN`` is the kind of training the week ran: ``warm`` (from the champion), ``full``,
     or ``warm+full`` (the gate refused the warm start, and the week retrained fully);
     ``--json`` says why.

@@ -26,7 +26,11 @@ from typing import Any, TextIO
 
 from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_retrain.cli.console import strip_ansi
-from vertex_retrain.cli.failure_record import record_cause, record_interruption
+from vertex_retrain.cli.failure_record import (
+    record_cause,
+    record_interruption,
+    record_requested_week,
+)
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.cli.task_names import failed_step_line, pipeline_display_names
 from vertex_retrain.invocation import command
@@ -307,6 +311,8 @@ def _run_locked(
         causes = task_errors(lines)
         if causes and run_dir is not None:
             record_cause(root, run_dir.name, causes[0])
+        if run_dir is not None:  # a window that never came: the week it asked for
+            record_requested_week(root, run_dir.name, str(arguments.get("as_of") or ""))
         shown = (
             ["", "--- why the tasks failed ---", *causes]
             if causes

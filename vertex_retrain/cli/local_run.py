@@ -20,7 +20,6 @@ import sys
 import time
 import warnings
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,24 +30,11 @@ from vertex_retrain.cli.failure_record import (
     record_interruption,
     record_requested_week,
 )
+from vertex_retrain.cli.local_outcome import LocalRunOutcome, pipeline_outputs
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.cli.task_names import failed_step_line, pipeline_display_names
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
-
-
-@dataclass(frozen=True)
-class LocalRunOutcome:
-    """How a local run ended and where to look."""
-
-    succeeded: bool
-    run_dir: Path | None
-    log_path: Path
-    wall_seconds: float
-    summary: dict[str, Any] | None
-    refused: str | None = None
-    """Why the run did not start (another run holds the model's lock, or the installed kfp is
-    not one the local runner supports); None if it ran."""
 
 
 class RunConflictError(RuntimeError):
@@ -276,6 +262,7 @@ def _run_locked(
     )
     started = time.monotonic()
     succeeded = True
+    outputs: dict[str, Any] = {}
     names = pipeline_display_names(pipeline)
     progress = RunProgress(console, verbose=verbose, names=names)
     with _captured(log_path, progress), warnings.catch_warnings():
@@ -292,7 +279,7 @@ def _run_locked(
                 ),
                 tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):
-                pipeline(**arguments)
+                outputs = pipeline_outputs(pipeline(**arguments))
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through processes.Terminated
             # The exit handler never runs: the week's record says where the run stopped.
             step = progress.current.name if progress.current else None
@@ -319,7 +306,8 @@ def _run_locked(
             else ["", f"--- last lines of {log_path} ---", *lines[-40:]]
         )
         console.write("\n".join([*shown, ""]))
-    return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+    summary = _read_summary(run_dir)
+    return LocalRunOutcome(succeeded, run_dir, log_path, wall, summary, outputs=outputs)
 
 
 def _newest_run(pipeline_root: Path, before: set[Path]) -> Path | None:

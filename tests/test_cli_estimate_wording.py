@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import io
-from pathlib import Path
 
 import pytest
 
@@ -13,18 +12,28 @@ from tests.examples import DRINK_SHOPS
 from vertex_retrain.cli.compile_commands import cli_estimate, hours_assumption
 
 WEEKLY = f"{DRINK_SHOPS / 'pipelines.py'}:weekly"
-CPU_ONLY = ["machine_type=n1-standard-4", "accelerator_type=", "accelerator_count=0"]
+CPU_ONLY = ("machine_type=n1-standard-4", "accelerator_type=", "accelerator_count=0")
+UNREADABLE_SOURCE = "source_uri=gs://my-bucket/nowhere"
 
 
-def _estimate(params: list[str]) -> str:
+def _estimate(params: tuple[str, ...]) -> str:
     out = io.StringIO()
-    args = argparse.Namespace(name=WEEKLY, param=params, training_hours=2.0)
+    args = argparse.Namespace(name=WEEKLY, param=list(params), training_hours=2.0)
     assert cli_estimate(args, out=out) == 0
     return out.getvalue()
 
 
-def test_estimate_names_no_gpu_for_a_cpu_only_training_job() -> None:
-    lines = _estimate(CPU_ONLY).splitlines()
+@pytest.fixture(scope="module")
+def cpu_estimate(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The estimate of a CPU-only job whose source is a gs:// folder not on this machine
+    (one estimate for the tests that read it: each takes seconds)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path_factory.mktemp("empty-root")))
+        return _estimate((*CPU_ONLY, UNREADABLE_SOURCE))
+
+
+def test_estimate_names_no_gpu_for_a_cpu_only_training_job(cpu_estimate: str) -> None:
+    lines = cpu_estimate.splitlines()
     (assumption,) = [line for line in lines if line.startswith("assumption:")]
     assert "takes 2 h on its machine (no GPU)" in assumption
     assert "one GPU" not in assumption and "multi-GPU" not in assumption
@@ -32,9 +41,17 @@ def test_estimate_names_no_gpu_for_a_cpu_only_training_job() -> None:
 
 
 def test_estimate_names_one_gpu_for_a_gpu_training_job() -> None:
-    text = _estimate(["accelerator_count=1"])
+    text = _estimate(("accelerator_count=1",))
     assert "one training job takes 2 h on one GPU (--training-hours" in text
     assert "train: 1 GPU(s)" in text and "no GPU" not in text
+
+
+def test_estimate_says_how_to_read_a_cloud_storage_source_it_cannot_read_here(
+    cpu_estimate: str,
+) -> None:
+    (month,) = [line for line in cpu_estimate.splitlines() if "  month:" in line]
+    assert "'gs://my-bucket/nowhere' cannot be read on this machine: pass --param " in month
+    assert "source_uri=<local path> to read it" in month
 
 
 @pytest.mark.parametrize(
@@ -47,13 +64,3 @@ def test_estimate_names_one_gpu_for_a_gpu_training_job() -> None:
 )
 def test_hours_assumption_follows_the_jobs_machines(gpus: list[int], expected: str) -> None:
     assert expected in hours_assumption(2.0, gpus)
-
-
-def test_estimate_says_how_to_read_a_cloud_storage_source_it_cannot_read_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
-    source = "source_uri=gs://my-bucket/nowhere"
-    (month,) = [line for line in _estimate([source]).splitlines() if "  month:" in line]
-    assert "'gs://my-bucket/nowhere' cannot be read on this machine: pass --param " in month
-    assert "source_uri=<local path> to read it" in month

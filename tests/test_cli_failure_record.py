@@ -10,8 +10,14 @@ from typing import Any
 import pytest
 
 from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
-from vertex_retrain.cli.failure_record import record_cause, record_interruption
+from vertex_retrain.cli.failure_record import (
+    REQUESTED_SOURCE,
+    record_cause,
+    record_interruption,
+    record_requested_week,
+)
 from vertex_retrain.cli.local_run import run_pipeline_locally
+from vertex_retrain.cli.main import main
 from vertex_retrain.run_record import RunRecord
 
 GENERIC = "Task exit-handler-1 failed."
@@ -83,3 +89,34 @@ def test_record_interruption_is_the_latest_run_of_its_week(root: Path) -> None:
     latest = row.record
     assert (latest.run, latest.state) == ("r2", "CANCELLED")
     assert latest.recorded_at > "2026-11-16T10:00:00+00:00"
+
+
+def test_record_requested_week_files_a_weekless_run_under_its_as_of(root: Path) -> None:
+    RunHistory().record(_failed("r1", GENERIC))
+    RunHistory().record(replace(_failed("r2", GENERIC), as_of="2026-11-09"))
+    assert not record_requested_week(root, "r1", "")  # given no as_of: stays weekless
+    assert record_requested_week(root, "r1", "2026-11-16")
+    assert not record_requested_week(root, "r2", "2026-11-16")  # its window came
+    weeks = {record.run: record for record in RunHistory().weeks()}
+    assert (weeks["r1"].as_of, weeks["r2"].as_of) == ("2026-11-16", "2026-11-09")
+    assert weeks["r1"].window["source"] == REQUESTED_SOURCE
+
+
+@pytest.mark.parametrize(("as_of", "week"), [("2026-11-16", "2026-11-16"), ("", "")])
+def test_run_pipeline_locally_files_a_failed_window_under_the_week_asked_for(
+    root: Path, as_of: str, week: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def window_failed(**arguments: Any) -> None:
+        (root / "pipeline-root" / "weekly-run-1").mkdir(parents=True)
+        # What the exit handler records when data-window failed: no window, no week.
+        RunHistory().record(replace(_failed("weekly-run-1", GENERIC), model="m"))
+        raise RuntimeError("Task data-window failed")
+
+    arguments = {"as_of": as_of, "model_display_name": "m"}
+    outcome = run_pipeline_locally(window_failed, arguments, console=io.StringIO())
+    assert not outcome.succeeded
+    (record,) = RunHistory().weeks("m")
+    assert record.as_of == week
+    assert main(["history", "m", "--no-plot"]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if "FAILED" in line]
+    assert row.startswith(week or "no window")

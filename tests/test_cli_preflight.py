@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.examples import DRINK_SHOPS, example_module
+from tests.preflight_flags import SUBMISSION_FLAGS
 from vertex_retrain.backends.vertex.preflight_online import online_problems
 from vertex_retrain.cli import preflight as preflight_module
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
@@ -257,7 +258,8 @@ def test_preflight_of_a_file_that_is_not_a_compiled_pipeline_is_exit_2(
 
 
 def test_preflight_reports_json_and_exit_1_on_an_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["preflight", EXPERIMENT, "--location", "europe-west4", "--json"]) == 1
+    argv = ["preflight", EXPERIMENT, "--location", "europe-west4", "--json", *SUBMISSION_FLAGS]
+    assert main(argv) == 1
     (result,) = json.loads(capsys.readouterr().out)
     assert result["pipeline"] == "drink-shops-experiment" and result["errors"] == 1
     assert result["problems"][0]["code"] == "component-image-placeholder"

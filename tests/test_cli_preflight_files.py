@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.preflight_flags import SUBMISSION_FLAGS
 from vertex_retrain.cli.main import main
 
 PINNED = "europe-west4-docker.pkg.dev/p/ml/vertex-retrain@sha256:" + "ab" * 32
@@ -47,7 +48,7 @@ def _compile_plainly(path: Path) -> Path:
 
 
 def _preflight(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    code = main(["preflight", str(path), "--json"])
+    code = main(["preflight", str(path), "--json", *SUBMISSION_FLAGS])
     report = json.loads(capsys.readouterr().out)
     return code, [p["code"] for r in report for p in r["problems"] if p["severity"] == "error"]
 

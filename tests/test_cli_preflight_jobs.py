@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.preflight_flags import SUBMISSION_FLAGS
 from vertex_retrain.cli.cache_keys import cache_key_problems
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments, write_spec
 from vertex_retrain.cli.job_tasks import STAND_IN_IMAGE, job_tasks
@@ -36,7 +37,7 @@ def _preflight(reference: str, *flags: str) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["preflight", reference, "--component-image", IMAGE, "--location",
-                     "europe-west4", "--json", *flags])  # fmt: skip
+                     "europe-west4", "--json", *SUBMISSION_FLAGS, *flags])  # fmt: skip
     (result,) = json.loads(out.getvalue())
     return code, result
 

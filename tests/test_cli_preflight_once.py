@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.preflight_flags import SUBMISSION_FLAGS
 from vertex_retrain.cli.job_tasks import problems_by_task
 from vertex_retrain.cli.main import main
 from vertex_retrain.specs.problems import error, warning
@@ -45,7 +46,8 @@ def test_problems_by_task_keeps_findings_that_differ_in_severity_or_value() -> N
 
 
 def test_preflight_prints_a_bad_job_setting_once(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["preflight", TWICE, "--component-image", IMAGE, "--location", "europe-west4"]
+    argv = ["preflight", TWICE, "--component-image", IMAGE, "--location", "europe-west4",
+            *SUBMISSION_FLAGS]  # fmt: skip
     assert main([*argv, "--param", f"machine_type={BAD_MACHINE}"]) == 1
     lines = capsys.readouterr().out.splitlines()
     (line,) = [line for line in lines if BAD_MACHINE in line]

@@ -114,6 +114,9 @@ def test_byom_guide_runs_the_weekly_pipeline_locally_and_records_the_week(trial:
     history = next(text for line, text in trial.outputs.items() if "history energy-use" in line)
     rows = [line.split() for line in history.splitlines() if line.startswith("2026-")]
     assert rows and rows[0][1] == "champion", history
+    estimate = next(text for line, text in trial.outputs.items() if " estimate " in line)
+    assert "the trainer at " in estimate and "declares no warm start" in estimate, estimate
+    assert "on its machine (no GPU)" in estimate and "one GPU" not in estimate, estimate
     schedule = next(text for line, text in trial.outputs.items() if "schedule" in line)
     assert "schedule energy-weekly (active)" in schedule and "0 4 * * 1 in Europe/Paris" in schedule
 

@@ -66,10 +66,19 @@ def test_trainer_warm_start_reads_a_gs_source_where_local_runs_keep_it(
     assert _read(spec, "gs://my-bucket/src").declared is True
     missing = _read(spec, "gs://my-bucket/elsewhere")
     assert missing.declared is None
-    assert (
-        missing.says
-        == "the trainer's source 'gs://my-bucket/elsewhere' cannot be read on this machine"
+    assert missing.says == (
+        "the trainer's source 'gs://my-bucket/elsewhere' cannot be read on this machine: "
+        "pass --param source_uri=<local path> to read it"
     )
+
+
+def test_trainer_warm_start_hints_a_local_path_only_for_a_cloud_storage_source(
+    spec: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path))
+    assert "--param source_uri=<local path>" in _read(spec, "/gcs/my-bucket/elsewhere").says
+    local = _read(spec, str(tmp_path / "nowhere"))
+    assert local.declared is None and local.says.endswith("cannot be read on this machine")
 
 
 def test_trainer_warm_start_of_a_source_known_at_run_time_is_unknown(

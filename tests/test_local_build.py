@@ -284,3 +284,23 @@ def test_build_step_names_source_uri_when_it_is_not_a_folder(root: Path, tmp_pat
     (tmp_path / "afile").write_text("x")
     with pytest.raises(BuildError, match="is not a folder here"):
         build(backend="local", source_uri=str(tmp_path / "afile"), destination="gs://bkt/pkgs")
+
+
+@pytest.mark.parametrize("scheme", ["gs://", "/gcs/"])
+def test_source_path_tells_a_local_run_to_pass_a_local_source_for_cloud_storage(
+    root: Path, scheme: str
+) -> None:
+    from vertex_retrain.steps.backend import resolve_backend
+    from vertex_retrain.steps.build import build, source_path
+    from vertex_retrain.steps.digest import digest_source
+
+    uri = f"{scheme}bkt/source/pkg"
+    with pytest.raises(BuildError) as raised:
+        digest_source(backend="local", source_uri=uri)
+    message = str(raised.value)
+    assert message.startswith(f"source_uri {uri!r} cannot be read here")
+    assert "pass --param source_uri=<local path>" in message and "\n" not in message
+    with pytest.raises(BuildError, match="cannot be read here"):
+        build(backend="local", source_uri=uri, destination="gs://bkt/pkgs")
+    (root / "gcs" / "bkt" / "source" / "pkg").mkdir(parents=True)  # there now: read
+    assert source_path(resolve_backend("local"), uri).is_dir()

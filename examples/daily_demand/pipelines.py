@@ -10,7 +10,9 @@ instances a new deployment must answer. The library holds none of it.
     python -m demand_forecast.data generate --out=gs://daily-demand-ml/data
     vertex-retrain run examples/daily_demand/pipelines.py:weekly --local \
         --param source_uri=examples/daily_demand/demand_forecast
-    vertex-retrain preflight examples/daily_demand/pipelines.py:weekly --location us-central1
+    vertex-retrain preflight examples/daily_demand/pipelines.py:weekly --location us-central1 \
+        --service-account retrain@PROJECT.iam.gserviceaccount.com \
+        --pipeline-root gs://daily-demand-ml/pipeline-root
 """
 
 from __future__ import annotations

@@ -172,16 +172,31 @@ def cli_estimate(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 0
     _print_step_table(estimate, out, wide=bool(getattr(args, "wide", False)))
     print(estimate.describe(), file=out)
-    print(
-        f"assumption: one training job takes {hours:g} h on one GPU "
-        "(--training-hours, else the pipeline's expected_training_hours); multi-GPU jobs "
-        "scale by the stated efficiency",
-        file=out,
-    )
+    print(hours_assumption(hours, [step.gpus for step in estimate.steps]), file=out)
     if kinds is not None:
         _print_week_kinds(kinds, out)
     print(NOT_INCLUDED, file=out)
     return 0
+
+
+def hours_assumption(hours: float, gpus: list[int]) -> str:
+    """The estimate's assumption line, worded for the machines the jobs hold.
+
+    Args:
+        hours: Expected run time of one training job.
+        gpus: GPUs each priced job holds (0 for a CPU-only job).
+
+    Returns:
+        One line; it names a GPU only when a job holds one.
+    """
+    origin = "(--training-hours, else the pipeline's expected_training_hours)"
+    if not any(gpus):
+        return f"assumption: one training job takes {hours:g} h on its machine (no GPU) {origin}"
+    cpu_too = " (a job without a GPU: on its machine)" if not all(gpus) else ""
+    return (
+        f"assumption: one training job takes {hours:g} h on one GPU{cpu_too} {origin}; "
+        "multi-GPU jobs scale by the stated efficiency"
+    )
 
 
 def _print_week_kinds(kinds: Any, out: TextIO) -> None:

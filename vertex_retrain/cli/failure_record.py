@@ -7,15 +7,22 @@ it puts that into the record, and ``history`` says why each failed week failed.
 
 An interrupted run (Ctrl-C, SIGTERM) never reaches its exit handler, so the runner writes its
 week's record itself (:func:`record_interruption`): ``history`` shows the week as
-``CANCELLED`` with the step it stopped at, instead of showing nothing.
+``CANCELLED`` with the step it stopped at, instead of showing nothing. A run whose data
+window never came (its ``data-window`` step failed) is filed under the ``as_of`` it was given
+(:func:`record_requested_week`); given none, it stays a run without a week.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vertex_retrain.run_record import RunRecord
 
 GENERIC_FAILURE = re.compile(r"^Task [\w.-]+ failed\.?$")
 """The error kfp.local gives an exit handler, which names no step and no cause."""
@@ -86,6 +93,53 @@ def record_cause(root: Path, run: str, cause: str) -> bool:
     Returns:
         True when the record was updated.
     """
+    first = cause.strip().splitlines()[0][:MAX_CAUSE] if cause.strip() else ""
+    if not first:
+        return False
+    return _amend(
+        root,
+        run,
+        lambda record: (
+            replace(record, error=first) if GENERIC_FAILURE.match(record.error.strip()) else None
+        ),
+    )
+
+
+REQUESTED_SOURCE = "parameter, unchecked: the data-window step failed"
+"""The window source of a failed run filed under the week it asked for."""
+
+
+def record_requested_week(root: Path, run: str, as_of: str) -> bool:
+    """Files the record of ``run`` under the week it asked for when its window never came.
+
+    A run whose ``data-window`` step failed has no window, so its exit handler records it
+    without a week; when the run was given ``as_of``, that is the week it belongs to (and
+    ``history`` lists it there). Best effort, as :func:`record_cause`; a record with a week,
+    or a run given no ``as_of``, is left as it is.
+
+    Args:
+        root: The local root (its ``registry.db`` holds the weeks).
+        run: The pipeline run's name (its folder under the pipeline root).
+        as_of: The ``as_of`` the run was given (``YYYY-MM-DD``), "" when none.
+
+    Returns:
+        True when the record was updated.
+    """
+    if not as_of.strip():
+        return False
+    return _amend(
+        root,
+        run,
+        lambda record: (
+            None
+            if record.as_of
+            else replace(record, as_of=as_of, window={**record.window, "source": REQUESTED_SOURCE})
+        ),
+    )
+
+
+def _amend(root: Path, run: str, change: Callable[[RunRecord], RunRecord | None]) -> bool:
+    """Rewrites the record of ``run`` as ``change`` returns it (None: unchanged)."""
     from vertex_retrain.backends.local.model_registry.registry_db import (
         DB_FILENAME,
         RegistryError,
@@ -93,14 +147,14 @@ def record_cause(root: Path, run: str, cause: str) -> bool:
     )
     from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
 
-    first = cause.strip().splitlines()[0][:MAX_CAUSE] if cause.strip() else ""
-    if not first or not (root / DB_FILENAME).is_file():
+    if not (root / DB_FILENAME).is_file():
         return False
     try:
         history = RunHistory(root / DB_FILENAME)
         for record in history.weeks():
-            if record.run == run and GENERIC_FAILURE.match(record.error.strip()):
-                history.record(replace(record, error=first))
+            changed = change(record) if record.run == run else None
+            if changed is not None:
+                history.record(changed)
                 return True
     except (RegistryError, RegistryNotFoundError, OSError, sqlite3.Error):
         return False  # the run's outcome stands whatever the registry says

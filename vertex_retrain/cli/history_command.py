@@ -37,6 +37,10 @@ COLUMNS = (
 """The table fits 80 columns; ``--json`` has every field of every run (its name included)."""
 
 
+NO_WINDOW = "no window"
+"""The week of a run that stopped before its data window was set and was given no ``as_of``."""
+
+
 def shown_columns(records: Sequence[RunRecord]) -> tuple[Column, ...]:
     """The columns of a model's table: ``TRAIN`` only when a run planned its training kind
     (a pipeline without warm starts keeps the table it had)."""
@@ -67,6 +71,12 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     reference (``r``) when no champion was compared: ``+0.004c`` is a sure gain, a negative
     value an interval that includes no gain; ``--json`` has the whole interval.
 
+    A run without a week (stopped before its data window, given no ``as_of``) shows
+    :data:`NO_WINDOW` as its week.
+
+    ``ROWS`` is the rows of the newest period in the window, the one the data gate judged
+    (its ``rows`` statistic); none when no gate measured a period.
+
     ``TRAIN`` is the kind of training the week ran: ``warm`` (from the champion), ``full``,
     or ``warm+full`` (the gate refused the warm start, and the week retrained fully);
     ``--json`` says why.
@@ -92,7 +102,7 @@ def history_row(record: RunRecord, metric: str | None = None) -> dict[str, Any]:
     name = shown_metric(record, metric)
     reference = str(record.decision.get("reference") or "")
     return {
-        "as_of": record.as_of,
+        "as_of": record.as_of or NO_WINDOW,
         "outcome": _outcome(record),
         "training": record.training_kind.get("kind") or None,
         "rows": statistics.get("rows"),

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from vertex_retrain.cli.local_run import LocalRunOutcome, local_arguments, run_pipeline_locally
+from vertex_retrain.cli.local_outcome import LocalRunOutcome
+from vertex_retrain.cli.local_run import local_arguments, run_pipeline_locally
 from vertex_retrain.specs.display_names import display_name_problems, evaluates
 
 __all__ = ["run_local"]
@@ -46,8 +47,12 @@ def run_local(
         verbose: Show every line of every task.
 
     Returns:
-        How the run ended: ``succeeded``, the run folder, the log file (the full output) and
-        the run summary when the pipeline writes one.
+        How the run ended (:class:`vertex_retrain.cli.local_outcome.LocalRunOutcome`):
+        ``status`` (``SUCCEEDED``, ``FAILED``, ``REFUSED``) and ``succeeded``, ``run_id`` and
+        the run folder ``run_dir``, ``outputs`` (the pipeline's outputs as kfp.local returns
+        them, by name: ``Output`` for a pipeline returning one value), ``task_outputs()``
+        (each task's parameters and artifacts), the log file (the full output), the wall
+        time and the run summary when the pipeline writes one.
 
     Raises:
         PipelineReferenceError: A reference that names no pipeline (a ``ValueError``).

@@ -20,31 +20,21 @@ import sys
 import time
 import warnings
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from vertex_retrain.backends.local.kfp_adapter.placeholders import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_retrain.cli.console import strip_ansi
-from vertex_retrain.cli.failure_record import record_cause, record_interruption
+from vertex_retrain.cli.failure_record import (
+    record_cause,
+    record_interruption,
+    record_requested_week,
+)
+from vertex_retrain.cli.local_outcome import LocalRunOutcome, pipeline_outputs
 from vertex_retrain.cli.run_progress import RunProgress
 from vertex_retrain.cli.task_names import failed_step_line, pipeline_display_names
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
-
-
-@dataclass(frozen=True)
-class LocalRunOutcome:
-    """How a local run ended and where to look."""
-
-    succeeded: bool
-    run_dir: Path | None
-    log_path: Path
-    wall_seconds: float
-    summary: dict[str, Any] | None
-    refused: str | None = None
-    """Why the run did not start (another run holds the model's lock, or the installed kfp is
-    not one the local runner supports); None if it ran."""
 
 
 class RunConflictError(RuntimeError):
@@ -272,6 +262,7 @@ def _run_locked(
     )
     started = time.monotonic()
     succeeded = True
+    outputs: dict[str, Any] = {}
     names = pipeline_display_names(pipeline)
     progress = RunProgress(console, verbose=verbose, names=names)
     with _captured(log_path, progress), warnings.catch_warnings():
@@ -288,7 +279,7 @@ def _run_locked(
                 ),
                 tasks_temp_dir(root),  # kfp.local leaves a folder per task in TMPDIR
             ):
-                pipeline(**arguments)
+                outputs = pipeline_outputs(pipeline(**arguments))
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through processes.Terminated
             # The exit handler never runs: the week's record says where the run stopped.
             step = progress.current.name if progress.current else None
@@ -307,13 +298,16 @@ def _run_locked(
         causes = task_errors(lines)
         if causes and run_dir is not None:
             record_cause(root, run_dir.name, causes[0])
+        if run_dir is not None:  # a window that never came: the week it asked for
+            record_requested_week(root, run_dir.name, str(arguments.get("as_of") or ""))
         shown = (
             ["", "--- why the tasks failed ---", *causes]
             if causes
             else ["", f"--- last lines of {log_path} ---", *lines[-40:]]
         )
         console.write("\n".join([*shown, ""]))
-    return LocalRunOutcome(succeeded, run_dir, log_path, wall, _read_summary(run_dir))
+    summary = _read_summary(run_dir)
+    return LocalRunOutcome(succeeded, run_dir, log_path, wall, summary, outputs=outputs)
 
 
 def _newest_run(pipeline_root: Path, before: set[Path]) -> Path | None:

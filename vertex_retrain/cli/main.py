@@ -191,7 +191,8 @@ def _add_estimate(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="H",
         help=(
-            "expected hours of one training job on one GPU (default: the pipeline's "
+            "expected hours of one training job on one GPU, or on its machine when it holds "
+            "none (default: the pipeline's "
             "expected_training_hours, else the library's)"
         ),
     )

@@ -119,13 +119,21 @@ def refusal(
     return None
 
 
+SUBMISSION_SETTINGS = frozenset({"service-account", "pipeline-root"})
+"""Codes of the settings a submission needs, which preflight requires as ``run`` does."""
+
+
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     """Writes one pipeline's result: a summary line, then one line per problem."""
     from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
 
     errors, warnings = errors_of(problems), warnings_of(problems)
     unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
-    if errors:
+    unset = [p.field for p in errors if p.code in SUBMISSION_SETTINGS and p.value is None]
+    if errors and len(unset) == len(errors):
+        # Nothing wrong with the pipeline: `run` would refuse to submit it without these.
+        verdict = f"not ready: {' and '.join(unset)} not given"
+    elif errors:
         verdict = "would fail on Vertex"
     elif unknown:
         # Whether the package installs on its image is not known: never "ready".
@@ -230,13 +238,14 @@ def cli_preflight(
         for line in lines:
             print(f"preflight: error: {' '.join(line.split())}", file=sys.stderr)
         return 2
-    submitting = bool(args.project)
+    # What `run` would refuse to submit without (a service account and a pipeline root),
+    # preflight never calls ready, with or without --project.
     settings = Settings(
         project=args.project,
         location=args.location,
         pipeline_root=args.pipeline_root,
         service_account=args.service_account,
-        submission=submitting,
+        submission=True,
     )
     results: dict[str, list[Problem]] = {}
     for target in targets:

@@ -21,7 +21,7 @@ from vertex_retrain.backends.local.model_registry.registry_db import (
     RegistryNotFoundError,
 )
 from vertex_retrain.backends.local.serving.model_server import ServerStartError
-from vertex_retrain.cli.console import Column, print_json, printable, render_table
+from vertex_retrain.cli.console import Column, cell_text, print_json, printable, render_table
 from vertex_retrain.invocation import command
 from vertex_retrain.rules.traffic import TrafficSplitError, traffic_text
 
@@ -32,6 +32,9 @@ _EXPECTED_ERRORS = (
     ServerStartError,
     TrafficSplitError,
 )
+
+METRICS_WIDTH = 40
+"""The widest a version's metrics cell is in a table (``--wide`` lifts it)."""
 
 MODEL_COLUMNS = (
     Column("model", "MODEL", 40),
@@ -46,7 +49,7 @@ VERSION_COLUMNS = (
     # Whole: which version is the champion is what the table is read for.
     Column("aliases", "ALIASES"),
     Column("artifact_uri", "ARTIFACT", 40),
-    Column("metrics", "METRICS", 40, digest=True),
+    Column("metrics", "METRICS", METRICS_WIDTH, digest=True),
     Column("pipeline_run", "RUN", 30),
     Column("created", "CREATED"),
 )
@@ -159,11 +162,45 @@ def cli_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
     def show() -> None:
         db = _database(args)
         if model:
-            _show(args, VERSION_COLUMNS, version_records(model, db), out)
+            records = version_records(model, db)
+            if not getattr(args, "json", False):  # --json keeps every metric as a mapping
+                width = None if getattr(args, "wide", False) else METRICS_WIDTH
+                records = [
+                    {**r, "metrics": metrics_cell(r["metrics"], r["primary_metric"], width)}
+                    for r in records
+                ]
+            _show(args, VERSION_COLUMNS, records, out)
         else:
             _show(args, MODEL_COLUMNS, model_records(db), out)
 
     return _guarded(show)
+
+
+def metrics_cell(metrics: dict[str, Any], primary: str | None, width: int | None) -> str:
+    """A version's metrics as one table cell: the primary metric first, then the others by
+    name, as many whole as fit in ``width``, then how many more there are.
+
+    Args:
+        metrics: The version's metrics.
+        primary: The evaluation declaration's primary metric (None: not known).
+        width: The cell's width (None: every metric).
+
+    Returns:
+        ``name=value, ...`` and ``+N more`` when some did not fit; ``-`` for none.
+    """
+    names = sorted(metrics, key=lambda name: (name != primary, name))
+    parts = [f"{printable(name)}={cell_text(metrics[name])}" for name in names]
+    whole = ", ".join(parts) or "-"
+    if width is None or len(whole) <= width:
+        return whole
+    count = 1  # the primary metric, even when the table must cut it
+
+    def cell(shown: int) -> str:
+        return f"{', '.join(parts[:shown])}, +{len(parts) - shown} more"
+
+    while count + 1 < len(parts) and len(cell(count + 1)) <= width:
+        count += 1
+    return cell(count)
 
 
 def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -76,8 +76,14 @@ def _read(source_uri: str) -> TrainerWarmStart:
     except (OSError, ValueError):  # a URI the local mapping refuses: not readable here
         readable = False
     if not readable:
+        # Cloud Storage is read here where a local run keeps it; the user's copy is elsewhere.
+        hint = (
+            ": pass --param source_uri=<local path> to read it"
+            if source_uri.startswith(("gs://", "/gcs/"))
+            else ""
+        )
         return TrainerWarmStart(
-            None, f"the trainer's source {source_uri!r} cannot be read on this machine"
+            None, f"the trainer's source {source_uri!r} cannot be read on this machine{hint}"
         )
     try:
         flag = trainer_warm_start_flag(local, source_uri)

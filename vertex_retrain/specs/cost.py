@@ -114,7 +114,7 @@ class CostEstimate:
             legend: Also list the figures' assumptions and notes and the sources cited (a
                 pipeline estimate lists them once for all its steps instead).
         """
-        lines = [f"{self.label}: {self.gpus} GPU(s)"]
+        lines = [f"{self.label}: {self.gpus} GPU(s)" if self.gpus else f"{self.label}: no GPU"]
         if self.gpus > 1:
             lines.append(
                 f"  scaling efficiency assumed: {self.efficiency:.0%} ({self.efficiency_source})"

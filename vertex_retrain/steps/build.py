@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vertex_retrain.backends.base import Backend, BuildOutcome
 from vertex_retrain.build.context import BuildError
 from vertex_retrain.steps.backend import resolve_backend
 
-__all__ = ["KINDS", "BuildOutcome", "build"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["KINDS", "BuildOutcome", "build", "source_path"]
 
 KINDS = ("container", "python_package")
 
@@ -52,14 +57,7 @@ def build(
     chosen = resolve_backend(backend, project=project, location=location)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
-    source = chosen.readable_path(source_uri)
-    if not source.is_dir() and not (kind == "container" and source.is_file()):
-        raise BuildError(
-            f"source_uri {source_uri!r} is not a folder here ({source}): set the pipeline "
-            "parameter source_uri to the folder of your training code (for a local run a "
-            "path on this machine, e.g. --param source_uri=$PWD/mypackage, or "
-            "configure(..., source_uri=...)); on Vertex a gs:// folder"
-        )
+    source = source_path(chosen, source_uri, archive=kind == "container")
     if kind == "container":
         if not destination:
             raise ValueError(
@@ -73,4 +71,33 @@ def build(
         )
     return chosen.build_python_package(
         source, destination=destination, name=package_name, version=package_version
+    )
+
+
+def source_path(backend: Backend, source_uri: str, *, archive: bool = False) -> Path:
+    """The source folder (or, with ``archive``, a context archive) as this process opens it.
+
+    Args:
+        backend: The backend that maps ``source_uri``.
+        source_uri: The source (local path, ``gs://`` or ``/gcs/``).
+        archive: A file (a container's context archive) is a source too.
+
+    Raises:
+        BuildError: Nothing there; for a Cloud Storage URI a local run maps into its storage
+            root, the line says so and how to point the run at a folder on this machine.
+    """
+    source = backend.readable_path(source_uri)
+    if source.is_dir() or (archive and source.is_file()):
+        return source
+    if backend.name == "local" and source_uri.startswith(("gs://", "/gcs/")):
+        raise BuildError(
+            f"source_uri {source_uri!r} cannot be read here: a local run reads Cloud Storage "
+            f"from its storage root, which holds no such folder ({source}); pass --param "
+            "source_uri=<local path> (the folder of your training code)"
+        )
+    raise BuildError(
+        f"source_uri {source_uri!r} is not a folder here ({source}): set the pipeline "
+        "parameter source_uri to the folder of your training code (for a local run a "
+        "path on this machine, e.g. --param source_uri=$PWD/mypackage, or "
+        "configure(..., source_uri=...)); on Vertex a gs:// folder"
     )

@@ -6,8 +6,8 @@ same functions, so the digest equals the one ``build_container`` reports for the
 
 from __future__ import annotations
 
-from vertex_retrain.steps.backend import readable_path
-from vertex_retrain.steps.build import KINDS
+from vertex_retrain.steps.backend import resolve_backend
+from vertex_retrain.steps.build import KINDS, source_path
 
 __all__ = ["digest_source"]
 
@@ -35,7 +35,7 @@ def digest_source(
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
-    source = readable_path(backend, source_uri)
+    source = source_path(resolve_backend(backend), source_uri, archive=kind == "container")
     if kind == "python_package":
         package = package_source(source, name=package_name or None, version=package_version or None)
         return f"sha256:{package.digest}"

@@ -40,18 +40,46 @@ def model_records(db_path: str | os.PathLike[str] | None = None) -> list[dict[st
 def version_records(
     display_name: str, db_path: str | os.PathLike[str] | None = None
 ) -> list[dict[str, Any]]:
-    """One record per version of a model: aliases, artifact, metrics, lineage."""
+    """One record per version of a model: aliases, artifact, metrics, lineage.
+
+    ``primary_metric`` is the primary metric of the evaluation declaration the version was
+    judged by: the one the decision of the run that registered it was made on, else that of
+    the model's latest recorded run (None when no run of the model is on record).
+    """
+    versions = ModelRegistry(db_path).list_versions(display_name)
+    by_run, latest = _primary_metrics(display_name, db_path)
     return [
         {
             "version": version.version_id,
             "aliases": list(version.aliases),
             "artifact_uri": version.artifact_uri,
             "metrics": dict(version.metrics or {}),
+            "primary_metric": by_run.get(version.lineage.pipeline_run or "", latest),
             "pipeline_run": version.lineage.pipeline_run,
             "created": version.created_at,
         }
-        for version in ModelRegistry(db_path).list_versions(display_name)
+        for version in versions
     ]
+
+
+def _primary_metrics(
+    display_name: str, db_path: str | os.PathLike[str] | None
+) -> tuple[dict[str, str], str | None]:
+    """The primary metric of each recorded run of the model, and of its latest run."""
+    from vertex_retrain.backends.local.model_registry.registry_db import RegistryNotFoundError
+    from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory
+
+    try:
+        records = RunHistory(db_path).weeks(display_name)
+    except RegistryNotFoundError:  # no run of the model on record: registered by hand
+        return {}, None
+    by_run = {
+        record.run: str(record.decision["primary_metric"])
+        for record in records
+        if record.decision.get("primary_metric")
+    }
+    ordered = [by_run[record.run] for record in records if record.run in by_run]
+    return by_run, ordered[-1] if ordered else None
 
 
 def endpoint_records(db_path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:

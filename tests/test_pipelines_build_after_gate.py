@@ -7,6 +7,7 @@ only; tests/test_pipelines_weekly_local.py shows a stopped week running no build
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import pytest
@@ -21,9 +22,11 @@ BUILDS = {
 }
 
 
-def _placed(spec: dict[str, Any]) -> dict[str, tuple[list[str], dict[str, Any]]]:
-    """Every task by display name: the display names of the groups around it, outermost
-    first, and the task itself (with its key in its DAG as ``"key"``)."""
+@cache
+def _placed(name: str) -> dict[str, tuple[list[str], dict[str, Any]]]:
+    """Every task of the compiled template by display name: the display names of the groups
+    around it, outermost first, and the task itself (with its key in its DAG as ``"key"``)."""
+    spec = compile_to_dict(TEMPLATES[name])
     found: dict[str, tuple[list[str], dict[str, Any]]] = {}
 
     def walk(dag: dict[str, Any], groups: list[str]) -> None:
@@ -40,7 +43,7 @@ def _placed(spec: dict[str, Any]) -> dict[str, tuple[list[str], dict[str, Any]]]
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
 def test_template_builds_only_in_the_data_gate_s_passing_branch(name: str) -> None:
-    placed = _placed(compile_to_dict(TEMPLATES[name]))
+    placed = _placed(name)
     for build in BUILDS[name]:
         groups, _ = placed[build]
         assert "data-ok" in groups, (build, groups)
@@ -52,7 +55,7 @@ def test_template_builds_only_in_the_data_gate_s_passing_branch(name: str) -> No
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
 def test_template_builds_beside_prepare_dataset_not_after_it(name: str) -> None:
-    placed = _placed(compile_to_dict(TEMPLATES[name]))
+    placed = _placed(name)
     prepare_groups, prepare = placed["prepare-dataset"]
     image_group = placed["container-or-package"][1]["key"]
     for build in BUILDS[name]:

@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# setuptools tells of each editable install with an "Editable installation." warning, which pip
+# shows even when quiet; this Python warning filter (action:message, PYTHONWARNINGS) drops that
+# message alone, after the user's own filters: errors and every other warning still show.
+EDITABLE_NOTICE_FILTER := ignore:Editable installation.
 
 .PHONY: install demo test lint typecheck unit bench compile clean smoke-vertex mutants
 
@@ -10,6 +14,7 @@ $(STAMP): pyproject.toml packages/guarded-asgi/pyproject.toml examples/drink_sho
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required; set PYTHON=python3.11")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS="$${PYTHONWARNINGS:+$$PYTHONWARNINGS,}$(EDITABLE_NOTICE_FILTER)" \
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[local,dev]" \
 	  -e ./packages/guarded-asgi \
 	  -e "./examples/drink_shops/trainer[framework,serve]" \

@@ -84,16 +84,6 @@ def train_only(
         project=project,
         location=location,
     )
-    image = training_image(
-        backend=backend,
-        training_code=training_code,
-        source_uri=source_uri,
-        image_destination=image_destination,
-        dockerfile=dockerfile,
-        staging_uri=output_root,
-        project=project,
-        location=location,
-    )
     with gated_dataset(
         backend=backend,
         gate=gate,
@@ -103,6 +93,17 @@ def train_only(
         selection_periods=selection_periods,
         gate_periods=gate_periods,
     ) as data:
+        # Built only on a week whose data passed: a stopped week pays for no Cloud Build.
+        image = training_image(
+            backend=backend,
+            training_code=training_code,
+            source_uri=source_uri,
+            image_destination=image_destination,
+            dockerfile=dockerfile,
+            staging_uri=output_root,
+            project=project,
+            location=location,
+        )
         trained = train_custom_job(
             backend=backend,
             display_name=model_display_name,

@@ -7,10 +7,11 @@ checkpointed) -> evaluate against the champion on the gate period -> if better: 
 champion and deploy; else: register as a challenger with traffic untouched and, when the
 refused candidate was warm-started, retrain fully and judge that in the same run. Tuning and
 training get the dataset with the gate period withheld, so nothing they choose sees the data
-the candidate is judged on. The training code is hashed (source digest) and built in parallel:
-a container image from its Dockerfile, which the jobs run (:mod:`.training_image`), and the
-package a local deployment serves from. A gate breach stops the run before training, with the
-gate's report as the error. An exit handler writes a run summary either way, and records the
+the candidate is judged on. Once the data gate passes, beside the dataset's preparation, the
+training code is hashed (source digest) and built: a container image from its Dockerfile, which
+the jobs run (:mod:`.training_image`), and the package a local deployment serves from. A gate
+breach stops the run before any build or training (no Cloud Build to pay for), with the gate's
+report as the error. An exit handler writes a run summary either way, and records the
 week (local registry database, or a Vertex AI Experiments run). The whole run sits under the
 failure notice: Vertex e-mails ``notification_emails`` when it ends. A Spot training job or
 tuning study that loses its capacity falls back to on-demand (``spot_fallback``).
@@ -220,30 +221,6 @@ def weekly_week(
             project=project,
             location=location,
         )
-        # Never cached: the code's digest, read afresh; the build below is keyed on it.
-        code = source_digest(
-            backend=backend, source_uri=source_uri, kind="python_package"
-        ).set_display_name("source-digest")
-        code.set_caching_options(False)
-        package = build_container(
-            backend=backend,
-            source_uri=source_uri,
-            destination=package_destination,
-            kind="python_package",
-            source_digest=code.output,
-            project=project,
-            location=location,
-        ).set_display_name("build")
-        image = training_image(
-            backend=backend,
-            training_code=training_code,
-            source_uri=source_uri,
-            image_destination=image_destination,
-            dockerfile=dockerfile,
-            staging_uri=output_root,
-            project=project,
-            location=location,
-        )
         with gated_dataset(
             backend=backend,
             gate=gate,
@@ -253,6 +230,31 @@ def weekly_week(
             selection_periods=selection_periods,
             gate_periods=gate_periods,
         ) as data:
+            # Built only once the data passed, beside prepare-dataset. Never cached: the
+            # code's digest, read afresh; the build below is keyed on it.
+            code = source_digest(
+                backend=backend, source_uri=source_uri, kind="python_package"
+            ).set_display_name("source-digest")
+            code.set_caching_options(False)
+            package = build_container(
+                backend=backend,
+                source_uri=source_uri,
+                destination=package_destination,
+                kind="python_package",
+                source_digest=code.output,
+                project=project,
+                location=location,
+            ).set_display_name("build")
+            image = training_image(
+                backend=backend,
+                training_code=training_code,
+                source_uri=source_uri,
+                image_destination=image_destination,
+                dockerfile=dockerfile,
+                staging_uri=output_root,
+                project=project,
+                location=location,
+            )
             # Tuning and training read the dataset without its gate period.
             common = dict(
                 backend=backend,

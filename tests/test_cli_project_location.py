@@ -10,8 +10,9 @@ the command line prints instead of the IndexError.
 from pathlib import Path
 
 import pytest
-from kfp import dsl, local
+from kfp import dsl
 
+from tests.kfp_local_session import init_kfp_local, task_temp_files_in
 from vertex_retrain.cli.local_run import explain_kfp_error, placeholder_hint
 from vertex_retrain.components.register_model import register_model
 
@@ -36,7 +37,8 @@ def kfp_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
     (tmp_path / "root" / "gcs" / "b" / "model").mkdir(parents=True)
     (tmp_path / "root" / "gcs" / "b" / "model" / "model.json").write_text("{}")
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "pr"))
+    task_temp_files_in(monkeypatch, tmp_path / "tmp")
+    init_kfp_local(tmp_path / "pr")
     return tmp_path
 
 

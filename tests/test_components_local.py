@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from google_cloud_pipeline_components.types.artifact_types import VertexModel
-from kfp import dsl, local
+from kfp import dsl
 from kfp.dsl import Dataset, Metrics, Model
 
 from tests.examples import (
@@ -31,6 +31,7 @@ from tests.examples import (
     evaluation_declaration,
     example_module,
 )
+from tests.kfp_local_session import init_kfp_local, task_temp_files_in
 from trainer.data import generate
 from trainer.split import week_of
 from trainer.world import WorldConfig
@@ -104,11 +105,7 @@ class LocalWorld:
 
 
 def _init_kfp_local(world: LocalWorld) -> None:
-    local.init(
-        runner=local.SubprocessRunner(use_venv=False),
-        pipeline_root=str(world.pipeline_root),
-        raise_on_error=True,
-    )
+    init_kfp_local(world.pipeline_root)
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +114,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalWorld]:
     with pytest.MonkeyPatch.context() as patch:
         # Module-wide: kfp.local's task processes inherit it, and training once is enough.
         patch.setenv("VERTEX_LOCAL_ROOT", str(base / "root"))
+        task_temp_files_in(patch, base / "tmp")
         summary = generate(
             WorldConfig(members=300, stores=10, weeks=8, seed=1),
             str(to_local_path(TRANSACTIONS)),

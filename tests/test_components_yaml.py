@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
-from kfp import components, dsl, local
+from kfp import components, dsl
 from kfp.dsl import Model
 
 from tests.golden_files import GOLDEN_DIR, check_golden, normalise, updating
+from tests.kfp_local_session import init_kfp_local, task_temp_files_in
 from vertex_retrain.backends.local.storage import to_local_path
 from vertex_retrain.cli.compiling import compile_all, compile_to_dict
 from vertex_retrain.cli.local_run import LOCAL_LOCATION, LOCAL_PROJECT
@@ -105,11 +106,8 @@ def test_component_yaml_without_component_image_keeps_the_declared_default() -> 
 @pytest.fixture
 def local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "root"))
-    local.init(
-        runner=local.SubprocessRunner(use_venv=False),
-        pipeline_root=str(tmp_path / "pipeline-root"),
-        raise_on_error=True,
-    )
+    task_temp_files_in(monkeypatch, tmp_path / "tmp")
+    init_kfp_local(tmp_path / "pipeline-root")
     yield tmp_path
 
 

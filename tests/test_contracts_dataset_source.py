@@ -86,7 +86,7 @@ def test_dataset_source_malformed_names_the_field_and_what_works(
     with pytest.raises(DatasetDeclarationError) as error:
         parse_dataset_declaration(_declaration(source))
     assert field in str(error.value) and "\n" not in str(error.value)
-    assert "docs/components.md#warehouse-sources" in str(error.value)
+    assert 'see "Warehouse sources" in the Components guide' in str(error.value)
 
 
 def test_window_end_of_leaves_the_period_in_progress_out_whole() -> None:

@@ -187,3 +187,44 @@ def test_byom_guide_server_holds_against_slow_large_and_huge_requests(tmp_path: 
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_byom_guide_evaluation_writes_its_metrics_file_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    for name in ("__init__", "task", "evaluate"):
+        path = tmp_path / "energy" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(_guide_file(f"energy/energy/{name}.py"), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    modules = ("energy", "energy.task", "energy.evaluate")
+    try:
+        evaluate = importlib.import_module("energy.evaluate")
+        np = evaluate.np
+        monkeypatch.setattr(evaluate, "rows", lambda data, part: (np.ones(2), np.zeros(2)))
+        monkeypatch.setattr(evaluate, "mae", lambda model_dir, temperature, kwh: 1.5)
+        output = tmp_path / "eval" / "metrics.json"
+        monkeypatch.setattr(sys, "argv", ["evaluate", "--candidate-model-dir", "m", "--data",
+                                          "d", "--metrics-output", str(output)])  # fmt: skip
+        output.parent.mkdir()
+        output.write_text("last run's file")
+        real_write = Path.write_text
+
+        def crash_halfway(self: Path, text: str, *args: object, **kwargs: object) -> int:
+            real_write(self, text[: len(text) // 2])
+            raise OSError("the job was preempted while writing")
+
+        with monkeypatch.context() as crash:
+            crash.setattr(Path, "write_text", crash_halfway)
+            with pytest.raises(OSError, match="preempted"):
+                evaluate.main()
+        # The crash left the file as it was, never half a report.
+        assert output.read_text() == "last run's file"
+        evaluate.main()
+        assert json.loads(output.read_text())["candidate"] == {"mae": 1.5}
+        assert [p.name for p in output.parent.iterdir()] == ["metrics.json"]
+    finally:
+        for module in modules:
+            sys.modules.pop(module, None)

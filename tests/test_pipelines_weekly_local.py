@@ -291,6 +291,11 @@ def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(
     assert "threshold >= 8 (min_days_covered)" in gate["verdict"]
     assert "decision" not in outcome.summary
     assert outcome.run_dir is not None and not (outcome.run_dir / "train-custom-job").exists()
+    # Nor did it build: a stopped week pays for no Cloud Build (each task that ran, here the
+    # data steps and the summary, left its folder).
+    ran = {task.name for task in outcome.run_dir.iterdir()}
+    assert {"check-data", "run-summary"} <= ran
+    assert not {t for t in ran if t.startswith(("build-container", "source-digest"))}, ran
     errors = task_errors(outcome.log_path.read_text(encoding="utf-8").splitlines())
     assert any(e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors), errors
     # The week's record says why, not kfp.local's "Task exit-handler-1 failed.".

@@ -41,6 +41,7 @@ from vertex_retrain.contracts.dataset_source import (
     SourceDeclarationError,
     parse_source,
 )
+from vertex_retrain.contracts.guide import DATASET_DECLARATION, WAREHOUSE_SOURCES, see
 from vertex_retrain.contracts.shown import shown
 
 __all__ = [
@@ -130,7 +131,7 @@ def check_schema(
     if problems:
         raise SchemaMismatchError(
             f"{where} does not match the dataset declaration "
-            "(docs/components.md#dataset-declaration):\n  " + "\n  ".join(problems)
+            f"({see(DATASET_DECLARATION)}):\n  " + "\n  ".join(problems)
         )
 
 
@@ -260,7 +261,7 @@ class DatasetDeclaration:
 def _fail(path: str, value: Any, expected: str) -> NoReturn:
     raise DatasetDeclarationError(
         f"dataset declaration: {path} is {shown(value)}; expected {expected} "
-        "(docs/components.md#dataset-declaration)"
+        f"({see(DATASET_DECLARATION)})"
     )
 
 
@@ -422,7 +423,7 @@ def parse_dataset_declaration(value: Any) -> DatasetDeclaration:
         source = parse_source(top.get("source"), tuple(dimensions))
     except SourceDeclarationError as error:
         raise DatasetDeclarationError(
-            f"dataset declaration: {error} (docs/components.md#warehouse-sources)"
+            f"dataset declaration: {error} ({see(WAREHOUSE_SOURCES)})"
         ) from None
     return DatasetDeclaration(table=table, dimensions=dimensions, mix=mix, source=source)
 

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.guide import EVALUATION_CONTRACT, see
 from vertex_retrain.contracts.shown import shown
 
 __all__ = [
@@ -225,5 +226,5 @@ def _metrics(value: Any, name: str, source: str, *, allow_empty: bool) -> dict[s
 def _fail(source: str, field_name: str, value: Any, expected: str) -> NoReturn:
     raise EvaluationContractError(
         f"{source}: field {field_name} is {shown(value)}; expected {expected} "
-        "(evaluation contract, docs/components.md#evaluation-contract)"
+        f"(evaluation contract: {see(EVALUATION_CONTRACT)})"
     )

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from vertex_retrain.contracts.guide import EVALUATION_DECLARATION, see
 from vertex_retrain.contracts.shown import shown
 
 __all__ = [
@@ -146,7 +147,7 @@ class EvaluationDeclaration:
 def _fail(path: str, value: Any, expected: str) -> NoReturn:
     raise EvaluationDeclarationError(
         f"evaluation declaration: {path} is {shown(value)}; expected {expected} "
-        "(docs/components.md#evaluation-declaration)"
+        f"({see(EVALUATION_DECLARATION)})"
     )
 
 

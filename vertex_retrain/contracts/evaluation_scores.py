@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from vertex_retrain.contracts.guide import EVALUATION_CONTRACT, see
 from vertex_retrain.contracts.shown import shown
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class EntityScores:
 def _fail(source: str, column: str, value: Any, expected: str) -> NoReturn:
     raise ScoresContractError(
         f"{source}: column {column} is {shown(value)}; expected {expected} "
-        "(evaluation contract, docs/components.md#evaluation-contract)"
+        f"(evaluation contract: {see(EVALUATION_CONTRACT)})"
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_retrain.contracts.evaluation_declaration import EvaluationDeclaration
+from vertex_retrain.contracts.guide import EVALUATION_CONTRACT, see
 from vertex_retrain.steps.paired_bootstrap import Interval
 
 NO_CHAMPION_SCORE = -1.0
@@ -270,7 +271,7 @@ def _interval(
         raise ValueError(
             f"the evaluation declaration requires a confidence interval (confidence.require) "
             f"but there is none for candidate minus {other}: the evaluation entry point must "
-            "write a scores file of the primary metric (docs/components.md#evaluation-contract)"
+            f"write a scores file of the primary metric ({see(EVALUATION_CONTRACT)})"
         )
     return found
 

@@ -24,6 +24,7 @@ from vertex_retrain.contracts.evaluation import (
 )
 from vertex_retrain.contracts.evaluation_declaration import parse_evaluation_declaration
 from vertex_retrain.contracts.evaluation_scores import ScoresContractError
+from vertex_retrain.contracts.guide import EVALUATION_CONTRACT, see
 from vertex_retrain.rules.idempotency import task_key
 from vertex_retrain.rules.same_model import same_folder
 from vertex_retrain.specs.defaults import EVALUATION
@@ -310,7 +311,7 @@ def read_metrics(backend: str, output_directory: str, expect_champion: bool) -> 
     except FileNotFoundError:
         raise EvaluationJobFailedError(
             f"the evaluation job succeeded but wrote no metrics file at {uri}; the entry point "
-            "must write --metrics-output (docs/components.md#evaluation-contract)"
+            f"must write --metrics-output ({see(EVALUATION_CONTRACT)})"
         ) from None
     try:
         payload = json.loads(text)

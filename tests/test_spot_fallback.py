@@ -155,10 +155,9 @@ def test_local_rehearsal_seventh_preemption_then_on_demand_resumes(
     root: Path, tmp_path: Path
 ) -> None:
     image = build_container_image(JOBS, image_uri="us-docker.pkg.dev/p/r/jobs:v1").uri
-    steps = 400
-    # Seven Spot attempts of 1 s each (at 0.02 s a step: at most 50 steps each) cannot finish
-    # 400 steps, so the seventh preemption fails the Spot job; the on-demand job must finish
-    # the rest (at least 50 steps).
+    steps = 600
+    # Seven Spot attempts of 1 s each (at 0.02 s a step) cannot finish 600 steps, so the
+    # seventh preemption fails the Spot job; the on-demand job must finish the rest.
     request = _request(
         image_uri=image,
         args=["resumable_trainer.py", f"--steps={steps}", "--step-seconds=0.02"],

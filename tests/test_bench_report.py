@@ -183,7 +183,7 @@ def test_atomic_write_text_replaces_whole_file(tmp_path: Path) -> None:
 
 def test_build_report_reports_a_failing_bench_and_still_runs_the_others(tmp_path: Path) -> None:
     doc = tmp_path / "docs" / "benchmarks.md"
-    # bench_cli: the quickest real bench (a few seconds), so the test stays short.
+    # bench_cli: the quickest real bench (one process of each command), so the test stays short.
     entries = report.build_report(
         ["bench_does_not_exist", "bench_cli"], quick=True, doc=doc, img_dir=doc.parent / "img"
     )

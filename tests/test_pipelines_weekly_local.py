@@ -158,44 +158,21 @@ def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
     assert endpoints.get(MODEL).traffic_split == traffic_before
 
 
-def test_weekly_retraining_better_candidate_moves_alias_and_traffic(
-    first_run: FirstRun,
-) -> None:
-    old_champion = ModelRegistry().get_version(MODEL, "champion")
-    outcome = _run(
-        {
-            "force_decision": "better",
-            "force_reason": "drill: move the alias",
-            "hyperparameters": _other_model(0.03),
-        }
-    )
-    assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
-    assert outcome.summary is not None
-    override = outcome.summary["decision"]["evidence"]["override"]
-    assert override["decision"] == "better" and override["reason"] == "drill: move the alias"
-    registry = ModelRegistry()
-    new_champion = registry.get_version(MODEL, "champion")
-    assert new_champion.version_id != old_champion.version_id
-    assert "champion" not in registry.get_version(MODEL, old_champion.version_id).aliases
-    endpoint = LocalEndpoints().get(MODEL)
-    by_version = {m.model_version_id: m.traffic_percentage for m in endpoint.deployed_models}
-    # The new champion takes all traffic; the previous one stays deployed for rollback.
-    assert by_version[new_champion.version_id] == 100
-    assert by_version[old_champion.version_id] == 0
-    traffic, predictions = _predict(MODEL)
-    assert sum(traffic.values()) == 100 and predictions[0]["drinks"]
-
-
-def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build(
+def test_weekly_retraining_next_week_trains_on_the_new_week_and_a_better_candidate_takes_over(
     first_run: FirstRun, local_root: Path
 ) -> None:
+    """Next Monday's run (one pipeline run for both): it trains on the new week and reuses
+    the build; its candidate, declared better by a drill's override, moves the champion
+    alias and all traffic."""
     from trainer.data import append_week
 
     assert first_run.outcome.summary is not None
     week_one = first_run.outcome.summary["data_window"]
+    old_champion = ModelRegistry().get_version(MODEL, "champion")
     append_week(local_root / "gcs" / "drink-shops-ml" / "transactions")
     as_of = dt.date.fromisoformat(week_one["as_of"]) + dt.timedelta(days=7)
-    outcome = _run({"as_of": as_of.isoformat()})
+    drill = {"force_decision": "better", "force_reason": "drill: move the alias"}
+    outcome = _run({"as_of": as_of.isoformat(), **drill})
     assert outcome.succeeded, outcome.log_path.read_text()[-3000:]
     week_two = outcome.summary["data_window"]
     # Fresh data: the new week is the gate, last week's gate week now selects.
@@ -220,13 +197,28 @@ def test_weekly_retraining_next_week_trains_on_the_new_week_and_reuses_the_build
         "train-custom-job",
         "evaluate-model",
     } & set(cached)
-    newest = ModelRegistry().list_versions(MODEL)[-1]
+    registry = ModelRegistry()
+    newest = registry.list_versions(MODEL)[-1]
     # The next week continues the champion (warm start, declared by the trainer's package).
     assert outcome.summary["training_kind"]["kind"] == "warm"
     assert newest.labels["training_kind"] == "warm"
     assert newest.labels["data_as_of"] == as_of.isoformat()
     assert newest.labels["data_from"] == "2023-01-02"
     assert newest.labels["data_gate_from"] == week_two["gate_periods"][0]
+
+    # The drill's override decided: the new version is champion and takes all traffic.
+    override = outcome.summary["decision"]["evidence"]["override"]
+    assert override["decision"] == "better" and override["reason"] == "drill: move the alias"
+    new_champion = registry.get_version(MODEL, "champion")
+    assert new_champion.version_id == newest.version_id != old_champion.version_id
+    assert "champion" not in registry.get_version(MODEL, old_champion.version_id).aliases
+    endpoint = LocalEndpoints().get(MODEL)
+    by_version = {m.model_version_id: m.traffic_percentage for m in endpoint.deployed_models}
+    # The new champion takes all traffic; the previous one stays deployed for rollback.
+    assert by_version[new_champion.version_id] == 100
+    assert by_version[old_champion.version_id] == 0
+    traffic, predictions = _predict(MODEL)
+    assert sum(traffic.values()) == 100 and predictions[0]["drinks"]
 
 
 def test_weekly_retraining_replay_does_not_judge_the_champion_on_its_training_data(

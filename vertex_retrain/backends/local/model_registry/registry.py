@@ -107,13 +107,17 @@ class ModelRegistry:
     """The local model registry (SQLite at `<local root>/registry.db` unless told otherwise)."""
 
     def __init__(
-        self, db_path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout_s: float | None = None,
     ) -> None:
         """Prepares the registry; the database is created on first use.
 
         Args:
             db_path: Database file; defaults to `$VERTEX_LOCAL_ROOT/registry.db`.
-            busy_timeout_s: How long a write waits for another process's lock.
+            busy_timeout_s: How long a write waits for another process's lock (default
+                `registry_db.DEFAULT_BUSY_TIMEOUT_S`).
         """
         self.db = RegistryDatabase(db_path, busy_timeout_s=busy_timeout_s)
 

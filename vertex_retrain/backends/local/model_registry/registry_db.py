@@ -65,14 +65,17 @@ class RegistryDatabase:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0
+        self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float | None = None
     ) -> None:
         """Prepares access to the database (nothing is opened yet).
 
         Args:
             path: Database file; defaults to `<local root>/registry.db`.
-            busy_timeout_s: How long a writer waits for another process's write lock.
+            busy_timeout_s: How long a writer waits for another process's write lock;
+                defaults to `DEFAULT_BUSY_TIMEOUT_S`, read when the object is made.
         """
+        if busy_timeout_s is None:
+            busy_timeout_s = DEFAULT_BUSY_TIMEOUT_S
         if busy_timeout_s <= 0:
             raise RegistryInputError(
                 f"busy_timeout_s must be positive, got {busy_timeout_s!r}; pass e.g. 10.0"

@@ -179,7 +179,10 @@ class LocalEndpoints:
     """Endpoints stored in the local registry database."""
 
     def __init__(
-        self, db_path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 10.0
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout_s: float | None = None,
     ) -> None:
         """Prepares access; `db_path` defaults to `$VERTEX_LOCAL_ROOT/registry.db`."""
         self.db = RegistryDatabase(db_path, busy_timeout_s=busy_timeout_s)

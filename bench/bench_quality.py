@@ -39,6 +39,7 @@ from typing import Any
 
 from bench.figures import figure, print_figure
 from bench.measure import REPO, SEED_SCALE, cache_root, ensure_dataset, python_env, run_measured
+from vertex_retrain.atomic_files import atomic_write_json
 
 QUICK_SCALE = {"members": 20_000, "stores": 80, "weeks": 156}
 SEEDS = (0, 1, 2)
@@ -149,7 +150,8 @@ def seed_results(scale: dict[str, int], seeds: tuple[int, ...]) -> tuple[list[di
             continue
         result = run_seed(scale, seed)
         kept.parent.mkdir(parents=True, exist_ok=True)
-        kept.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        # Whole or absent: a run stopped while writing must not leave a seed half kept.
+        atomic_write_json(kept, result)
         results.append(result)
         computed.append(seed)
     return results, computed

@@ -286,9 +286,10 @@ def read_regular_file(path: str | Path, *, max_bytes: int) -> bytes:
             raise LoadError(
                 f"{path} is larger than {max_bytes} bytes", alternative=_regular_file(max_bytes)
             )
-        # O_NONBLOCK: if the path was swapped for a FIFO after the stat, open does not wait.
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-        descriptor = os.open(path, flags | getattr(os, "O_NOCTTY", 0))
+        # O_NONBLOCK: if the path was swapped for a FIFO after the stat, open does not wait;
+        # O_NOCTTY: nor does a terminal swapped in become our controlling terminal. (No
+        # O_CLOEXEC: os.open's descriptors are not inherited already, PEP 446.)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
         with os.fdopen(descriptor, "rb") as handle:
             mode = os.fstat(handle.fileno()).st_mode
             if not stat.S_ISREG(mode):

@@ -34,7 +34,7 @@ def load_yaml_table(path: Path, *, what: str, default: Path, parse: Callable[[An
     """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ValueError(f"cannot read {what} {path}: {exc}") from exc
     try:
         return parse(raw)

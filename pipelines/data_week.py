@@ -132,3 +132,60 @@ def gated_dataset(
     with dsl.Else(name="data-breach") as breach:
         stop_run(reason=gate.outputs["verdict"]).set_display_name("stop-before-training")
     name_branches(breach, "data-ok-or-breach")
+
+
+@contextmanager
+def gated_week(
+    *,
+    backend: Any,
+    data_uri: Any,
+    dataset_declaration: Any,
+    as_of: Any,
+    time_zone: Any,
+    thresholds: Any,
+    accept: Any,
+    selection_periods: Any,
+    gate_periods: Any,
+    project: Any = "",
+    location: Any = "",
+) -> Iterator[tuple[Any, Any]]:
+    """The start of both templates: :func:`week_and_data_gate`, then :func:`gated_dataset`'s
+    ``data-ok`` branch, which the ``with`` block adds its tasks to.
+
+    Args:
+        backend: The pipeline's ``backend`` parameter.
+        data_uri: Where the declared table is.
+        dataset_declaration: The dataset declaration.
+        as_of: ``YYYY-MM-DD`` to replay a past week; empty: the run's week.
+        time_zone: The data's time zone, which says when a week starts.
+        thresholds: Gate thresholds overridden by name.
+        accept: Gate checks a person accepts for this run.
+        selection_periods: Periods before the gate period that select.
+        gate_periods: The newest periods, which only the gate judges on.
+        project: The pipeline's project (a BigQuery source is queried there).
+        location: The pipeline's region (a BigQuery source is queried there).
+
+    Yields:
+        The week (``data_window``'s ``as_of`` output) and the ``prepare_dataset`` task.
+    """
+    week, gate, window_data = week_and_data_gate(
+        backend=backend,
+        data_uri=data_uri,
+        dataset_declaration=dataset_declaration,
+        as_of=as_of,
+        time_zone=time_zone,
+        thresholds=thresholds,
+        accept=accept,
+        project=project,
+        location=location,
+    )
+    with gated_dataset(
+        backend=backend,
+        gate=gate,
+        data_uri=window_data,
+        week=week,
+        dataset_declaration=dataset_declaration,
+        selection_periods=selection_periods,
+        gate_periods=gate_periods,
+    ) as data:
+        yield week, data

@@ -14,7 +14,7 @@ from vertex_retrain.components.register_model import register_model
 from vertex_retrain.components.train_custom_job import train_custom_job
 from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING
 
-from .data_week import gated_dataset, week_and_data_gate
+from .data_week import gated_week
 from .retries import retry_google_calls
 from .training_image import training_image
 
@@ -73,7 +73,7 @@ def train_only(
     ``training_code="python_package"`` runs ``package_uri`` on the prebuilt
     ``executor_image_uri`` instead. ``package_uri`` is what a local deployment serves from.
     """
-    week, gate, window_data = week_and_data_gate(
+    with gated_week(
         backend=backend,
         data_uri=data_uri,
         dataset_declaration=dataset_declaration,
@@ -81,18 +81,11 @@ def train_only(
         time_zone=data_time_zone,
         thresholds=data_gate_thresholds,
         accept=data_gate_accept,
-        project=project,
-        location=location,
-    )
-    with gated_dataset(
-        backend=backend,
-        gate=gate,
-        data_uri=window_data,
-        week=week,
-        dataset_declaration=dataset_declaration,
         selection_periods=selection_periods,
         gate_periods=gate_periods,
-    ) as data:
+        project=project,
+        location=location,
+    ) as (_week, data):
         # Built only on a week whose data passed: a stopped week pays for no Cloud Build.
         image = training_image(
             backend=backend,

@@ -50,7 +50,7 @@ from vertex_retrain.rules.warm_start import FULL_RETRAIN_GROUP, REFUSAL_RETRAIN_
 from vertex_retrain.specs.defaults import CONTAINER, PIPELINE_SERVICE_ACCOUNT, TRAINING, TUNING
 
 from .branches import name_branches
-from .data_week import gated_dataset, week_and_data_gate
+from .data_week import gated_week
 from .failure_notice import with_failure_notice
 from .retries import retry_google_calls
 from .training_image import training_image
@@ -209,8 +209,9 @@ def weekly_week(
     ).set_display_name("run-summary")
     # It reports this run's outcome: an earlier run's summary is never the answer.
     summary.set_caching_options(False)
-    with dsl.ExitHandler(summary, name="weekly-retraining-run"):
-        week, gate, window_data = week_and_data_gate(
+    with (
+        dsl.ExitHandler(summary, name="weekly-retraining-run"),
+        gated_week(
             backend=backend,
             data_uri=data_uri,
             dataset_declaration=dataset_declaration,
@@ -218,179 +219,173 @@ def weekly_week(
             time_zone=data_time_zone,
             thresholds=data_gate_thresholds,
             accept=data_gate_accept,
+            selection_periods=selection_periods,
+            gate_periods=gate_periods,
+            project=project,
+            location=location,
+        ) as (week, data),
+    ):
+        # Built only once the data passed, beside prepare-dataset. Never cached: the
+        # code's digest, read afresh; the build below is keyed on it.
+        code = source_digest(
+            backend=backend, source_uri=source_uri, kind="python_package"
+        ).set_display_name("source-digest")
+        code.set_caching_options(False)
+        package = build_container(
+            backend=backend,
+            source_uri=source_uri,
+            destination=package_destination,
+            kind="python_package",
+            source_digest=code.output,
+            project=project,
+            location=location,
+        ).set_display_name("build")
+        image = training_image(
+            backend=backend,
+            training_code=training_code,
+            source_uri=source_uri,
+            image_destination=image_destination,
+            dockerfile=dockerfile,
+            staging_uri=output_root,
             project=project,
             location=location,
         )
-        with gated_dataset(
+        # Tuning and training read the dataset without its gate period.
+        common = dict(
             backend=backend,
-            gate=gate,
-            data_uri=window_data,
-            week=week,
-            dataset_declaration=dataset_declaration,
-            selection_periods=selection_periods,
-            gate_periods=gate_periods,
-        ) as data:
-            # Built only once the data passed, beside prepare-dataset. Never cached: the
-            # code's digest, read afresh; the build below is keyed on it.
-            code = source_digest(
-                backend=backend, source_uri=source_uri, kind="python_package"
-            ).set_display_name("source-digest")
-            code.set_caching_options(False)
-            package = build_container(
-                backend=backend,
-                source_uri=source_uri,
-                destination=package_destination,
-                kind="python_package",
-                source_digest=code.output,
-                project=project,
-                location=location,
-            ).set_display_name("build")
-            image = training_image(
-                backend=backend,
-                training_code=training_code,
-                source_uri=source_uri,
-                image_destination=image_destination,
-                dockerfile=dockerfile,
-                staging_uri=output_root,
-                project=project,
-                location=location,
-            )
-            # Tuning and training read the dataset without its gate period.
-            common = dict(
-                backend=backend,
-                display_name=model_display_name,
-                base_output_directory=output_root,
-                python_module=training_module,
-                package_uri=package.outputs["reference"],
-                image_uri=image,
-                dataset=data.outputs["training_dataset"],
-                args=training_args,
-                executor_image_uri=executor_image_uri,
-                machine_type=machine_type,
-                accelerator_type=accelerator_type,
-                accelerator_count=accelerator_count,
-                scheduling_strategy=scheduling_strategy,
-                timeout_seconds=timeout_seconds,
-                service_account=service_account,
-                spot_fallback=spot_fallback,
-                spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
-                project=project,
-                location=location,
-            )
-            with dsl.If(tune == True, name="tuning"):  # noqa: E712 - KFP builds a condition from ==
-                study = hp_tune(
-                    parameter_specs=tuning_parameters,
-                    metric_id=tuning_metric,
-                    goal=tuning_goal,
-                    max_trial_count=max_trial_count,
-                    parallel_trial_count=parallel_trial_count,
-                    hyperparameters=hyperparameters,
-                    **common,
-                ).set_display_name("tune")
-                tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
-                tuned.set_display_name("best-trial-hyperparameters")
-                tuned.set_caching_options(False)  # a pass-through: nothing to save
-            with dsl.Else(name="no-tuning") as no_tune:
-                untuned = fixed_hyperparameters(values=hyperparameters)
-                untuned.set_display_name("given-hyperparameters")
-                untuned.set_caching_options(False)
-            name_branches(no_tune, "tuning-or-not")
-            # Never cached: it reads the registry's champion and the trainer's declaration.
-            plan = plan_training(
-                backend=backend,
-                source_uri=source_uri,
-                model_display_name=model_display_name,
-                as_of=week,
-                warm_start=warm_start,
-                full_retrain_every_weeks=full_retrain_every_weeks,
-                tune=tune,
-                project=project,
-                location=location,
-            ).set_display_name("plan-training")
-            plan.set_caching_options(False)
-            trained = train_custom_job(
-                hyperparameters=dsl.OneOf(tuned.output, untuned.output),
-                worker_count=worker_count,
-                local_preemption_after_seconds=local_preemption_after_seconds,
-                warm_start_args=plan.outputs["warm_start_args"],
+            display_name=model_display_name,
+            base_output_directory=output_root,
+            python_module=training_module,
+            package_uri=package.outputs["reference"],
+            image_uri=image,
+            dataset=data.outputs["training_dataset"],
+            args=training_args,
+            executor_image_uri=executor_image_uri,
+            machine_type=machine_type,
+            accelerator_type=accelerator_type,
+            accelerator_count=accelerator_count,
+            scheduling_strategy=scheduling_strategy,
+            timeout_seconds=timeout_seconds,
+            service_account=service_account,
+            spot_fallback=spot_fallback,
+            spot_fallback_deadline_seconds=spot_fallback_deadline_seconds,
+            project=project,
+            location=location,
+        )
+        with dsl.If(tune == True, name="tuning"):  # noqa: E712 - KFP builds a condition from ==
+            study = hp_tune(
+                parameter_specs=tuning_parameters,
+                metric_id=tuning_metric,
+                goal=tuning_goal,
+                max_trial_count=max_trial_count,
+                parallel_trial_count=parallel_trial_count,
+                hyperparameters=hyperparameters,
                 **common,
-            ).set_display_name("train")
-            # The package's own scoring code (python -m evaluation_module) runs as a CPU job.
-            judged = dict(
-                backend=backend,
-                dataset=data.outputs["dataset"],
-                model_display_name=model_display_name,
-                base_output_directory=output_root,
-                evaluation_declaration=evaluation_declaration,
-                python_module=evaluation_module,
-                package_uri=package.outputs["reference"],
-                image_uri=image,
-                executor_image_uri=executor_image_uri,
-                force_decision=force_decision,
-                force_reason=force_reason,
-                service_account=service_account,
-                project=project,
-                location=location,
-            )
-            evaluation = evaluate_model(candidate=trained.outputs["model"], **judged)
-            evaluation.set_display_name("evaluate")
-            # The decision reads the registry's champion, which is not among its inputs: a
-            # cached decision could be about a champion that has changed since.
-            evaluation.set_caching_options(False)
-            registration = dict(
-                backend=backend,
-                display_name=model_display_name,
-                serving_image_uri=serving_image_uri,
-                serving_command=serving_command,
-                serving_package_uri=package.outputs["reference"],
-                serving_extras=serving_extras,
-                sample_instances=sample_instances,
-                # The version carries its data window (data_as_of, data_from) as labels.
-                labels=data.outputs["window_labels"],
-                pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
-                project=project,
-                location=location,
-            )
-            deployment = dict(
-                backend=backend,
-                endpoint_display_name=endpoint_display_name,
-                traffic_percentage=traffic_percentage,
-                keep_last_n=keep_last_n,
-                service_account=service_account,
-                project=project,
-                location=location,
-            )
+            ).set_display_name("tune")
+            tuned = fixed_hyperparameters(values=study.outputs["best_parameters"])
+            tuned.set_display_name("best-trial-hyperparameters")
+            tuned.set_caching_options(False)  # a pass-through: nothing to save
+        with dsl.Else(name="no-tuning") as no_tune:
+            untuned = fixed_hyperparameters(values=hyperparameters)
+            untuned.set_display_name("given-hyperparameters")
+            untuned.set_caching_options(False)
+        name_branches(no_tune, "tuning-or-not")
+        # Never cached: it reads the registry's champion and the trainer's declaration.
+        plan = plan_training(
+            backend=backend,
+            source_uri=source_uri,
+            model_display_name=model_display_name,
+            as_of=week,
+            warm_start=warm_start,
+            full_retrain_every_weeks=full_retrain_every_weeks,
+            tune=tune,
+            project=project,
+            location=location,
+        ).set_display_name("plan-training")
+        plan.set_caching_options(False)
+        trained = train_custom_job(
+            hyperparameters=dsl.OneOf(tuned.output, untuned.output),
+            worker_count=worker_count,
+            local_preemption_after_seconds=local_preemption_after_seconds,
+            warm_start_args=plan.outputs["warm_start_args"],
+            **common,
+        ).set_display_name("train")
+        # The package's own scoring code (python -m evaluation_module) runs as a CPU job.
+        judged = dict(
+            backend=backend,
+            dataset=data.outputs["dataset"],
+            model_display_name=model_display_name,
+            base_output_directory=output_root,
+            evaluation_declaration=evaluation_declaration,
+            python_module=evaluation_module,
+            package_uri=package.outputs["reference"],
+            image_uri=image,
+            executor_image_uri=executor_image_uri,
+            force_decision=force_decision,
+            force_reason=force_reason,
+            service_account=service_account,
+            project=project,
+            location=location,
+        )
+        evaluation = evaluate_model(candidate=trained.outputs["model"], **judged)
+        evaluation.set_display_name("evaluate")
+        # The decision reads the registry's champion, which is not among its inputs: a
+        # cached decision could be about a champion that has changed since.
+        evaluation.set_caching_options(False)
+        registration = dict(
+            backend=backend,
+            display_name=model_display_name,
+            serving_image_uri=serving_image_uri,
+            serving_command=serving_command,
+            serving_package_uri=package.outputs["reference"],
+            serving_extras=serving_extras,
+            sample_instances=sample_instances,
+            # The version carries its data window (data_as_of, data_from) as labels.
+            labels=data.outputs["window_labels"],
+            pipeline_run=dsl.PIPELINE_JOB_NAME_PLACEHOLDER,
+            project=project,
+            location=location,
+        )
+        deployment = dict(
+            backend=backend,
+            endpoint_display_name=endpoint_display_name,
+            traffic_percentage=traffic_percentage,
+            keep_last_n=keep_last_n,
+            service_account=service_account,
+            project=project,
+            location=location,
+        )
 
-            def retrain_fully() -> None:
-                # A refused warm start gets a full retrain in the same run (tuning weeks are
-                # planned full, so the untuned hyperparameters are the week's).
-                with dsl.If(plan.outputs["kind"] == WARM, name=FULL_RETRAIN_GROUP):
-                    retrained = train_custom_job(
-                        worker_count=worker_count,
-                        local_preemption_after_seconds=local_preemption_after_seconds,
-                        labels=REFUSAL_RETRAIN_LABELS,
-                        **{**common, "hyperparameters": hyperparameters},
-                    ).set_display_name("train-full")
-                    reevaluation = evaluate_model(candidate=retrained.outputs["model"], **judged)
-                    reevaluation.set_display_name("evaluate-full")
-                    reevaluation.set_caching_options(False)
-                    _register_and_deploy(
-                        retrained,
-                        reevaluation,
-                        plan.outputs["full_labels"],
-                        registration,
-                        deployment,
-                        suffix="-full",
-                    )
+        def retrain_fully() -> None:
+            # A refused warm start gets a full retrain in the same run (tuning weeks are
+            # planned full, so the untuned hyperparameters are the week's).
+            with dsl.If(plan.outputs["kind"] == WARM, name=FULL_RETRAIN_GROUP):
+                retrained = train_custom_job(
+                    worker_count=worker_count,
+                    local_preemption_after_seconds=local_preemption_after_seconds,
+                    labels=REFUSAL_RETRAIN_LABELS,
+                    **{**common, "hyperparameters": hyperparameters},
+                ).set_display_name("train-full")
+                reevaluation = evaluate_model(candidate=retrained.outputs["model"], **judged)
+                reevaluation.set_display_name("evaluate-full")
+                reevaluation.set_caching_options(False)
+                _register_and_deploy(
+                    retrained,
+                    reevaluation,
+                    plan.outputs["full_labels"],
+                    registration,
+                    deployment,
+                    suffix="-full",
+                )
 
-            _register_and_deploy(
-                trained,
-                evaluation,
-                plan.outputs["labels"],
-                registration,
-                deployment,
-                on_refusal=retrain_fully,
-            )
+        _register_and_deploy(
+            trained,
+            evaluation,
+            plan.outputs["labels"],
+            registration,
+            deployment,
+            on_refusal=retrain_fully,
+        )
     retry_google_calls()  # every task that calls Google or runs a job: .retries
 
 

@@ -69,11 +69,12 @@ def _register_and_deploy(
     training_labels: Any,
     registration: dict[str, Any],
     deployment: dict[str, Any],
-    on_refusal: Callable[[], None] | None = None,
+    on_refusal: Callable[[Any], None] | None = None,
     suffix: str = "",
 ) -> None:
     """Registers the evaluated candidate: as the deployed champion when the gate accepts it,
-    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks. Its
+    else as a challenger with traffic untouched, then ``on_refusal`` adds its tasks (given the
+    challenger's registration, which they follow). Its
     tasks' display names end in ``suffix`` (the full retrain's: ``-full``)."""
     candidate = dict(
         model=trained.outputs["model"],
@@ -92,11 +93,12 @@ def _register_and_deploy(
             f"deploy{suffix}"
         )
     with dsl.Else(name=f"not-better{suffix}") as not_better:
-        register_model(make_champion=False, **candidate).set_display_name(
+        challenger = register_model(make_champion=False, **candidate).set_display_name(
             f"register-challenger{suffix}"
-        ).set_caching_options(False)
+        )
+        challenger.set_caching_options(False)
         if on_refusal is not None:
-            on_refusal()
+            on_refusal(challenger)
     name_branches(not_better, f"champion-or-challenger{suffix}")
 
 
@@ -356,9 +358,11 @@ def weekly_week(
             location=location,
         )
 
-        def retrain_fully() -> None:
+        def retrain_fully(refused: Any) -> None:
             # A refused warm start gets a full retrain in the same run (tuning weeks are
-            # planned full, so the untuned hyperparameters are the week's).
+            # planned full, so the untuned hyperparameters are the week's). It follows the
+            # refused candidate's registration: the full retrain's registers last, so the
+            # week's aliases are its decision's (in parallel, either could finish last).
             with dsl.If(plan.outputs["kind"] == WARM, name=FULL_RETRAIN_GROUP):
                 retrained = train_custom_job(
                     worker_count=worker_count,
@@ -366,6 +370,7 @@ def weekly_week(
                     labels=REFUSAL_RETRAIN_LABELS,
                     **{**common, "hyperparameters": hyperparameters},
                 ).set_display_name("train-full")
+                retrained.after(refused)
                 reevaluation = evaluate_model(candidate=retrained.outputs["model"], **judged)
                 reevaluation.set_display_name("evaluate-full")
                 reevaluation.set_caching_options(False)

@@ -154,6 +154,11 @@ def test_weekly_retraining_candidate_below_a_minimum_metric_stays_challenger(
     registry = ModelRegistry()
     versions = registry.list_versions(MODEL)
     assert "challenger" in versions[-1].aliases
+    # The week's decision is the full retrain's: its version, not the warm attempt's, holds
+    # the alias (the full retrain follows the refused candidate's registration).
+    warm_model = kind["warm_attempt"]["model_uri"].rstrip("/")
+    assert registry.get_version(MODEL, "challenger").artifact_uri.rstrip("/") != warm_model
+    assert any(v.artifact_uri.rstrip("/") == warm_model for v in versions)
     assert registry.get_version(MODEL, "champion") == champion_before
     assert endpoints.get(MODEL).traffic_split == traffic_before
 

@@ -48,7 +48,10 @@ def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_pa
         assert name in result.stdout
     for name in catalog.COMPONENTS:
         assert (tmp_path / "out" / "components" / f"{name}.yaml").is_file()
-    assert "build-container -> extract-window -> check-data -> prepare-dataset" in result.stdout
+    # The data gate first: the build runs only once the data passed.
+    assert "steps: data-window -> extract-window -> check-data -> " in result.stdout
+    steps = result.stdout.split("steps: ")[1].split("\n")[0].split(" -> ")
+    assert steps.index("check-data") < steps.index("build-container")
     assert "on-demand" in result.stdout and "Spot" in result.stdout
     assert "placeholder" not in result.stdout
 

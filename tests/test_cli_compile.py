@@ -48,10 +48,13 @@ def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_pa
         assert name in result.stdout
     for name in catalog.COMPONENTS:
         assert (tmp_path / "out" / "components" / f"{name}.yaml").is_file()
-    # The data gate first: the build runs only once the data passed.
-    assert "steps: data-window -> extract-window -> check-data -> " in result.stdout
+    # The names a run shows, not KFP's task keys; the data gate first, the build after it.
+    assert result.stdout.startswith("weekly-retraining  ->  ")  # no blank line before
+    assert "steps: data-window -> extract-window -> data-gate -> " in result.stdout
     steps = result.stdout.split("steps: ")[1].split("\n")[0].split(" -> ")
-    assert steps.index("check-data") < steps.index("build-container")
+    assert steps.index("data-gate") < steps.index("build")
+    assert {"register-champion", "register-challenger-full", "stop-before-training"} <= set(steps)
+    assert not {"check-data", "register-model-4", "build-container"} & set(steps)
     assert "on-demand" in result.stdout and "Spot" in result.stdout
     assert "placeholder" not in result.stdout
 

@@ -32,6 +32,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
     from vertex_retrain.cli.params import ParameterError
     from vertex_retrain.cli.pipeline_source import resolve_pipeline
+    from vertex_retrain.cli.task_names import display_names
     from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
     from vertex_retrain.specs import JobSpecError
     from vertex_retrain.specs.cost import format_money
@@ -51,11 +52,15 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     failures = 0
-    for source in sources:
+    for index, source in enumerate(sources):
         spec = written[source.name].spec
         description = describe_pipeline(spec)
-        print(f"\n{source.name}  ->  {written[source.name].path}", file=out)
-        print(f"  steps: {' -> '.join(description.steps)}", file=out)
+        # The names a run shows (its progress, the failure line, preflight), not KFP's keys.
+        shown = display_names(spec)
+        if index:
+            print(file=out)
+        print(f"{source.name}  ->  {written[source.name].path}", file=out)
+        print(f"  steps: {' -> '.join(shown.get(s, s) for s in description.steps)}", file=out)
         print("  parameters:", file=out)
         width = max((len(p.name) for p in description.parameters), default=0)
         for parameter in description.parameters:

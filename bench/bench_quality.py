@@ -38,7 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure, print_figure
-from bench.measure import REPO, SEED_SCALE, cache_root, ensure_dataset, python_env, run_measured
+from bench.measure import (
+    REPO,
+    SEED_SCALE,
+    cache_root,
+    ensure_dataset,
+    exit_on_sigterm,
+    python_env,
+    run_measured,
+)
 from vertex_retrain.atomic_files import atomic_write_json
 
 QUICK_SCALE = {"members": 20_000, "stores": 80, "weeks": 156}
@@ -294,6 +302,7 @@ def main() -> None:
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
     parser.add_argument("--members", type=int, default=0, help="another member count")
     args = parser.parse_args()
+    exit_on_sigterm()
     seeds = tuple(int(s) for s in args.seeds.split(","))
     print_figure(run(args.quick, seeds, args.members))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,13 +87,18 @@ def run_measured(
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(list(argv), cwd=REPO, env=env, stdout=out, stderr=err)
         peak = 0
-        while proc.poll() is None:
-            if time.perf_counter() - began > timeout:
+        try:
+            while proc.poll() is None:
+                if time.perf_counter() - began > timeout:
+                    raise RuntimeError(f"{' '.join(argv)} ran past {timeout:.0f} s")
+                peak = max(peak, tree_rss(proc.pid))
+                time.sleep(_SAMPLE_S)
+        finally:
+            # Past the timeout, or this process stopped (SIGTERM, Ctrl-C): the command
+            # must not run on alone, writing into folders that are about to be removed.
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-                raise RuntimeError(f"{' '.join(argv)} ran past {timeout:.0f} s")
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(_SAMPLE_S)
         wall = time.perf_counter() - began
         out.seek(0)
         err.seek(0)
@@ -146,3 +152,14 @@ def ensure_dataset(
             "--stores", str(stores), "--weeks", str(weeks), "--seed", str(seed),
             "--workers", str(workers), "--out", str(folder)]  # fmt: skip
     return folder, run_measured(argv, env=python_env())
+
+
+def exit_on_sigterm() -> None:
+    """Makes SIGTERM end this process as Ctrl-C would: the ``finally`` blocks run, so the
+    command :func:`run_measured` is waiting on is stopped and temporary folders are removed
+    (a default SIGTERM ends the process at once and leaves both behind)."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)

@@ -229,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.single:
+        from bench.measure import exit_on_sigterm
+
+        exit_on_sigterm()  # stopped on its time limit: its commands and folders go too
         if args.result is None:
             parser.error("--single needs --result")
         return run_in_process(args.single, args.quick, args.result)

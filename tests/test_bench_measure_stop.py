@@ -1,0 +1,72 @@
+"""bench.measure: a benchmark stopped by SIGTERM stops the command it measures and removes its
+temporary folders (a default SIGTERM ended the benchmark at once and left both behind)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import sys, tempfile
+sys.path.insert(0, {root!r})
+from bench.measure import exit_on_sigterm, run_measured
+if {handler}:
+    exit_on_sigterm()
+with tempfile.TemporaryDirectory(dir={scratch!r}) as folder:
+    hold = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+    run_measured([sys.executable, "-c", hold, {pidfile!r}], timeout=120)
+"""
+
+
+def _stopped(tmp_path: Path, handler: bool) -> tuple[int, int, list[Path]]:
+    """Starts a benchmark-like process, SIGTERMs it once its command runs; returns its exit
+    code, the command's pid and what is left in its scratch folder."""
+    scratch, pidfile = tmp_path / "scratch", tmp_path / "pid"
+    scratch.mkdir()
+    code = SCRIPT.format(
+        root=str(ROOT), handler=handler, scratch=str(scratch), pidfile=str(pidfile)
+    )
+    bench = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not (pidfile.is_file() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    bench.send_signal(signal.SIGTERM)
+    returncode = bench.wait(timeout=30)
+    return returncode, child, sorted(scratch.iterdir())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_exit_on_sigterm_stops_the_measured_command_and_removes_the_folders(
+    tmp_path: Path,
+) -> None:
+    returncode, child, left = _stopped(tmp_path, handler=True)
+    assert returncode == 128 + signal.SIGTERM
+    assert not _alive(child)
+    assert left == []
+
+
+def test_without_the_handler_sigterm_leaves_the_folder_and_the_command_behind(
+    tmp_path: Path,
+) -> None:
+    returncode, child, left = _stopped(tmp_path, handler=False)
+    try:
+        assert returncode == -signal.SIGTERM
+        assert _alive(child)  # what the handler is for
+        assert len(left) == 1
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)

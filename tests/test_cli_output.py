@@ -10,6 +10,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from data.serving.support import register_echo
@@ -296,35 +297,35 @@ def test_run_report_shows_the_week_s_last_decision_and_registration(tmp_path: Pa
     assert report.decision["reason"] == "full: worse"
 
 
+def _report_of_summary(
+    tmp_path: Path, summary: dict[str, Any], *, succeeded: bool
+) -> tuple[str, dict[str, Any]]:
+    """The run report of a run without a run folder, from its summary alone: rendered, and
+    as ``run --json`` gives it."""
+    report = build_report(
+        "weekly-retraining", succeeded=succeeded, wall_seconds=5, log_path=tmp_path / "run.log",
+        run_dir=None, arguments={}, summary=summary,
+    )  # fmt: skip
+    out = io.StringIO()
+    report.render(out)
+    return out.getvalue(), report.to_json()
+
+
 def test_run_report_shows_no_cost_for_a_run_that_trained_nothing(tmp_path: Path) -> None:
     cost = {"on_demand": 0.44, "spot": 0.1, "currency": "USD", "assumed_training_hours": 2}
-    texts = []
-    for summary in ({"cost_on_vertex": cost}, {"cost_on_vertex": cost, "training": {}}):
-        report = build_report(
-            "weekly-retraining", succeeded=False, wall_seconds=5, log_path=tmp_path / "run.log",
-            run_dir=None, arguments={}, summary=summary,
-        )  # fmt: skip
-        out = io.StringIO()
-        report.render(out)
-        texts.append(out.getvalue())
-    stopped, trained = texts
+    stopped, trained = (
+        _report_of_summary(tmp_path, summary, succeeded=False)[0]
+        for summary in ({"cost_on_vertex": cost}, {"cost_on_vertex": cost, "training": {}})
+    )
     assert "cost on Vertex" not in stopped  # the data gate stopped it: nothing was paid
     assert "cost on Vertex  on-demand 0.44 USD" in trained
 
 
 def test_run_report_says_which_kind_of_training_ran_and_why(tmp_path: Path) -> None:
     kind = {"kind": "warm", "planned": "warm", "reason": "warm start from champion version 3"}
-    shown = {}
-    for name, summary in (("warm", {"training_kind": kind}), ("none", {"training_kind": None})):
-        report = build_report(
-            "weekly-retraining", succeeded=True, wall_seconds=5, log_path=tmp_path / "run.log",
-            run_dir=None, arguments={}, summary=summary,
-        )  # fmt: skip
-        out = io.StringIO()
-        report.render(out)
-        shown[name] = (out.getvalue(), report.to_json()["training_kind"])
-    text, as_json = shown["warm"]
+    text, as_json = _report_of_summary(tmp_path, {"training_kind": kind}, succeeded=True)
     assert re.search(r"^training +warm: warm start from champion version 3$", text, re.M)
-    assert as_json == kind
-    assert not re.search(r"^training ", shown["none"][0], re.M)  # no plan: nothing said
-    assert shown["none"][1] == {}
+    assert as_json["training_kind"] == kind
+    text, as_json = _report_of_summary(tmp_path, {"training_kind": None}, succeeded=True)
+    assert not re.search(r"^training ", text, re.M)  # no plan: nothing said
+    assert as_json["training_kind"] == {}

@@ -80,9 +80,32 @@ def test_preflight_finds_jobs_in_nested_groups_and_skips_a_branch_that_does_not_
 def test_preflight_says_which_inputs_it_could_not_check() -> None:
     code, result = _preflight(f"{USER_JOBS}:nested_jobs")
     assert code == 0
-    (unchecked,) = [p for p in result["problems"] if p["code"] == "inputs-unchecked"]
+    (unchecked,) = result["checked_at_run_time"]
+    assert unchecked["code"] == "inputs-unchecked"
     assert unchecked["field"] == "task train: inputs" and unchecked["value"] == ["image_uri"]
     assert "an output of task 'image-location'" in unchecked["message"]
+    # A limit of the check, not a risk of the pipeline: neither a problem nor a warning.
+    assert result["warnings"] == 0 and not result["problems"]
+
+
+def test_preflight_lists_inputs_set_at_run_time_apart_from_the_warnings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from vertex_retrain.cli.preflight import refusal
+
+    code = main(["preflight", f"{USER_JOBS}:nested_jobs", "--component-image", IMAGE,
+                 "--location", "europe-west4", *SUBMISSION_FLAGS])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert lines[0].endswith(": 0 error(s), 0 warning(s): ready to submit")
+    assert lines[1].startswith("  not checked here: task train: inputs: image_uri (an output")
+    assert len(lines) == 2
+    from vertex_retrain.specs.problems import warning
+
+    limit = warning("task train: inputs", ["image_uri"], "set as it runs", code="inputs-unchecked")
+    risk = warning("task train: x", 1, "risky", code="risk")
+    assert refusal("run", [limit, risk]) is None  # `run` goes on
+    assert capsys.readouterr().err.splitlines() == ["run: " + risk.describe()]  # limits left out
 
 
 def test_job_tasks_leave_out_problems_of_fields_an_unknown_input_sets() -> None:

@@ -185,12 +185,24 @@ def test_estimate_command_says_which_month_it_priced(
     source = _trainer(tmp_path / "plain", UNDECLARED)
     argv = ["estimate", REFERENCE, "--location", "us-central1", "--param"]
     assert main([*argv, f"source_uri={source}"]) == 0
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if "  month: " in line]
+    lines = capsys.readouterr().out.splitlines()
+    (line,) = [line for line in lines if "  month: " in line]
     assert f"every week retrains fully: the trainer at {source} declares no warm start" in line
     assert "expected_warm_training_hours" not in line  # no warm week in this month
+    assert _week_kinds(lines) == ["full week", "typical month"]  # no week that never happens
     assert main([*argv, "source_uri=gs://my-bucket/unread"]) == 0
-    (line,) = [line for line in capsys.readouterr().out.splitlines() if "  month: " in line]
+    lines = capsys.readouterr().out.splitlines()
+    (line,) = [line for line in lines if "  month: " in line]
     assert "warm-started (assumed, not read: the trainer's source 'gs://my-bucket/unread'" in line
+    assert _week_kinds(lines) == [
+        "full week", "warm week", "refused warm week", "typical month", "month of full retrains",
+    ]  # fmt: skip
+
+
+def _week_kinds(lines: list[str]) -> list[str]:
+    """The kinds of week the estimate prices, in its order."""
+    start = lines.index("by kind of week (training jobs only):") + 1
+    return [line.split(":")[0].strip() for line in lines[start:] if " h of training" in line]
 
 
 def test_trainer_warm_start_makes_no_local_root(

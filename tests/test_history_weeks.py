@@ -33,7 +33,7 @@ def _run(run: str, at: str, *, as_of: str = WEEK, **changes: Any) -> RunRecord:
 
 def _decided(run: str, at: str, is_better: bool = True, **changes: Any) -> RunRecord:
     decision = {"is_better": is_better, "reason": "score improved", "primary_metric": "score"}
-    return _run(run, at, decision=decision, candidate={"score": 0.6}, **changes)
+    return _run(run, at, decision=decision, **{"candidate": {"score": 0.6}, **changes})
 
 
 def _itself(run: str, at: str) -> RunRecord:
@@ -102,8 +102,23 @@ def test_rows_of_weeks_a_refused_rerun_does_not_hide_the_weeks_promotion() -> No
     (row,) = rows_of_weeks([promoted, refused])
     assert (row.record, row.later) == (promoted, (refused,))
     assert later_run_note(refused) == "re-run r2: challenger: score improved"
-    (latest,) = rows_of_weeks([_decided("r0", "09:00", is_better=False), refused])
+    other_candidate = _decided("r0", "09:00", is_better=False, candidate={"score": 0.5})
+    (latest,) = rows_of_weeks([other_candidate, refused])
     assert (latest.record, latest.earlier) == (refused, 1)  # no promotion: the latest refusal
+
+
+def test_rows_of_weeks_a_repeated_refusal_leaves_the_first_one_standing() -> None:
+    first = _decided("r1", "10:00", is_better=False, cost={"spot_plan": 0.7})
+    again = _decided("r2", "11:00", is_better=False, cost={"spot_plan": 0.0})  # from the cache
+    (row,) = rows_of_weeks([first, again])
+    assert (row.record, row.later, row.earlier) == (first, (again,), 0)
+    assert later_run_note(again) == "re-run r2: challenger: score improved"
+    other_reason = replace(again, decision={**again.decision, "reason": "below the floor"})
+    assert rows_of_weeks([first, other_reason])[0].record == other_reason
+    other_candidate = replace(again, candidate={"score": 0.61})
+    assert rows_of_weeks([first, other_candidate])[0].record == other_candidate
+    promoted_again = (_decided("p1", "10:00"), _decided("p2", "11:00"))
+    assert rows_of_weeks(list(promoted_again))[0].record.run == "p2"  # a promotion moves aliases
 
 
 def test_rows_of_weeks_without_a_decision_show_the_latest_run() -> None:

@@ -206,20 +206,23 @@ def hours_assumption(hours: float, gpus: list[int]) -> str:
 
 def _print_week_kinds(kinds: Any, out: TextIO) -> None:
     """Each kind of week and a typical month (``vertex_retrain.cli.week_costs``)."""
+    from vertex_retrain.cli.week_costs import WEEKS_PER_MONTH
     from vertex_retrain.specs.cost import format_money
 
+    # A month without warm weeks (warm starts off, or a trainer that declares none) runs no
+    # warm or refused week, and its month is the month of full retrains: those lines would
+    # price weeks that never happen (``--json`` keeps every kind).
+    warm = kinds.full_weeks_per_month < round(WEEKS_PER_MONTH, 3)
+    shown = (kinds.full, kinds.warm, kinds.refused, kinds.month, kinds.all_full_month)
     print("by kind of week (training jobs only):", file=out)
-    for week in (kinds.full, kinds.warm, kinds.refused, kinds.month, kinds.all_full_month):
+    for week in shown if warm else (kinds.full, kinds.month):
         print(
             f"  {week.kind}: {week.hours:.2f} h of training, on-demand "
             f"{format_money(week.on_demand, kinds.currency)}, "
             f"Spot {format_money(week.spot, kinds.currency)}",
             file=out,
         )
-    from vertex_retrain.cli.week_costs import WEEKS_PER_MONTH
-
     # Hours of a warm start matter only to a month that has warm weeks.
-    warm = kinds.full_weeks_per_month < round(WEEKS_PER_MONTH, 3)
     print(
         f"  month: {kinds.full_weeks_per_month:g} full retrain(s) in "
         f"{WEEKS_PER_MONTH:.2f} weeks; {kinds.assumption}"

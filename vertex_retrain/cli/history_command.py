@@ -264,7 +264,8 @@ def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str 
     what = ", ".join(shown_metrics) or "no metric"
     heading = (
         f"{name}: {what} of each model; CI-LOW = worst gain the interval allows "
-        "over the champion (c) or the reference (r); ! = decision forced, ~ = champion "
+        "over the champion (c) or the reference (r); COST = Vertex's price, estimated; "
+        "! = decision forced, ~ = champion "
         "not comparable (a replay), * = Spot fell back to on-demand"
     )
     if any(row.later for row in rows):

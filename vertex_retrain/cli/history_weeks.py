@@ -2,7 +2,9 @@
 
 A week may be run more than once: after a failure, with other parameters, or again after it
 succeeded. Its row is the run whose decision the week left in place: its latest run that
-promoted its candidate, else its latest run that refused one, else its latest run. A re-run
+promoted its candidate, else its latest run that refused one, else its latest run. A refusal
+that repeats an earlier one of the week (the same candidate metrics and reason: a re-run served
+from the cache, say) decided nothing new, so the first of them stands. A re-run
 after that run (cancelled, failed, stopped by the data gate, refused, or whose candidate was
 the champion itself: nothing to decide) promoted nothing, so it does not undo what the row
 shows: it is a note on the row, not the row. Runs before the row's run are left out (a count
@@ -52,8 +54,9 @@ def rows_of_weeks(records: Sequence[RunRecord]) -> list[WeekRow]:
     first).
 
     The row's run is the week's latest run of the highest :func:`standing`; "latest" by
-    ``recorded_at``, then by run name. Runs without a week (stopped before their data window)
-    are a row each.
+    ``recorded_at``, then by run name. A refusal that repeats an earlier refusal of the week
+    (:func:`_repeats`) stands for that earlier one. Runs without a week (stopped before their
+    data window) are a row each.
     """
 
     def week(record: RunRecord) -> tuple[str, str]:
@@ -66,9 +69,25 @@ def rows_of_weeks(records: Sequence[RunRecord]) -> list[WeekRow]:
     for runs in weeks.values():
         ordered = sorted(runs, key=lambda r: (r.recorded_at, r.run))
         shown = max(range(len(ordered)), key=lambda i: (standing(ordered[i]), i))
+        shown = next(i for i in range(shown + 1) if _repeats(ordered[shown], ordered[i]))
         row = WeekRow(ordered[shown], tuple(ordered[shown + 1 :]), shown)
         rows[id(row.record)] = row
     return [rows[id(record)] for record in records if id(record) in rows]
+
+
+def _repeats(later: RunRecord, earlier: RunRecord) -> bool:
+    """Whether ``later`` decided nothing ``earlier`` had not: the same run, or the same
+    refusal of the same candidate (metrics and reason equal). Only refusals: a promotion
+    repeated moves the aliases again, and a run that decided nothing stands only without
+    either."""
+    if later is earlier:
+        return True
+    return (
+        standing(later) == standing(earlier) == 1
+        and bool(later.candidate)
+        and later.candidate == earlier.candidate
+        and later.decision.get("reason") == earlier.decision.get("reason")
+    )
 
 
 def later_run_note(record: RunRecord) -> str:

@@ -108,7 +108,8 @@ def refusal(
     err = err or sys.stderr
     refused = bool(errors_of(problems))
     for problem in problems:
-        print(f"{command}: {problem.describe()}", file=err)
+        if problem.code not in CHECKED_AT_RUN_TIME:
+            print(f"{command}: {problem.describe()}", file=err)
     if refused:
         print(
             f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); {spared}. "
@@ -119,14 +120,22 @@ def refusal(
     return None
 
 
+CHECKED_AT_RUN_TIME = frozenset({"inputs-unchecked"})
+"""Codes of what preflight could not check because the pipeline sets it as it runs (job fields
+from earlier tasks' outputs): a limit of the check, not a risk of the pipeline. Listed apart,
+after the problems, neither counted as a warning nor repeated by ``run`` and ``upload``."""
+
 SUBMISSION_SETTINGS = frozenset({"service-account", "pipeline-root"})
 """Codes of the settings a submission needs, which preflight requires as ``run`` does."""
 
 
 def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
-    """Writes one pipeline's result: a summary line, then one line per problem."""
+    """Writes one pipeline's result: a summary line, one line per problem, then what is
+    checked only when the pipeline runs (:data:`CHECKED_AT_RUN_TIME`), one ``not checked``
+    line per task group."""
     from vertex_retrain.specs.executor_images import COMPATIBILITY_UNKNOWN
 
+    problems, later = _split_run_time(problems)
     errors, warnings = errors_of(problems), warnings_of(problems)
     unknown = [p for p in warnings if p.code in COMPATIBILITY_UNKNOWN]
     unset = [p.field for p in errors if p.code in SUBMISSION_SETTINGS and p.value is None]
@@ -145,6 +154,14 @@ def report(name: str, problems: Sequence[Problem], out: TextIO) -> None:
     )
     for problem in problems:
         print(f"  {problem.describe()}", file=out)
+    for limit in later:
+        print(f"  not checked here: {limit.field}: {limit.message}", file=out)
+
+
+def _split_run_time(problems: Sequence[Problem]) -> tuple[list[Problem], list[Problem]]:
+    """The problems, and the limits of the check (:data:`CHECKED_AT_RUN_TIME`)."""
+    limits = [p for p in problems if p.code in CHECKED_AT_RUN_TIME]
+    return [p for p in problems if p.code not in CHECKED_AT_RUN_TIME], limits
 
 
 def _online(target: PreflightTarget, settings: Settings, factory: CheckerFactory) -> list[Problem]:
@@ -264,12 +281,14 @@ def cli_preflight(
 
 
 def _as_json(results: Mapping[str, list[Problem]]) -> list[dict[str, Any]]:
-    return [
-        {
+    rows = []
+    for name, found in results.items():
+        problems, later = _split_run_time(found)
+        rows.append({
             "pipeline": name,
             "errors": len(errors_of(problems)),
             "warnings": len(warnings_of(problems)),
             "problems": [problem.to_dict() for problem in problems],
-        }
-        for name, problems in results.items()
-    ]
+            "checked_at_run_time": [limit.to_dict() for limit in later],
+        })  # fmt: skip
+    return rows

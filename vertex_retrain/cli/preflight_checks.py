@@ -216,8 +216,8 @@ def _unchecked(unchecked: Mapping[str, str]) -> Problem:
     return warning(
         "inputs",
         sorted(unchecked),
-        f"Known only when the pipeline runs, so the job fields they set were not checked: "
-        f"{inputs}.",
+        f"{inputs}: known only when the pipeline runs, so the job fields they set are "
+        "checked then.",
         code="inputs-unchecked",
     )
 

@@ -280,14 +280,16 @@ def test_local_rehearsal_stockout_trial_then_on_demand_study_finishes(
     root: Path, tmp_path: Path
 ) -> None:
     image = build_container_image(JOBS, image_uri="us-docker.pkg.dev/p/r/jobs:v1").uri
-    # Trial 1 reports at once; trial 2 works 3 s, so preempting every attempt at 0.5 s
+    # Trial 1 reports at once; trial 2 works 3 s, so preempting every attempt at 1.5 s
     # fails it with STOCKOUT on the seventh, which fails the Spot study (1 failure allowed).
+    # 1.5 s, not less: on a loaded machine trial 1's start alone took over 0.5 s, and it was
+    # preempted too.
     request = _request(
         trial={
             "image_uri": image,
             "args": ["spot_trial.py", "--seconds=3"],
             "base_output_directory": "gs://bkt/study",
-            "local_preemption_after_seconds": 0.5,
+            "local_preemption_after_seconds": 1.5,
         },
         max_trial_count=3,
         parallel_trial_count=1,

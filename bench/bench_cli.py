@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure, median, print_figure, time_command
+from bench.measure import exit_on_sigterm
 
 REPO = Path(__file__).resolve().parent.parent
 # The quick pass checks the figure is made (one process of each), not its spread.
@@ -79,6 +80,7 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 round instead of 7")
     print_figure(run(parser.parse_args().quick))

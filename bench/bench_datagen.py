@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.figures import figure, print_figure
-from bench.measure import SEED_SCALE, dataset_folder, python_env, run_measured
+from bench.measure import SEED_SCALE, dataset_folder, exit_on_sigterm, python_env, run_measured
 
 QUICK_SCALE = {"members": 100_000, "stores": 500, "weeks": 26, "seed": 0}
 TARGET_SECONDS, TARGET_ROWS_PER_S, TARGET_RSS_BYTES = 90.0, 1e6, 2 * 1024**3
@@ -193,4 +193,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.measure import exit_on_sigterm
+
 _SCRIPT = """\
 import sys, time
 print("FIRST", time.time(), flush=True)
@@ -115,6 +117,7 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     run(parser.parse_args().quick)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure, print_figure
+from bench.measure import exit_on_sigterm
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 0.95
@@ -268,6 +269,7 @@ def _figures(
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="preempt every 12 s, ~15 s of work")
     print_figure(run(parser.parse_args().quick))

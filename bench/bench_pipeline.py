@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure, print_figure
+from bench.measure import exit_on_sigterm
 
 TARGET_OVERHEAD = 0.25
 # Tasks whose user code runs as local CustomJobs (evaluation runs the package's entry point).
@@ -243,6 +244,7 @@ def _figures(
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny data, 1 epoch")
     print_figure(run(parser.parse_args().quick))

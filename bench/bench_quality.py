@@ -302,10 +302,10 @@ def main() -> None:
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
     parser.add_argument("--members", type=int, default=0, help="another member count")
     args = parser.parse_args()
-    exit_on_sigterm()
     seeds = tuple(int(s) for s in args.seeds.split(","))
     print_figure(run(args.quick, seeds, args.members))
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

@@ -36,7 +36,7 @@ from typing import Any
 
 from bench.drink_shops import dataset_declaration
 from bench.figures import figure, print_figure
-from bench.measure import Measured, python_env, run_measured
+from bench.measure import Measured, exit_on_sigterm, python_env, run_measured
 
 SIZES = (10_000, 50_000, 100_000, 500_000)
 QUICK_SIZES = (10_000, 50_000, 100_000)
@@ -249,4 +249,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench.figures import figure, print_figure
+from bench.measure import exit_on_sigterm
 from bench.serving_load import (
     REPO,
     Load,
@@ -200,4 +201,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.figures import figure, print_figure
-from bench.measure import python_env
+from bench.measure import exit_on_sigterm, python_env
 from bench.serving_load import REPO, ReferenceModel, train_reference_model, wait_healthy
 from vertex_retrain.backends.local.serving.model_server import free_port
 
@@ -312,4 +312,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

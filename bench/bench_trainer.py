@@ -36,7 +36,7 @@ import torch
 
 from bench.bench_datagen import QUICK_SCALE
 from bench.figures import figure, print_figure
-from bench.measure import SEED_SCALE, ensure_dataset, python_env, run_measured
+from bench.measure import SEED_SCALE, ensure_dataset, exit_on_sigterm, python_env, run_measured
 
 TARGET_SAMPLES_PER_S, TARGET_RSS_BYTES, TARGET_START_S = 5e4, 4 * 1024**3, 60.0
 BATCH = 512
@@ -260,4 +260,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

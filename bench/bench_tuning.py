@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.figures import figure, median, print_figure
+from bench.measure import exit_on_sigterm
 
 ALGORITHMS = {
     "Bayesian (ALGORITHM_UNSPECIFIED)": "ALGORITHM_UNSPECIFIED",
@@ -250,6 +251,7 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     seeds, trials = SIZES["quick"]
     parser.add_argument("--quick", action="store_true", help=f"{seeds} seeds x {trials} trials")

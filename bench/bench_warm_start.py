@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import figure, print_figure
-from bench.measure import SEED_SCALE, python_env, run_measured
+from bench.measure import SEED_SCALE, exit_on_sigterm, python_env, run_measured
 
 REDUCED_SCALE = {"members": 20_000, "stores": 80, "weeks": 104}
 """What `make bench` runs (`run(quick=False)`): the seeds' scale (`--seed-scale`) would take
@@ -248,4 +248,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

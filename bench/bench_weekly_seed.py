@@ -47,6 +47,7 @@ from bench.measure import (
     SEED_SCALE,
     cache_root,
     ensure_dataset,
+    exit_on_sigterm,
     parent_and_start,
     python_env,
     resident_bytes,
@@ -355,4 +356,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

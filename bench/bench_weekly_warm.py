@@ -35,7 +35,7 @@ from bench.bench_weekly_seed import (
     run_in_root,
 )
 from bench.figures import figure, print_figure
-from bench.measure import SEED_SCALE, cache_root, ensure_dataset
+from bench.measure import SEED_SCALE, cache_root, ensure_dataset, exit_on_sigterm
 
 TARGET_SECONDS = 6 * 60
 TARGET_PEAK_BYTES = 4 * 10**9
@@ -151,4 +151,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped, it stops the commands it runs and removes its folders
     main()

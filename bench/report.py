@@ -228,10 +228,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--single", help=argparse.SUPPRESS)  # child mode: one benchmark
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.single:
-        from bench.measure import exit_on_sigterm
+    from bench.measure import exit_on_sigterm
 
-        exit_on_sigterm()  # stopped on its time limit: its commands and folders go too
+    # A child stopped on its time limit takes its commands and folders with it; the report
+    # stopped stops its child's process group first (`_run_child`), which a default SIGTERM
+    # would leave running on alone.
+    exit_on_sigterm()
+    if args.single:
         if args.result is None:
             parser.error("--single needs --result")
         return run_in_process(args.single, args.quick, args.result)

@@ -3,6 +3,7 @@ temporary folders (a default SIGTERM ended the benchmark at once and left both b
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -70,3 +71,48 @@ def test_without_the_handler_sigterm_leaves_the_folder_and_the_command_behind(
     finally:
         if _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def _main_block(tree: ast.Module) -> list[ast.stmt]:
+    """The body of the module's ``if __name__ == "__main__":`` block (empty without one)."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            return node.body
+    return []
+
+
+def test_every_benchmark_script_stops_its_commands_on_sigterm() -> None:
+    scripts = {}
+    for path in sorted((ROOT / "bench").glob("bench_*.py")):
+        block = _main_block(ast.parse(path.read_text(encoding="utf-8")))
+        if block:
+            scripts[path.name] = ast.unparse(block[0])
+    assert len(scripts) >= 15  # every benchmark runs as `python -m bench.NAME`
+    # First, before any command starts: a default SIGTERM left the measured command running
+    # on alone and its temporary folders behind (a seed-scale training, 1.6 GB).
+    assert {name: first for name, first in scripts.items() if first != "exit_on_sigterm()"} == {}
+
+
+def test_report_stopped_stops_its_benchmark_process(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    code = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from bench import report
+hold = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+report._run_child = (lambda run: lambda argv, timeout: run(
+    [sys.executable, "-c", hold, {str(pidfile)!r}], timeout))(report._run_child)
+sys.exit(report.main(["--only", "bench_cli", "--out", {str(tmp_path / "b.md")!r}]))
+"""
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 60
+    while not (pidfile.is_file() and pidfile.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)  # a default SIGTERM left the benchmark process running
+    assert not (tmp_path / "b.md").exists()  # and nothing half-done was written

@@ -56,6 +56,8 @@ def test_compile_writes_every_pipeline_and_component_with_the_given_image(tmp_pa
     assert {"register-champion", "register-challenger-full", "stop-before-training"} <= set(steps)
     assert not {"check-data", "register-model-4", "build-container"} & set(steps)
     assert "on-demand" in result.stdout and "Spot" in result.stdout
+    # The region priced, as `estimate --location` prices another: the templates name none.
+    assert "priced in us-central1 (the default: the pipeline names no region)" in result.stdout
     assert "placeholder" not in result.stdout
 
 

@@ -329,3 +329,25 @@ def test_run_report_says_which_kind_of_training_ran_and_why(tmp_path: Path) -> N
     text, as_json = _report_of_summary(tmp_path, {"training_kind": None}, succeeded=True)
     assert not re.search(r"^training ", text, re.M)  # no plan: nothing said
     assert as_json["training_kind"] == {}
+
+
+NARROW_COLUMNS = tuple(Column(f"c{i}", f"COLUMN{i:02d}") for i in range(12))
+NARROW_RECORDS = [{f"c{i}": f"value{i:03d}" for i in range(12)}]
+
+
+@pytest.mark.parametrize(
+    ("width", "gap", "wrapped"),
+    [("118", "  ", False), ("117", " ", False), ("107", " ", False), ("106", " ", True)],
+)
+def test_render_table_never_drops_a_column_wider_than_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, width: str, gap: str, wrapped: bool
+) -> None:
+    # 12 columns of 8 characters: 96, and 22 blanks between them at 2 a gap, 11 at 1.
+    monkeypatch.setenv("COLUMNS", width)
+    out = FakeTerminal()
+    render_table(out, NARROW_COLUMNS, NARROW_RECORDS)
+    lines = ANSI.sub("", out.getvalue()).splitlines()
+    assert "COLUMN11" in out.getvalue() and "value011" in out.getvalue()  # rich dropped them
+    assert lines[0].startswith(f"COLUMN00{gap}COLUMN01{gap}C")
+    note = f"(rows wider than the terminal's {width} columns: wrapped, none left out)"
+    assert (lines[-1] == note) is wrapped

@@ -134,7 +134,7 @@ def test_warehouse_weekly_missing_table_stops_before_training_with_one_line(
     # The run's output names the failed step and its one-line cause.
     errors = task_errors(outcome.log_path.read_text().splitlines())
     assert errors == [
-        "vertex_retrain.steps.warehouse_readers.WarehouseError: DuckDB table "
+        "WarehouseError: DuckDB table "
         f"'drink_shops.purchases' of {tmp_path / 'missing' / 'gcs' / 'drink-shops-ml'}"
         "/transactions/warehouse.duckdb "
         "cannot be read: Catalog Error: Table with name purchases does not exist!"

@@ -29,7 +29,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
         describe_pipeline,
         library_templates,
     )
-    from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run
+    from vertex_retrain.cli.costing import NOT_INCLUDED, estimate_run, price_location
     from vertex_retrain.cli.params import ParameterError
     from vertex_retrain.cli.pipeline_source import resolve_pipeline
     from vertex_retrain.cli.task_names import display_names
@@ -79,10 +79,13 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print("  no training or tuning job to price", file=out)
             continue
         currency = estimate.steps[0].currency
+        # Which region's prices: a pipeline that names none is priced in the price book's
+        # default, which `estimate --location` (another figure) would otherwise contradict.
+        region, origin = price_location(default_arguments(spec))
         print(
             f"  one run on Vertex with these defaults: {estimate.gpu_hours:.1f} GPU-hours, "
             f"on-demand {format_money(estimate.on_demand_cost, currency)}, "
-            f"Spot {format_money(estimate.spot_cost, currency)}",
+            f"Spot {format_money(estimate.spot_cost, currency)}, priced in {region} ({origin})",
             file=out,
         )
     if not references:

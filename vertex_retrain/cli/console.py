@@ -137,13 +137,22 @@ def render_table(
         for index, column in enumerate(columns)
     ]
     terminal = is_terminal(out)
+    gap, overflow = 2, 0
     if wide:
         limits: list[int | None] = [None] * len(columns)
     elif not terminal:
         limits = [column.max_width if column.digest else None for column in columns]
     else:
-        limits = _fit(columns, naturals, make_console(out).width - 2 * (len(columns) - 1))
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 1))
+        width = make_console(out).width
+        limits = _fit(columns, naturals, width - gap * (len(columns) - 1))
+        if _row_width(limits, naturals, gap) > width:  # closer columns, then never a cut one
+            gap = 1
+            limits = _fit(columns, naturals, width - gap * (len(columns) - 1))
+        # Wider than the terminal even so: rich would drop the last columns without a sign,
+        # so the rows go out whole and the terminal wraps them.
+        overflow = width if _row_width(limits, naturals, gap) > width else 0
+    padding = (0, 1) if gap == 2 else (0, 1, 0, 0)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=padding)
     for column, natural, limit in zip(columns, naturals, limits, strict=True):
         table.add_column(
             column.header,
@@ -156,7 +165,9 @@ def render_table(
     for row in rows:
         table.add_row(*row)
     # Off a terminal the console is as wide as the rows: the limits above did the cutting.
-    print_renderable(out, table, wide=wide or not terminal)
+    print_renderable(out, table, wide=wide or not terminal or bool(overflow))
+    if overflow:
+        out.write(f"(rows wider than the terminal's {overflow} columns: wrapped, none left out)\n")
     if not records:
         out.write(empty + "\n")
     elif any(
@@ -164,6 +175,12 @@ def render_table(
         for natural, limit in zip(naturals, limits, strict=True)
     ):
         out.write("(cells cut with … to fit the width; --wide shows them whole)\n")
+
+
+def _row_width(limits: Sequence[int | None], naturals: Sequence[int], gap: int) -> int:
+    """A row's characters: each column at its limit (or whole), ``gap`` blanks between."""
+    cells = sum(cut or whole for cut, whole in zip(limits, naturals, strict=True))
+    return cells + gap * (len(naturals) - 1)
 
 
 def _fit(columns: Sequence[Column], naturals: list[int], width: int) -> list[int | None]:

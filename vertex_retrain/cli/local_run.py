@@ -357,7 +357,10 @@ def task_errors(log_lines: list[str]) -> list[str]:
     after ``Type: message`` belong to it until a blank line, a log line or another traceback.
 
     Returns:
-        ``Type: message`` entries; a message of several lines keeps its line breaks.
+        ``Type: message`` entries, the type without its module (``DataGateBreachError``, not
+        ``vertex_retrain.steps.data_gate.DataGateBreachError``: the reader needs the kind of
+        failure and its message, not where the class lives); a message of several lines keeps
+        its line breaks.
     """
     found: list[str] = []
     said: set[str] = set()  # first lines of messages found, without their exception's type
@@ -366,7 +369,7 @@ def task_errors(log_lines: list[str]) -> list[str]:
         match = _EXCEPTION_LINE.match(line)
         if not match:
             continue
-        message = [f"{match[1]}: {match[2]}"]
+        message = [f"{match[1].rsplit('.', 1)[-1]}: {match[2]}"]
         indent = line[: len(line) - len(line.lstrip())]  # kfp.local indents a task's output
         for following in lines[index + 1 :]:
             if _MESSAGE_END.match(following) or _EXCEPTION_LINE.match(following):

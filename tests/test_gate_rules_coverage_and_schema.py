@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from tests.declarations import DATASET
 from vertex_retrain.contracts.dataset import parse_dataset_declaration
 from vertex_retrain.contracts.gate_report import (
+    Breach,
     DataGateInputError,
     GateReport,
     GateThresholds,
@@ -111,6 +113,10 @@ def test_gate_rules_schema_breaches_are_one_per_column_and_type_however_many_fil
         "the declaration says double"
     )
     assert (units.value, units.threshold) == ("int32", "double (the declaration)")
+    assert units.line() == f"schema: {units.detail}"  # no "(value int32, threshold double...)"
+    assert "[accepted]" in replace(units, accepted=True).line()
+    counted = Breach("rows", "3 rows", "3", ">= 10")
+    assert counted.line() == "rows: 3 rows (value 3, threshold >= 10)"
     assert item.detail == (
         "column 'item' is missing in sales/2026-08-23.parquet; the declaration says string"
     )

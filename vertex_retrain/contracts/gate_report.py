@@ -226,9 +226,19 @@ class Breach:
     accepted: bool = False
 
     def line(self) -> str:
-        """``check: detail (value V, threshold T)``, marked when accepted."""
+        """``check: detail (value V, threshold T)``, marked when accepted; a check whose
+        detail already states what was found and what was expected
+        (:data:`SELF_DESCRIBED`) has no ``(value, threshold)``."""
         mark = " [accepted]" if self.accepted else ""
+        if self.check in SELF_DESCRIBED:
+            return f"{self.check}: {self.detail}{mark}"
         return f"{self.check}: {self.detail} (value {self.value}, threshold {self.threshold}){mark}"
+
+
+SELF_DESCRIBED = frozenset({"schema", "empty_file"})
+"""Checks whose detail names the value and the expectation ("column 'x' is int64 in ...; the
+declaration says double"): "(value int64, threshold double)" after it repeated it in words a
+type check does not have."""
 
 
 @dataclass(frozen=True)

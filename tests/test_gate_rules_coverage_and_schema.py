@@ -115,6 +115,12 @@ def test_gate_rules_schema_breaches_are_one_per_column_and_type_however_many_fil
     assert (units.value, units.threshold) == ("int32", "double (the declaration)")
     assert units.line() == f"schema: {units.detail}"  # no "(value int32, threshold double...)"
     assert "[accepted]" in replace(units, accepted=True).line()
+    assert report.breach_notice() == (
+        "data gate: breached (schema); the run stops before training, at the next step, which "
+        "says why"
+    )
+    accepted = replace(report, breaches=[replace(b, accepted=True) for b in report.breaches])
+    assert accepted.breach_notice() == ""  # nothing stops the run: nothing to say
     counted = Breach("rows", "3 rows", "3", ">= 10")
     assert counted.line() == "rows: 3 rows (value 3, threshold >= 10)"
     assert item.detail == (

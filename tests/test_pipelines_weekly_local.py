@@ -293,7 +293,10 @@ def test_weekly_retraining_gate_breach_stops_before_training_with_its_report(
     ran = {task.name for task in outcome.run_dir.iterdir()}
     assert {"check-data", "run-summary"} <= ran
     assert not {t for t in ran if t.startswith(("build-container", "source-digest"))}, ran
-    errors = task_errors(outcome.log_path.read_text(encoding="utf-8").splitlines())
+    log = outcome.log_path.read_text(encoding="utf-8")
+    # Under the gate's step, whose task succeeds, the progress says the run will stop.
+    assert "[executor] data gate: breached (days_covered); the run stops before training" in log
+    errors = task_errors(log.splitlines())
     assert any(e.endswith(f"DataGateBreachError: {gate['verdict']}") for e in errors), errors
     # The week's record says why, not kfp.local's "Task exit-handler-1 failed.".
     from vertex_retrain.backends.local.model_registry.weeks_on_record import RunHistory

@@ -266,6 +266,17 @@ class GateReport:
         """True when every breach (if any) was accepted."""
         return all(b.accepted for b in self.breaches)
 
+    def breach_notice(self) -> str:
+        """What a run's progress shows under the gate's step when the gate will stop the run
+        (the task itself succeeds, so its step reads "done"): "" when it passed."""
+        stopping = list(dict.fromkeys(b.check for b in self.breaches if not b.accepted))
+        if not stopping:
+            return ""
+        return (
+            f"data gate: breached ({', '.join(stopping)}); the run stops before training, "
+            "at the next step, which says why"
+        )
+
     def verdict(self) -> str:
         """One line: passed, or each breach that stops the run and how to accept it."""
         where = (

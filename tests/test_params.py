@@ -70,7 +70,12 @@ def test_parse_overrides_suggests_close_matches_for_an_unknown_name() -> None:
     message = str(caught.value)
     assert "unknown parameter 'epoch'" in message
     assert "did you mean 'epochs'" in message
-    assert "learning_rate" in message  # the known parameters are listed
+    assert "learning_rate" not in message  # the likely name, not every name
+    assert f"lists this pipeline's {len(PARAMETERS)} parameters" in message
+    with pytest.raises(ParameterError) as far:
+        parse_overrides(["zzz=3"], PARAMETERS)
+    assert "did you mean" not in str(far.value)
+    assert "learning_rate" in str(far.value)  # no close name: every name is listed
 
 
 @pytest.mark.parametrize(

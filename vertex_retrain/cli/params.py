@@ -426,6 +426,11 @@ def _type_of(name: str, spec: Mapping[str, Any]) -> str:
 def _unknown_message(name: str, parameters: Iterable[str]) -> str:
     known = sorted(parameters)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-    hint = f" (did you mean {' or '.join(repr(match) for match in close)}?)" if close else ""
+    if close:  # the likely name is enough: a template's 50-odd names would bury it
+        matches = " or ".join(repr(match) for match in close)
+        return (
+            f"unknown parameter {name!r} (did you mean {matches}?); "
+            f"`{command('compile PIPELINE')}` lists this pipeline's {len(known)} parameters"
+        )
     listing = ", ".join(known) if known else "(none)"
-    return f"unknown parameter {name!r}{hint}; this pipeline's parameters: {listing}"
+    return f"unknown parameter {name!r}; this pipeline's parameters: {listing}"

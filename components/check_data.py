@@ -60,6 +60,7 @@ def check_data(
     with open(report.path, "w", encoding="utf-8") as handle:
         handle.write(gate.markdown())
     print(gate.markdown())
-    if gate.breach_notice():  # a line the local run's progress shows (as Vertex's log has it)
-        print(f"[executor] {gate.breach_notice()}", flush=True)
+    notice = gate.breach_notice()
+    if notice:  # a line the local run's progress shows (as Vertex's log has it)
+        print(f"[executor] {notice}", flush=True)
     return (gate.passed, gate.verdict(), [b.line() for b in gate.breaches], gate.window_digest)

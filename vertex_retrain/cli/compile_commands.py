@@ -69,8 +69,9 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 f"    {parameter.name:<{width}}  {parameter.type:<14} {_format_default(default)}",
                 file=out,
             )
+        defaults = default_arguments(spec)
         try:
-            estimate = estimate_run(spec, default_arguments(spec))
+            estimate = estimate_run(spec, defaults)
         except JobSpecError as error:
             failures += 1
             print(f"  INVALID default training job:\n{error}", file=out)
@@ -81,7 +82,7 @@ def cli_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
         currency = estimate.steps[0].currency
         # Which region's prices: a pipeline that names none is priced in the price book's
         # default, which `estimate --location` (another figure) would otherwise contradict.
-        region, origin = price_location(default_arguments(spec))
+        region, origin = price_location(defaults)
         print(
             f"  one run on Vertex with these defaults: {estimate.gpu_hours:.1f} GPU-hours, "
             f"on-demand {format_money(estimate.on_demand_cost, currency)}, "

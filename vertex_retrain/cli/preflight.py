@@ -107,9 +107,8 @@ def refusal(
     """
     err = err or sys.stderr
     refused = bool(errors_of(problems))
-    for problem in problems:
-        if problem.code not in CHECKED_AT_RUN_TIME:
-            print(f"{command}: {problem.describe()}", file=err)
+    for problem in _split_run_time(problems)[0]:
+        print(f"{command}: {problem.describe()}", file=err)
     if refused:
         print(
             f"{command}: refused by preflight ({len(errors_of(problems))} error(s)); {spared}. "

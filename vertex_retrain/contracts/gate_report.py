@@ -266,10 +266,14 @@ class GateReport:
         """True when every breach (if any) was accepted."""
         return all(b.accepted for b in self.breaches)
 
+    def stopping_checks(self) -> list[str]:
+        """The checks of the breaches not accepted, each once, in the breaches' order."""
+        return list(dict.fromkeys(b.check for b in self.breaches if not b.accepted))
+
     def breach_notice(self) -> str:
         """What a run's progress shows under the gate's step when the gate will stop the run
         (the task itself succeeds, so its step reads "done"): "" when it passed."""
-        stopping = list(dict.fromkeys(b.check for b in self.breaches if not b.accepted))
+        stopping = self.stopping_checks()
         if not stopping:
             return ""
         return (
@@ -289,7 +293,7 @@ class GateReport:
         if not stopping:
             tail = f" ({len(accepted)} accepted: {', '.join(accepted)})" if accepted else ""
             return f"data gate passed for {where} before {self.as_of.isoformat()}{tail}"
-        kinds = list(dict.fromkeys(b.check for b in stopping))
+        kinds = self.stopping_checks()
         acceptable = [kind for kind in kinds if kind not in NOT_ACCEPTABLE]
         advice = (
             [

@@ -16,8 +16,10 @@ task is read from the `--executor_input` that process was started with); the com
 is the orchestrator. A step's peak RSS is the largest sum over its processes in one sample;
 the run's peak is the largest sum over all of them (resident sets are summed, so pages two
 processes share count twice: an upper bound of the memory in use, a lower bound of the true
-peak by what a 0.25 s burst allocates). Step wall times come from kfp.local's log
-(`bench.bench_pipeline.task_seconds`).
+peak by what a 0.25 s burst allocates). The run's peak PSS is the largest sum of the same
+processes' proportional set sizes (/proc/PID/smaps_rollup: a shared page split among its
+sharers, so counted once in all): the memory the run holds. Step wall times come from
+kfp.local's log (`bench.bench_pipeline.task_seconds`).
 
 The baseline is the training step (`train-custom-job`), measured in the same run: the ratio
 says how much the whole run costs over the training it exists for. Targets (issue 15, item 4):
@@ -102,20 +104,32 @@ def task_of(argv: list[str]) -> str | None:
         return None
 
 
-def attribute(
+def proportional_bytes(pid: int) -> int | None:
+    """A process's proportional set size (its private pages plus its share of each page it
+    shares) in bytes, from /proc/PID/smaps_rollup; None when it is gone or unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def owners(
     table: Mapping[int, Proc],
     run_pid: int,
     task_of_pid: Callable[[int], str | None],
     outside: Callable[[int], bool],
-) -> dict[str, int]:
-    """Resident bytes per owner in one sample of the process table.
+) -> dict[int, str]:
+    """The owner of each of the run's processes in one sample of the process table.
 
     A process below a direct child of `run_pid` belongs to that child's task (or to the
     orchestrator when the child runs no task); `run_pid` is the orchestrator; a process
     outside the tree counts (as :data:`OUTSIDE`) only when `outside` says it is the run's.
     """
-    owners: dict[str, int] = {}
-    for pid, proc in table.items():
+    found: dict[int, str] = {}
+    for pid in table:
         owner = ORCHESTRATOR if pid == run_pid else None
         current, seen = pid, 0
         while owner is None and current in table and seen < 256:
@@ -126,8 +140,8 @@ def attribute(
         if owner is None and outside(pid):
             owner = OUTSIDE
         if owner is not None:
-            owners[owner] = owners.get(owner, 0) + proc.rss
-    return owners
+            found[pid] = owner
+    return found
 
 
 @dataclass
@@ -138,6 +152,8 @@ class RunSampler:
     local_root: Path
     peaks: dict[str, int] = field(default_factory=dict)
     total_peak: int = 0
+    total_pss_peak: int = 0
+    """The largest sum of proportional set sizes: shared pages counted once in all."""
     _table: dict[int, Proc] = field(default_factory=dict, repr=False)
     _tasks: dict[tuple[int, int], str | None] = field(default_factory=dict, repr=False)
     _marked: dict[tuple[int, int], bool] = field(default_factory=dict, repr=False)
@@ -145,10 +161,15 @@ class RunSampler:
     def sample(self) -> None:
         """Reads /proc once and raises the peaks."""
         self._table = read_processes()
-        owners = attribute(self._table, self.run_pid, self._task, self._outside)
-        for owner, resident in owners.items():
+        owned = owners(self._table, self.run_pid, self._task, self._outside)
+        sums: dict[str, int] = {}
+        for pid, owner in owned.items():
+            sums[owner] = sums.get(owner, 0) + self._table[pid].rss
+        for owner, resident in sums.items():
             self.peaks[owner] = max(self.peaks.get(owner, 0), resident)
-        self.total_peak = max(self.total_peak, sum(owners.values()))
+        self.total_peak = max(self.total_peak, sum(sums.values()))
+        proportional = sum(proportional_bytes(pid) or 0 for pid in owned)
+        self.total_pss_peak = max(self.total_pss_peak, proportional)
 
     def _key(self, pid: int) -> tuple[int, int]:
         return pid, self._table[pid].start
@@ -184,6 +205,8 @@ class WeeklyRun:
     peaks: dict[str, int]
     total_peak: int
     summary: dict[str, Any]
+    total_pss_peak: int = 0
+    """The run's peak in proportional set sizes (shared pages once): 0 where not sampled."""
 
 
 def link_dataset(source: Path, target: Path) -> None:
@@ -251,7 +274,9 @@ def run_in_root(root: Path, scratch: Path, *, epochs: int, timeout: float) -> We
     logs = sorted((root / "logs").glob("run-*.log"))
     steps = task_seconds(last_run(logs[-1].read_text(encoding="utf-8"))) if logs else {}
     summary = json.loads(stdout) if stdout.strip().startswith("{") else {}
-    return WeeklyRun(wall, steps, dict(sampler.peaks), sampler.total_peak, summary)
+    return WeeklyRun(
+        wall, steps, dict(sampler.peaks), sampler.total_peak, summary, sampler.total_pss_peak
+    )
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -301,6 +326,11 @@ def weekly_figure(
     table: list[tuple[str, float | int | str, str]] = [
         ("whole run: wall", measured.wall_seconds, "s"),
         ("whole run: peak RSS (all processes)", measured.total_peak / _GB, "GB"),
+        (
+            "whole run: peak PSS (all processes, shared pages once)",
+            measured.total_pss_peak / _GB,
+            "GB",
+        ),
         (f"{ORCHESTRATOR}: peak RSS", measured.peaks.get(ORCHESTRATOR, 0) / _GB, "GB"),
         (f"{OUTSIDE}: peak RSS", measured.peaks.get(OUTSIDE, 0) / _GB, "GB"),
     ]

@@ -100,11 +100,18 @@ def warm_figure(
         ("week 1 (full): peak RSS", full.total_peak / _GB, "GB"),
         ("week 1 (full): training step wall", full.step_seconds.get(TRAINING_TASK, 0.0), "s"),
         ("week 2 (warm): peak RSS", warm.total_peak / _GB, "GB"),
+        ("week 2 (warm): peak PSS (shared pages once)", warm.total_pss_peak / _GB, "GB"),
         ("week 2 (warm): training step wall", warm.step_seconds.get(TRAINING_TASK, 0.0), "s"),
         ("week 2 (warm): why", str(warm.summary["training_kind"].get("reason", "")), ""),
     ]
     rows += [
         (f"week 2 step {name}: wall", seconds, "s") for name, seconds in warm.step_seconds.items()
+    ]
+    # Which processes make the peak: each step's own largest sum, and the orchestrator's.
+    rows += [
+        (f"week 2 {name}: peak RSS", warm.peaks[name] / _GB, "GB")
+        for name in [*warm.step_seconds, *sorted(set(warm.peaks) - set(warm.step_seconds))]
+        if warm.peaks.get(name)
     ]
     notes = (
         f"{'Quick pass, no targets: ' if quick else ''}{scale_text}, 1 epoch, no task cache. "

@@ -33,7 +33,7 @@ def test_task_of_reads_the_task_from_the_executor_input() -> None:
     assert bw.task_of(["p", "--executor_input", '{"outputs": []}']) is None
 
 
-def test_attribute_gives_descendants_to_their_task_and_the_rest_to_its_owner() -> None:
+def test_owners_gives_descendants_to_their_task_and_the_rest_to_its_owner() -> None:
     table = {
         1: bw.Proc(0, 1, 10),
         100: bw.Proc(1, 5, 1_000),  # the run
@@ -44,17 +44,29 @@ def test_attribute_gives_descendants_to_their_task_and_the_rest_to_its_owner() -
         200: bw.Proc(1, 10, 7_000),  # an orphaned model server of the run
         300: bw.Proc(1, 11, 999_999),  # someone else's process
     }
-    owners = bw.attribute(table, 100, {101: "train-custom-job"}.get, lambda pid: pid == 200)
+    owners = bw.owners(table, 100, {101: "train-custom-job"}.get, lambda pid: pid == 200)
     assert owners == {
-        bw.ORCHESTRATOR: 1_005,
-        "train-custom-job": 432_000,
-        bw.OUTSIDE: 7_000,
+        100: bw.ORCHESTRATOR,
+        104: bw.ORCHESTRATOR,
+        101: "train-custom-job",
+        102: "train-custom-job",
+        103: "train-custom-job",
+        200: bw.OUTSIDE,
     }
 
 
-def test_attribute_survives_a_parent_loop() -> None:
+def test_owners_survives_a_parent_loop() -> None:
     table = {5: bw.Proc(6, 1, 1), 6: bw.Proc(5, 2, 1)}  # /proc read mid-change: no hang
-    assert bw.attribute(table, 100, lambda pid: None, lambda pid: False) == {}
+    assert bw.owners(table, 100, lambda pid: None, lambda pid: False) == {}
+
+
+def test_proportional_bytes_reads_this_process_and_none_for_a_gone_one() -> None:
+    mine = bw.proportional_bytes(os.getpid())
+    resident = bw.resident_bytes(os.getpid())
+    assert mine is not None and resident is not None and 0 < mine <= resident
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert bw.proportional_bytes(int(gone.stdout)) is None
 
 
 def test_run_sampler_finds_a_task_process_and_an_orphan_of_the_run(tmp_path: Path) -> None:
@@ -84,6 +96,8 @@ def test_run_sampler_finds_a_task_process_and_an_orphan_of_the_run(tmp_path: Pat
         assert sampler.peaks[bw.OUTSIDE] > 60_000_000
         assert sampler.peaks[bw.ORCHESTRATOR] > 0  # this process
         assert sampler.total_peak >= sum(sampler.peaks.values())
+        # Shared pages count once in all: at most the resident sum, at least the held bytes.
+        assert 120_000_000 < sampler.total_pss_peak <= sampler.total_peak
     finally:
         task.kill()
         task.wait()

@@ -74,3 +74,15 @@ def test_training_kind_reads_the_run_summary() -> None:
     assert ww.training_kind({"training_kind": WARM}) == "warm"
     assert ww.training_kind({"training_kind": None}) == ""
     assert ww.training_kind({}) == ""
+
+
+def test_warm_figure_lists_each_steps_peak_of_the_warm_week() -> None:
+    peaks = {"train-custom-job": 3 * 10**9, "evaluate-model": 2 * 10**9, "orchestrator": 10**8,
+             "register-model": 0}  # fmt: skip
+    warm = WeeklyRun(300.0, {"train-custom-job": 150.0, "register-model": 0.1}, peaks, 10**9,
+                     {"training_kind": WARM})  # fmt: skip
+    rows = {row[0]: row[1] for row in ww.warm_figure(FULL, warm, SEED_SCALE, False)["rows"]}
+    assert rows["week 2 train-custom-job: peak RSS"] == pytest.approx(3.0)
+    assert rows["week 2 evaluate-model: peak RSS"] == pytest.approx(2.0)
+    assert rows["week 2 orchestrator: peak RSS"] == pytest.approx(0.1)
+    assert "week 2 register-model: peak RSS" not in rows  # ended before a sample: no figure

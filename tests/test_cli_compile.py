@@ -310,3 +310,11 @@ def test_run_submits_to_vertex_and_exits_by_the_final_state(
     assert built["enable_caching"] is None  # each task keeps its compiled caching
     assert built["project"] == "drink-shops" and built["location"] == "asia-east1"
     assert built["parameter_values"] == {"backend": "vertex", "training_args": ["--epochs", "2"]}
+
+
+def test_compile_shows_a_dict_parameters_whole_numbers_as_integers(tmp_path: Path) -> None:
+    # The spec stores the hyperparameters' embedding_dim 32 as 32.0; the listing says 32.
+    result = _compile_cli("compile", "--out", "out", WEEKLY, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    line = next(row for row in result.stdout.splitlines() if row.strip().startswith("hyperpar"))
+    assert "'embedding_dim': 32," in line and "'learning_rate': 0.005" in line

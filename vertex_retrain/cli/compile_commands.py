@@ -10,12 +10,11 @@ from typing import Any, TextIO
 
 from vertex_retrain.invocation import command
 from vertex_retrain.pipelines import catalog
+from vertex_retrain.rules.numbers import whole_numbers
 
 
 def _format_default(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    text = str(value)
+    text = str(whole_numbers(value))  # a dict parameter's 32 is stored as 32.0: shown as 32
     return text if len(text) <= 48 else text[:45] + "..."
 
 

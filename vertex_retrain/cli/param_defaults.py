@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vertex_retrain.cli.params import ParameterError, check_values, parameter_definitions
+from vertex_retrain.rules.numbers import whole_numbers
 
 __all__ = ["check_defaults", "default_problems"]
 
@@ -84,6 +85,4 @@ def _typed(value: Any, definition: Mapping[str, Any]) -> Any:
         "NUMBER_INTEGER",
         "INT",
     )
-    if integer and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return whole_numbers(value) if integer else value

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from vertex_retrain.invocation import command
+from vertex_retrain.rules.numbers import whole_numbers
 from vertex_retrain.schedules import (
     COMPARED_FIELDS,
     ObservedSchedule,
@@ -100,19 +101,8 @@ def desired_spec(
 def _canonical(field_name: str, value: Any) -> Any:
     if field_name == "cron":
         return parse_vertex_cron(str(value))
-    if field_name == "parameter_values":
-        return json.dumps(_numbers(value), sort_keys=True)
-    return value
-
-
-def _numbers(value: Any) -> Any:
-    # Vertex returns every number as a double: 3.0 read back equals a declared 3.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(key): _numbers(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_numbers(item) for item in value]
+    if field_name == "parameter_values":  # Vertex returns 3 as 3.0: read back, it equals 3
+        return json.dumps(whole_numbers(value), sort_keys=True)
     return value
 
 
@@ -245,7 +235,7 @@ def _show(value: Any) -> str:
     if value is None:
         return "(none)"
     if isinstance(value, Mapping):
-        return json.dumps(_numbers(value), sort_keys=True)
+        return json.dumps(whole_numbers(value), sort_keys=True)
     return str(value)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_retrain.cli.task_names import display_names
+from vertex_retrain.compiled_dags import dag_tasks
+from vertex_retrain.rules.numbers import whole_numbers
 
 __all__ = ["LeafTask", "Unknown", "evaluate_condition", "leaf_tasks"]
 
@@ -107,6 +109,30 @@ class _Walker:
                          artifacts, here)
             )  # fmt: skip
 
+    def _producer(self, key: str) -> str:
+        """A producing task as the console shows it. A group (an If/Else's ``dsl.OneOf``) is
+        no step of its own: its name comes with the steps in it, the names compile lists."""
+        shown = self._names.get(key, key)
+        steps = self._steps_in(key)
+        if not steps:
+            return f"task {shown!r}"
+        return f"{shown!r}, the group of steps {', '.join(steps)}"
+
+    def _steps_in(self, key: str) -> list[str]:
+        """The display names of the leaf tasks inside the group task ``key`` (empty for a
+        leaf task or an unknown key)."""
+        for name, task in dag_tasks({"root": {}, "components": self._components}):
+            component = self._components.get(task.get("componentRef", {}).get("name", ""), {})
+            if name != key or "dag" not in component:
+                continue
+            steps: list[str] = []
+            for inner, inner_task in component["dag"].get("tasks", {}).items():
+                steps += self._steps_in(inner) or [str(
+                    inner_task.get("taskInfo", {}).get("name") or inner
+                )]  # fmt: skip
+            return steps
+        return []
+
     def _inputs(
         self,
         task: Mapping[str, Any],
@@ -132,7 +158,8 @@ class _Walker:
             if name not in known and "defaultValue" in definition:
                 known[name] = definition["defaultValue"]
             if name in known and definition.get("parameterType") == "NUMBER_INTEGER":
-                known[name] = _integer(known[name])
+                # The compiled spec stores every number as a double; requests want integers.
+                known[name] = whole_numbers(known[name])
         # Inputs that only carry channels into a constant (pipelinechannel--x) are no inputs
         # of the component itself.
         return (
@@ -157,8 +184,7 @@ class _Walker:
             return self._resolve(outer[name], outer, scope.parent)
         if "taskOutputParameter" in entry:
             producer = str(entry["taskOutputParameter"].get("producerTask", "?"))
-            producer = self._names.get(producer, producer)
-            return Unknown(f"an output of task {producer!r}")
+            return Unknown(f"an output of {self._producer(producer)}")
         return Unknown("decided by the run")
 
     def _substitute(self, value: Any, siblings: Mapping[str, Any], scope: _Scope | None) -> Any:
@@ -197,11 +223,6 @@ def _function(executor: Mapping[str, Any]) -> str:
     if "--function_to_execute" in args[:-1]:
         return args[args.index("--function_to_execute") + 1]
     return ""
-
-
-def _integer(value: Any) -> Any:
-    # The compiled spec stores every number as a double; the request types want integers.
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _both(first: bool | None, second: bool | None) -> bool | None:

@@ -4,6 +4,7 @@ Each module holds one rule, and both ``backends/local`` and ``backends/vertex`` 
 the two cannot drift apart:
 
 - :mod:`.flags`: how a value is written on a training program's command line.
+- :mod:`.numbers`: a whole-number double (how a spec and Vertex store numbers) is an integer.
 - :mod:`.idempotency`: the request key that makes a re-run find what the first run made.
 - :mod:`.aliases`: which aliases a registered version takes after the evaluation gate.
 - :mod:`.same_model`: when a candidate is the champion itself (nothing to decide).

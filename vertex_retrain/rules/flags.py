@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from vertex_retrain.rules.numbers import whole_numbers
 
 
 def format_flag_value(value: Any) -> str:
@@ -23,9 +24,7 @@ def format_flag_value(value: Any) -> str:
     """
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return str(whole_numbers(value))
 
 
 def parameter_flags(parameters: dict[str, Any]) -> list[str]:

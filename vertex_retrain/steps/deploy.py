@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_retrain.backends.base import Backend, DeploymentOutcome, DeploySpec
+from vertex_retrain.rules.numbers import whole_numbers
 from vertex_retrain.rules.retention import check_keep_last_n
 from vertex_retrain.rules.traffic import check_percentage
 from vertex_retrain.steps.backend import resolve_backend
@@ -35,14 +36,6 @@ class DeploymentRequest:
     gcp_resources_path: str = ""
 
 
-def _integral(value: object) -> object:
-    # KFP may hand an integer input over as a float (30.0); anything else reaches the
-    # shared rules unchanged and is refused there with their message.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> DeploymentOutcome:
     """Deploys the version (idempotently) and prunes old zero-traffic deployments.
 
@@ -66,8 +59,10 @@ def deploy(request: DeploymentRequest, *, backend: Backend | None = None) -> Dep
         SmokeTestError (Vertex): The new version did not answer the sample instances; the
             previous split is restored and the version undeployed.
     """
-    percentage = check_percentage(_integral(request.traffic_percentage))
-    keep_last_n = check_keep_last_n(_integral(request.keep_last_n))
+    # KFP may hand an integer input over as a float (30.0); anything else reaches the shared
+    # rules unchanged and is refused there with their message.
+    percentage = check_percentage(whole_numbers(request.traffic_percentage))
+    keep_last_n = check_keep_last_n(whole_numbers(request.keep_last_n))
     chosen = resolve_backend(
         request.backend, project=request.project, location=request.location, backend=backend
     )

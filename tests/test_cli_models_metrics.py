@@ -78,3 +78,15 @@ def test_metrics_cell_fits_whole_metrics_and_counts_the_others(
 
 def test_metrics_cell_of_no_metrics_is_a_dash() -> None:
     assert metrics_cell({}, None, 40) == "-"
+
+
+def test_metrics_cell_leads_with_a_run_versions_own_score_then_the_champions() -> None:
+    # What a run registers: the decision's metrics, named by whose they are.
+    registered = {"candidate_mae": 4.8, "candidate_rmse": 6.1, "champion_rmse": 6.4,
+                  "is_better": 1.0, "reference_last_week_rmse": 7.0}  # fmt: skip
+    assert metrics_cell(registered, "rmse", None) == (
+        "candidate_rmse=6.1, champion_rmse=6.4, candidate_mae=4.8, "
+        "reference_last_week_rmse=7, is_better=1"
+    )
+    # Without a primary metric known: by name, the decision's flag still last.
+    assert metrics_cell(registered, None, None).endswith("reference_last_week_rmse=7, is_better=1")

@@ -249,10 +249,39 @@ def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None
     text = out.getvalue()
     [evaluation] = [line for line in text.splitlines() if line.startswith("evaluation ")]
     assert evaluation.split(None, 1)[1] == (
-        "better than the champion (none yet); registered as challenger: train-only never promotes"
+        "no champion yet; registered as challenger: train-only never promotes"
     )
     assert "first champion" not in text
     assert report.to_json()["model"]["promoted"] is False
+
+
+@pytest.mark.parametrize(
+    ("better", "said"),
+    [
+        (True, "promoted: no champion yet: the candidate becomes the first champion"),
+        (False, "not promoted: below the floor"),
+    ],
+)
+def test_run_report_of_a_first_candidate_says_promoted_or_not(
+    tmp_path: Path, better: bool, said: str
+) -> None:
+    # With no champion yet there is nothing to be "better than": the line says the outcome.
+    run_dir = tmp_path / "pipeline-root" / "weekly-1"
+    reason = (
+        "no champion yet: the candidate becomes the first champion"
+        if better
+        else ("below the floor")
+    )
+    _task(run_dir, "evaluate-model", {"parameterValues": {
+        "is_better": better, "champion_score": -1.0, "reason": reason}})  # fmt: skip
+    report = build_report(
+        "weekly", succeeded=True, wall_seconds=5, log_path=tmp_path / "run.log",
+        run_dir=run_dir, arguments={}, summary=None,
+    )  # fmt: skip
+    out = io.StringIO()
+    report.render(out)
+    [evaluation] = [line for line in out.getvalue().splitlines() if line.startswith("evaluation ")]
+    assert evaluation.split(None, 1)[1] == said
 
 
 def test_run_report_cost_line_names_the_region_of_its_prices() -> None:

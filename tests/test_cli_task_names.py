@@ -12,7 +12,12 @@ import pytest
 from google.protobuf import json_format
 
 from vertex_retrain.cli.run_progress import RunProgress
-from vertex_retrain.cli.task_names import display_names, failed_step_line, pipeline_display_names
+from vertex_retrain.cli.task_names import (
+    display_names,
+    failed_step_line,
+    group_tasks,
+    pipeline_display_names,
+)
 from vertex_retrain.pipelines import configure, train_only, weekly_retraining
 
 # Words joined by hyphens: no compiler's number (-2, condition-branches-6).
@@ -116,6 +121,35 @@ def test_failed_step_line_leaves_out_the_compilers_group_names() -> None:
     flat = "Pipeline 'p' finished with status FAILURE. Inner task failed: 'train'."
     assert failed_step_line(flat) == "Pipeline 'p' finished with status FAILURE at step 'train'"
     assert failed_step_line("something else broke") == "something else broke"
+
+
+def test_failed_step_line_with_the_groups_names_each_step_that_failed_side_by_side() -> None:
+    # Two digests failed at once (the source was missing): kfp.local lists both in the one
+    # chain, the second as if the first ran inside it.
+    kfp_line = (
+        "Pipeline 'bikes-weekly' finished with status FAILURE. Inner task failed: "
+        "'source-digest' inside 'source-digest-2' inside 'condition-16' inside "
+        "'condition-branches-2' inside 'weekly-retraining-week' inside 'exit-handler-1'."
+    )
+    groups = {"condition-16", "condition-branches-2", "weekly-retraining-week", "exit-handler-1"}
+    names = {"source-digest-2": "image-digest", "weekly-retraining-week": "week"}
+    assert failed_step_line(kfp_line, names, groups) == (
+        "Pipeline 'bikes-weekly' finished with status FAILURE at steps 'source-digest', "
+        "'image-digest' (in 'week')"
+    )
+    assert failed_step_line(kfp_line, names) == (  # without the groups: the first is the step
+        "Pipeline 'bikes-weekly' finished with status FAILURE at step 'source-digest' "
+        "(in 'image-digest', 'week')"
+    )
+
+
+def test_group_tasks_of_the_weekly_template_are_its_dags_only() -> None:
+    from vertex_retrain.cli.compiling import compile_to_dict
+    from vertex_retrain.pipelines import catalog
+
+    groups = group_tasks(compile_to_dict(catalog.pipeline_by_name("weekly-retraining")))
+    assert {"exit-handler-1", "condition-branches-2"} <= groups
+    assert not {"source-digest", "source-digest-2", "train-custom-job"} & groups
 
 
 def test_explain_kfp_error_names_the_failed_step_by_its_display_name() -> None:

@@ -318,6 +318,40 @@ def test_summary_leaves_training_reused_from_the_cache_out_of_the_cost(
         assert "not counted" not in line
 
 
+def test_summary_of_a_run_stopped_before_training_says_none_trained() -> None:
+    plan = TaskOutputs({"kind": "full", "reason": "the trainer declares no warm start"})
+    facts = build_summary(
+        {"plan-training": plan}, run_name="r", state="FAILED", error_message="boom",
+        job_shape={}, expected_training_hours=2.0, expected_warm_training_hours=0.5,
+    )  # fmt: skip
+    kind = facts["training_kind"]
+    assert kind["kind"] == "none" and kind["planned"] == "full"
+    assert kind["reason"] == "no training finished (planned: the trainer declares no warm start)"
+    record = record_from_summary(facts, model="m", backend="local")
+    assert history_row(record)["training"] == "none"  # not 'full' on a FAILED row
+
+
+@pytest.mark.parametrize(
+    ("location", "priced_in"),
+    [("europe-west4", "europe-west4"), ("local", "us-central1"), ("", "us-central1")],
+)
+def test_summary_prices_the_week_in_the_runs_region(location: str, priced_in: str) -> None:
+    shape = {"machine_type": "n1-standard-4", "accelerator_type": "", "accelerator_count": 0,
+             "worker_count": 0, "scheduling_strategy": "STANDARD"}  # fmt: skip
+    facts = build_summary(
+        _outputs(False), run_name="r", state="SUCCEEDED", error_message="", job_shape=shape,
+        expected_training_hours=2.0, expected_warm_training_hours=1.0, location=location,
+    )  # fmt: skip
+    cost = facts["cost_on_vertex"]
+    assert cost["location"] == priced_in
+    # The region's own price: Europe's n1-standard-4 costs more than Iowa's.
+    us = build_summary(
+        _outputs(False), run_name="r", state="SUCCEEDED", error_message="", job_shape=shape,
+        expected_training_hours=2.0, expected_warm_training_hours=1.0,
+    )["cost_on_vertex"]  # fmt: skip
+    assert (cost["on_demand"] > us["on_demand"]) is (priced_in == "europe-west4")
+
+
 def test_history_hides_the_training_column_when_no_run_planned_one() -> None:
     record = record_from_summary(
         {"pipeline_run": "r", "state": "SUCCEEDED"}, model="m", backend="local"

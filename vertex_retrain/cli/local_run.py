@@ -32,7 +32,11 @@ from vertex_retrain.cli.failure_record import (
 )
 from vertex_retrain.cli.local_outcome import LocalRunOutcome, pipeline_outputs
 from vertex_retrain.cli.run_progress import RunProgress
-from vertex_retrain.cli.task_names import failed_step_line, pipeline_display_names
+from vertex_retrain.cli.task_names import (
+    failed_step_line,
+    pipeline_display_names,
+    pipeline_group_tasks,
+)
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.defaults import PIPELINE_SERVICE_ACCOUNT
 
@@ -290,7 +294,7 @@ def _run_locked(
             raise
         except Exception as error:  # kfp.local raises RuntimeError subclasses on task failure
             succeeded = False
-            print(f"ERROR: {explain_kfp_error(error, names)}")
+            print(f"ERROR: {explain_kfp_error(error, names, pipeline_group_tasks(pipeline))}")
     wall = time.monotonic() - started
     run_dir = _newest_run(pipeline_root, before)
     if not succeeded:
@@ -329,16 +333,21 @@ def placeholder_hint() -> str:
     )
 
 
-def explain_kfp_error(error: BaseException, names: Mapping[str, str] | None = None) -> str:
+def explain_kfp_error(
+    error: BaseException,
+    names: Mapping[str, str] | None = None,
+    groups: Collection[str] | None = None,
+) -> str:
     """The error's message, or what to pass when it is kfp.local's placeholder IndexError;
-    a failed step is named by its display name in ``names`` (:func:`failed_step_line`)."""
+    a failed step is named by its display name in ``names``, told from the groups it ran in
+    by ``groups`` (:func:`failed_step_line`)."""
     import traceback
 
     if isinstance(error, IndexError):
         frames = traceback.extract_tb(error.__traceback__)
         if any(frame.filename.endswith("placeholder_utils.py") for frame in frames):
             return placeholder_hint()
-    return failed_step_line(str(error), names)
+    return failed_step_line(str(error), names, groups)
 
 
 _EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*): (.+)$")

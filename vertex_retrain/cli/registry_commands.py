@@ -177,8 +177,13 @@ def cli_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def metrics_cell(metrics: dict[str, Any], primary: str | None, width: int | None) -> str:
-    """A version's metrics as one table cell: the primary metric first, then the others by
-    name, as many whole as fit in ``width``, then how many more there are.
+    """A version's metrics as one table cell: its own score on the primary metric first, then
+    the champion's it was judged against, then the others by name and the decision's
+    ``is_better`` flag last, as many whole as fit in ``width``, then how many more there are.
+
+    A version registered by a run carries the decision's metrics (``candidate_<metric>``, its
+    own; ``champion_<metric>``, ``reference_<name>_<metric>``, ...); one registered by hand
+    may carry plain names: ``<metric>`` then counts as its own score.
 
     Args:
         metrics: The version's metrics.
@@ -188,7 +193,13 @@ def metrics_cell(metrics: dict[str, Any], primary: str | None, width: int | None
     Returns:
         ``name=value, ...`` and ``+N more`` when some did not fit; ``-`` for none.
     """
-    names = sorted(metrics, key=lambda name: (name != primary, name))
+    first = {} if primary is None else {primary: 0, f"candidate_{primary}": 0,
+                                        f"champion_{primary}": 1}  # fmt: skip
+
+    def rank(name: str) -> tuple[int, str]:
+        return first.get(name, 3 if name == "is_better" else 2), name
+
+    names = sorted(metrics, key=rank)
     parts = [f"{printable(name)}={cell_text(metrics[name])}" for name in names]
     whole = ", ".join(parts) or "-"
     if width is None or len(whole) <= width:

@@ -121,14 +121,17 @@ class LocalRunReport:
         if is_same_model(evidence.get("champion_comparison")):
             return cell_text(self.decision.get("reason"))
         better = bool(self.decision.get("is_better"))
+        none_yet = self.decision.get("champion_score") == NO_CHAMPION_SCORE
         if not (better and self.model and self.model.get("promoted") is False):
-            verdict = "better than the champion" if better else "not better than the champion"
+            if none_yet:  # nothing to be better than: the rule said whether it may lead
+                verdict = "promoted" if better else "not promoted"
+            else:
+                verdict = "better than the champion" if better else "not better than the champion"
             return f"{verdict}: {cell_text(self.decision.get('reason'))}"
         # The rule's reason ("becomes the first champion") assumes a promotion that a
         # pipeline registering challengers only (train-only) never makes.
-        none_yet = self.decision.get("champion_score") == NO_CHAMPION_SCORE
         return (
-            f"better than the champion{' (none yet)' if none_yet else ''}; registered as "
+            f"{'no champion yet' if none_yet else 'better than the champion'}; registered as "
             f"challenger: {self.pipeline} never promotes"
         )
 

@@ -13,7 +13,7 @@ names, so giving a task a display name never breaks their continuity.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from vertex_retrain.cli.console import strip_ansi
@@ -60,14 +60,47 @@ def pipeline_display_names(pipeline: Any) -> dict[str, str]:
     return display_names(json_format.MessageToDict(spec))
 
 
-def failed_step_line(message: str, names: Mapping[str, str] | None = None) -> str:
-    """kfp.local's failure line with the step's display name and the compiler's group names
+def group_tasks(spec: Mapping[str, Any]) -> frozenset[str]:
+    """kfp.local's names of the tasks of ``spec`` that run a DAG (a nested pipeline, a
+    condition, an exit handler), by their key and their component's name: no step of their
+    own, only where steps run."""
+    components = spec.get("components", {})
+    groups: set[str] = set()
+    for key, task in dag_tasks(spec):
+        component = str(task.get("componentRef", {}).get("name", ""))
+        if "dag" in components.get(component, {}):
+            groups.update({key, component.removeprefix(_COMPONENT_PREFIX)})
+    return frozenset(groups)
+
+
+def pipeline_group_tasks(pipeline: Any) -> frozenset[str]:
+    """:func:`group_tasks` of a ``@dsl.pipeline`` or a pipeline loaded from its YAML; empty
+    when it carries no compiled spec."""
+    from google.protobuf import json_format
+    from google.protobuf.message import Message
+
+    spec = getattr(pipeline, "pipeline_spec", None)
+    if not isinstance(spec, Message):
+        return frozenset()
+    return group_tasks(json_format.MessageToDict(spec))
+
+
+def failed_step_line(
+    message: str,
+    names: Mapping[str, str] | None = None,
+    groups: Collection[str] | None = None,
+) -> str:
+    """kfp.local's failure line with the steps' display names and the compiler's group names
     left out: ``Pipeline 'p' finished with status FAILURE at step 'train' (in
     'inner-pipeline')``.
 
     Args:
         message: kfp.local's error (``... Inner task failed: 'a' inside 'b' ...``).
         names: kfp.local's task name -> display name (:func:`display_names`).
+        groups: kfp.local's names of the pipeline's group tasks (:func:`group_tasks`). With
+            them, every other name of the chain is a failed step (kfp.local lists steps that
+            failed side by side in the one chain: ``at steps 'a', 'b'``); without them, the
+            first name is the step and the rest are where it ran.
     """
     plain = strip_ansi(message).strip()
     match = _INNER_FAILURE.match(plain)
@@ -76,8 +109,15 @@ def failed_step_line(message: str, names: Mapping[str, str] | None = None) -> st
     chain = re.findall(r"'([^']+)'", match[2])
     if not chain:
         return message
-    step = (names or {}).get(chain[0], chain[0])
-    # The pipelines the step ran in, by their own names; the groups between are left out.
-    nested = [name for name in chain[1:] if not _COMPILER_GROUP.fullmatch(name)]
+    shown = names or {}
+    if groups is None:
+        steps, rest = chain[:1], chain[1:]
+    else:
+        steps = [name for name in chain if name not in groups]
+        rest = [name for name in chain if name in groups]
+    steps = [shown.get(name, name) for name in dict.fromkeys(steps)] or [chain[0]]
+    # The pipelines the steps ran in, by their own names; the groups between are left out.
+    nested = [shown.get(name, name) for name in rest if not _COMPILER_GROUP.fullmatch(name)]
     where = f" (in {', '.join(repr(name) for name in nested)})" if nested else ""
-    return f"{match[1]} at step {step!r}{where}"
+    label = "step" if len(steps) == 1 else "steps"
+    return f"{match[1]} at {label} {', '.join(repr(step) for step in steps)}{where}"

@@ -31,6 +31,7 @@ __all__ = [
     "FULL_AS_OF_LABEL",
     "FULL_RETRAIN_GROUP",
     "KIND_LABEL",
+    "NO_TRAINING",
     "REFUSAL_RETRAIN_LABELS",
     "WARM",
     "TrainingPlan",
@@ -40,6 +41,9 @@ __all__ = [
 
 WARM = "warm"
 FULL = "full"
+NO_TRAINING = "none"
+"""A run's training kind when it stopped before any training finished (what was planned is
+kept beside it)."""
 KIND_LABEL = "training_kind"
 """Version label: ``warm`` or ``full``, how the version was trained."""
 FULL_AS_OF_LABEL = "full_retrain_as_of"

@@ -11,11 +11,12 @@ from vertex_retrain.compiled_dags import numbered_tasks
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.same_model import is_same_model
 from vertex_retrain.rules.traffic import traffic_text
-from vertex_retrain.rules.warm_start import FULL, WARM
+from vertex_retrain.rules.warm_start import FULL, NO_TRAINING, WARM
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
 from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
+from vertex_retrain.specs.prices import load_prices
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
 from vertex_retrain.steps.summary_week import (
     evidence_lines,
@@ -78,9 +79,9 @@ def training_kind_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any] | 
     gate refused a warm-started candidate, the full retrain that followed, with the refusal.
 
     Returns:
-        ``kind`` (``warm``/``full``/``warm+full``), ``reason``, ``planned``, and after a
-        refusal ``warm_attempt`` (the warm candidate's decision and model); None without a
-        plan.
+        ``kind`` (``warm``/``full``/``warm+full``; ``none`` when the run stopped before any
+        training finished), ``reason``, ``planned``, and after a refusal ``warm_attempt``
+        (the warm candidate's decision and model); None without a plan.
     """
     plan = _first(outputs, "plan-training")
     if plan is None:
@@ -92,6 +93,10 @@ def training_kind_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any] | 
         "reason": str(plan.parameters.get("reason", "")),
     }
     trainings = _ran(outputs, "train-custom-job")
+    if not trainings:  # a failed week must not read as a week that trained
+        facts["kind"] = NO_TRAINING
+        facts["reason"] = f"no training finished (planned: {facts['reason'] or kind})"
+        return facts
     evaluations = _ran(outputs, "evaluate-model")
     if kind == WARM and len(trainings) > 1 and evaluations:
         refused = evaluations[0].parameters
@@ -120,12 +125,14 @@ def build_summary(
     backend: str = "",
     notification_emails: Sequence[str] = (),
     expected_warm_training_hours: float | None = None,
+    location: str = "",
 ) -> dict[str, Any]:
     """Assembles the summary from the tasks' outputs (pure; missing tasks are left out).
 
     The cost assumes ``expected_training_hours`` for a full retrain and
     ``expected_warm_training_hours`` (default: the same) for a warm start; both after a
-    refused warm start.
+    refused warm start; at the prices of ``location`` where the price book holds that region
+    (a run on Vertex), else of the book's default region.
     """
     facts: dict[str, Any] = {"pipeline_run": run_name, "state": state}
     if error_message:
@@ -167,7 +174,7 @@ def build_summary(
         hours, reused = _paid_training_hours(outputs, planned, expected_training_hours, warm)
     else:  # no training output (a failed run): the week's planned training, as assumed
         hours, reused = (warm if planned == WARM else expected_training_hours), []
-    facts["cost_on_vertex"] = _cost(job_shape, hours)
+    facts["cost_on_vertex"] = _cost(job_shape, hours, location)
     if reused:
         facts["cost_on_vertex"]["reused_from_cache"] = reused
     fallback = fallback_facts(
@@ -209,11 +216,14 @@ def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
     return facts
 
 
-def _cost(job_shape: Mapping[str, Any], hours: float) -> dict[str, Any]:
+def _cost(job_shape: Mapping[str, Any], hours: float, location: str = "") -> dict[str, Any]:
+    # Vertex's prices of the region the run was in; a local run's (``local``) or a region the
+    # price book does not hold: the book's default region, which the line names.
+    where = location if location in load_prices().locations() else None
     # An impossible shape is often why the run failed; the summary says so instead of failing.
     try:
         request = request_for_shape(job_shape)
-        estimate = estimate_training_cost(request, hours)
+        estimate = estimate_training_cost(request, hours, location=where)
     except JobSpecError as error:
         return {"unavailable": str(error), "job_shape": dict(job_shape)}
     return {
@@ -273,6 +283,7 @@ def summarize_run(
         backend=backend,
         notification_emails=notification_emails,
         expected_warm_training_hours=expected_warm_training_hours,
+        location=location,
     )
     if unreadable:
         facts["outputs_unreadable"] = unreadable

@@ -98,6 +98,28 @@ def test_with_local_as_of_replays_the_newest_week_and_says_so(local_data: Path) 
     assert with_local_as_of(nowhere, out) == nowhere
 
 
+@pytest.mark.parametrize(
+    ("now", "future"),
+    [
+        # The sample's newest row is in the day of 2023-01-22 (Asia/Taipei, the example's).
+        (dt.datetime(2023, 1, 23, 0, 0, tzinfo=dt.UTC), False),
+        (dt.datetime(2023, 1, 21, 0, 0, tzinfo=dt.UTC), True),
+    ],
+)
+def test_with_local_as_of_says_when_rows_are_dated_after_now(
+    local_data: Path, now: dt.datetime, future: bool
+) -> None:
+    declaration = CHAIN.COMMON["dataset_declaration"]
+    arguments = {"as_of": "", "data_uri": CHAIN.DATA_URI, "dataset_declaration": declaration,
+                 "data_time_zone": "Asia/Taipei"}  # fmt: skip
+    out = io.StringIO()
+    with_local_as_of(arguments, out, now=now)
+    said = out.getvalue()
+    assert ("rows dated in the future are in no week" in said) is future, said
+    if future:
+        assert "after now (2023-01-21 08:00 Asia/Taipei, data_time_zone)" in said
+
+
 def test_with_local_as_of_ends_a_weekly_snapshot_table_at_the_next_period_start(
     tmp_path: Path,
 ) -> None:

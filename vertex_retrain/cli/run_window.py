@@ -81,6 +81,12 @@ def local_data_span(arguments: Mapping[str, Any]) -> tuple[dt.datetime, dt.datet
     return min(firsts), max(lasts)
 
 
+def _after(row: dt.datetime, now: dt.datetime) -> bool:
+    """Whether a row's time is after ``now`` (aware, in the data's zone); a row without a
+    zone is read on the data's wall clock (``data_time_zone``)."""
+    return row > now if row.tzinfo else row > now.replace(tzinfo=None)
+
+
 def _period_start(arguments: Mapping[str, Any], newest: dt.datetime) -> dt.date:
     """The first day of the declared period that holds ``newest``."""
     from vertex_retrain.contracts.dataset import parse_dataset_declaration
@@ -118,12 +124,19 @@ def with_local_as_of(
         return chosen
     time_zone = str(chosen.get("data_time_zone") or "UTC")
     try:
-        today = (now or dt.datetime.now(dt.UTC)).astimezone(zone(time_zone)).date()
+        here = (now or dt.datetime.now(dt.UTC)).astimezone(zone(time_zone))
     except DataWindowError:
         return chosen  # data_window reports the zone
+    today = here.date()
     end = _end_of_period(chosen, span[1])
     newest = "newest period"
     detail = f"newest row {span[1].isoformat(sep=' ')}"
+    if _after(span[1], here):
+        # No window ever holds such rows: most often a clock or time-zone error in the data.
+        detail += (
+            f", after now ({here:%Y-%m-%d %H:%M} {time_zone}, data_time_zone): rows dated in "
+            "the future are in no week"
+        )
     current = _period_start(chosen, dt.datetime.combine(today, dt.time()))
     if end > current:
         # The newest period is still in progress (or the data runs past today): its rows are

@@ -120,3 +120,45 @@ def test_encoded_meta_records_rows_and_types(manifest: dict, tmp_path: Path) -> 
     assert meta["rows"] == {"train": len(data.train), "selection": len(data.selection)}
     assert meta["rows"]["train"] == manifest["train"]["rows"]
     assert meta["columns"]["week"] == "int16"
+
+
+def _resident_kb(path: Path) -> int:
+    """This process's resident kB of the mapping of `path`, from /proc/self/smaps."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if "-" in line.split()[0] and not line.endswith(":"):  # a mapping's header line
+            inside = line.rstrip().endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_encoded_part_release_pages_drops_a_mapped_column_and_keeps_its_values(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "train.member.npy"
+    np.save(path, np.arange(2_000_000, dtype=np.int32))  # 8 MB: about 2,000 pages
+    mapped = np.load(path, mmap_mode="r").view(np.ndarray)
+    in_memory = np.arange(10, dtype=np.int32)
+    part = encoded.EncodedPart({"member": mapped, "drink": in_memory})
+    assert int(mapped.sum()) == 1_999_999 * 1_000_000  # every page read
+    assert _resident_kb(path) > 7_000
+    part.release_pages()
+    assert _resident_kb(path) == 0
+    assert int(mapped[1_234_567]) == 1_234_567 and int(in_memory[3]) == 3  # read again
+
+
+def test_encoded_part_chunks_release_after_each_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encoded, "_CHUNK_ROWS", 4)
+    part = encoded.EncodedPart({"drink": np.arange(10, dtype=np.int8)})
+    released: list[int] = []
+    monkeypatch.setattr(encoded.EncodedPart, "release_pages", lambda self: released.append(1))
+    assert [(c.start, c.stop) for c in part.chunks()] == [(0, 4), (4, 8), (8, 10)]
+    assert len(released) == 3
+
+
+def test_encoded_part_select_copies_the_rows_in_their_types() -> None:
+    part = encoded.EncodedPart({"drink": np.arange(10, dtype=np.int8)})
+    chosen = part.select(np.asarray([1, 7]))
+    assert chosen.columns["drink"].dtype == np.int8 and chosen.columns["drink"].tolist() == [1, 7]
+    assert not np.shares_memory(chosen.columns["drink"], part.columns["drink"])  # a copy

@@ -27,6 +27,8 @@ class _Columns(Protocol):
     @property
     def columns(self) -> dict[str, np.ndarray]: ...
 
+    def release_pages(self) -> None: ...
+
     def __len__(self) -> int: ...
 
 
@@ -51,11 +53,14 @@ class PurchaseLog:
         order = np.argsort(member, kind="stable")
         indptr = np.zeros(n_members + 2, dtype=np.int64)
         np.cumsum(np.bincount(member, minlength=n_members + 1), out=indptr[1:])
-        return cls(
-            indptr=indptr,
-            drink=np.asarray(part.columns["drink"])[order].astype(np.int16),
-            day=np.asarray(part.columns["day"])[order].astype(np.int32),
-        )
+        # Each mapped column's pages are let go once read: the sort order alone is 8 bytes a
+        # row, and the columns beside it would add theirs at the peak.
+        part.release_pages()
+        drink = np.asarray(part.columns["drink"])[order].astype(np.int16)
+        part.release_pages()
+        day = np.asarray(part.columns["day"])[order].astype(np.int32)
+        part.release_pages()
+        return cls(indptr=indptr, drink=drink, day=day)
 
     def tensors(self, device: torch.device) -> PurchaseLogTensors:
         """The log on `device`."""

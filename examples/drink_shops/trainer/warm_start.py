@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # numpy loads in the functions: `python -m trainer.task --hel
 log = logging.getLogger("trainer.warm_start")
 
 DAYS_PER_WEEK = 7
-_CHUNK_ROWS = 1 << 23
 # Tensors indexed by a vocabulary: (table, vocabulary, offset of the first id's row).
 _MEMBER_TABLES = ("member.weight",)
 _DRINK_TABLES = ("drink.weight", "drink_bias")
@@ -91,40 +90,29 @@ def validate_flags(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         parser.error(f"--warm_start_learning_rate must be > 0, got {args.warm_start_learning_rate}")
 
 
-@dataclass(frozen=True)
-class IndexedRows:
-    """Some rows of a part, by position (what `trainer.train.train_loop` reads)."""
-
-    part: Any  # trainer.encoded.EncodedPart
-    positions: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.positions.size)
-
-    def take(self, index: np.ndarray, keys: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
-        """The rows at `index` of this selection."""
-        chosen = self.positions[index]
-        return self.part.take(chosen) if keys is None else self.part.take(chosen, keys)
-
-
 def warm_rows(
     part: Any, recent_weeks: int, replay_fraction: float, seed: int
-) -> tuple[IndexedRows, dict[str, int]]:
+) -> tuple[Any, dict[str, int]]:
     """The newest `recent_weeks` weeks of `part` plus a seeded `replay_fraction` of the rest.
 
+    The rows are copied out of the mapped part (about 8% of it by default) and its pages
+    released, so the warm epoch holds only them: the replay's rows lie all over the part, and
+    reading them through the mapping would keep all its pages resident.
+
     Returns:
-        The rows, and how many of each (`recent_rows`, `replay_rows`, `older_rows`).
+        The rows (a `trainer.encoded.EncodedPart` in memory, in the part's order), and how
+        many of each (`recent_rows`, `replay_rows`, `older_rows`).
     """
     import numpy as np
 
     day = part.columns["day"]
-    newest = max(int(day[chunk].max()) for chunk in _chunks(len(part)))
+    newest = max(int(day[chunk].max()) for chunk in part.chunks())
     cutoff = newest - DAYS_PER_WEEK * recent_weeks + 1
     rng = np.random.default_rng(seed)
     recent: list[np.ndarray] = []
     replay: list[np.ndarray] = []
     older = 0
-    for chunk in _chunks(len(part)):
+    for chunk in part.chunks():
         days = np.asarray(day[chunk])
         is_recent = days >= cutoff
         positions = np.arange(chunk.start, chunk.stop, dtype=np.int64)
@@ -133,17 +121,14 @@ def warm_rows(
         older += int(old.size)
         replay.append(old[rng.random(old.size) < replay_fraction])
     recent_rows, replay_rows = np.concatenate(recent), np.concatenate(replay)
-    rows = IndexedRows(part, np.sort(np.concatenate([recent_rows, replay_rows])))
+    rows = part.select(np.sort(np.concatenate([recent_rows, replay_rows])))
+    part.release_pages()
     counts = {
         "recent_rows": int(recent_rows.size),
         "replay_rows": int(replay_rows.size),
         "older_rows": older,
     }
     return rows, counts
-
-
-def _chunks(n: int) -> list[slice]:
-    return [slice(start, min(start + _CHUNK_ROWS, n)) for start in range(0, n, _CHUNK_ROWS)]
 
 
 def _row_map(new_ids: np.ndarray, old_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

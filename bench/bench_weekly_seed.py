@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from bench.measure import (
     parent_and_start,
     python_env,
     resident_bytes,
+    stop_command,
 )
 
 TARGET_SECONDS = 45 * 60
@@ -259,13 +259,7 @@ def run_in_root(root: Path, scratch: Path, *, epochs: int, timeout: float) -> We
                 sampler.sample()
                 time.sleep(_SAMPLE_S)
         finally:
-            if proc.poll() is None:  # SIGINT: the command stops its tasks and replicas
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_command(proc)  # past the timeout, or stopped: the command stops its tasks
         wall = time.perf_counter() - began
     stdout = (scratch / "stdout").read_text(errors="replace")
     if proc.returncode != 0:

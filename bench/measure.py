@@ -154,6 +154,27 @@ def ensure_dataset(
     return folder, run_measured(argv, env=python_env())
 
 
+def stop_command(proc: subprocess.Popen[bytes], grace: float = 60.0) -> None:
+    """Stops a command this process started and waits for it: SIGTERM, then SIGKILL after
+    `grace` seconds or when this process is stopped again while it waits.
+
+    SIGTERM, not SIGINT: a command started in the background ignores SIGINT (the shell set it
+    so, and the child inherits it), while `compile.py run` stops its tasks and replicas on
+    SIGTERM.
+    """
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:  # also when a second SIGTERM or Ctrl-C ends the wait: never leave it running
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def exit_on_sigterm() -> None:
     """Makes SIGTERM end this process as Ctrl-C would: the ``finally`` blocks run, so the
     command :func:`run_measured` is waiting on is stopped and temporary folders are removed

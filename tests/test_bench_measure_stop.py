@@ -116,3 +116,30 @@ sys.exit(report.main(["--only", "bench_cli", "--out", {str(tmp_path / "b.md")!r}
         time.sleep(0.05)
     assert not _alive(child)  # a default SIGTERM left the benchmark process running
     assert not (tmp_path / "b.md").exists()  # and nothing half-done was written
+
+
+_IGNORES_SIGINT = (
+    "import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "print('up', flush=True); time.sleep(60)"
+)
+
+
+def test_stop_command_ends_a_command_that_ignores_sigint_with_sigterm() -> None:
+    from bench.measure import stop_command
+
+    # A command started in the background ignores SIGINT; SIGTERM still ends it, at once.
+    proc = subprocess.Popen([sys.executable, "-c", _IGNORES_SIGINT], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
+    began = time.monotonic()
+    stop_command(proc, grace=30)
+    assert proc.returncode == -signal.SIGTERM and time.monotonic() - began < 20
+
+
+def test_stop_command_kills_a_command_that_outlives_its_grace() -> None:
+    from bench.measure import stop_command
+
+    stubborn = _IGNORES_SIGINT.replace("signal.SIGINT", "signal.SIGTERM")
+    proc = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
+    stop_command(proc, grace=0.5)
+    assert proc.returncode == -signal.SIGKILL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,8 +77,25 @@ def test_local_model_dir_empty_prefix_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GCS_FUSE_ROOT", str(tmp_path / "no-mount"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
     with pytest.raises(FileNotFoundError, match="no objects under gs://bucket/nothing"):
         local_model_dir("gs://bucket/nothing", storage_client=_FakeStorage(tmp_path / "empty"))
+    assert list((tmp_path / "temp").iterdir()) == []  # the folder it made for the copy is gone
+
+
+def test_local_model_dir_removes_its_folder_when_a_copy_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCS_FUSE_ROOT", str(tmp_path / "no-mount"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    evil = tmp_path / "evil.txt"
+    evil.write_text("x")
+    storage = _FakeStorage(tmp_path / "empty", extra=[_Blob("m/../../escape.txt", evil)])
+    with pytest.raises(ValueError, match="would leave"):
+        local_model_dir("gs://bucket/m", storage_client=storage)
+    assert list((tmp_path / "temp").iterdir()) == []
 
 
 def test_local_model_dir_refuses_objects_escaping_the_cache(

@@ -10,6 +10,7 @@ either way.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,21 @@ def local_model_dir(uri: str, *, storage_client: Any = None, cache_dir: Path | N
 
         storage_client = storage.Client()
     target = cache_dir or Path(tempfile.mkdtemp(prefix="model-"))
+    try:
+        copied = _download(storage_client, bucket_name, prefix, target)
+    except BaseException:
+        if cache_dir is None:  # a folder made here for a copy that failed is nobody's
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    if not copied:
+        if cache_dir is None:
+            shutil.rmtree(target, ignore_errors=True)
+        raise FileNotFoundError(f"no objects under {uri}; is AIP_STORAGE_URI the model folder?")
+    return target
+
+
+def _download(storage_client: Any, bucket_name: str, prefix: str, target: Path) -> int:
+    """Copies the objects under ``prefix`` into ``target``; returns how many."""
     copied = 0
     for blob in storage_client.list_blobs(bucket_name, prefix=prefix):
         relative = blob.name[len(prefix) :]
@@ -55,6 +71,4 @@ def local_model_dir(uri: str, *, storage_client: Any = None, cache_dir: Path | N
         blob.download_to_filename(os.fspath(partial))
         partial.replace(destination)
         copied += 1
-    if not copied:
-        raise FileNotFoundError(f"no objects under {uri}; is AIP_STORAGE_URI the model folder?")
-    return target
+    return copied

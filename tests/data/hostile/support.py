@@ -89,6 +89,7 @@ def trainer_serving_package(root: Path) -> str:
 
     The wheel is built once per test process; each root gets a copy.
     """
+    import atexit
     import shutil
     import tempfile
 
@@ -96,6 +97,7 @@ def trainer_serving_package(root: Path) -> str:
 
     if not _TRAINER_WHEEL:
         out = Path(tempfile.mkdtemp(prefix="trainer-wheel-"))
+        atexit.register(shutil.rmtree, out, True)  # the test process's own: gone with it
         _TRAINER_WHEEL.append(
             build_wheel(package_source(REPO / "examples/drink_shops/trainer"), out)
         )

@@ -53,7 +53,7 @@ def in_process_loops(
     """Samples/s in this process on the encoded rows: a bare loop with the version-1 dense
     AdamW, a bare loop with the current update and `trainer.train.train_loop` (with its
     checkpoints, progress file and scalars), the last two interleaved, best of two each."""
-    from trainer import encoded
+    from trainer import encoded, part_counts
     from trainer.checkpoint import CheckpointManager
     from trainer.distributed import ClusterInfo
     from trainer.features import read_catalogue
@@ -75,7 +75,7 @@ def in_process_loops(
     data = encoded.load_or_build(manifest, catalogue)
     n_drinks = catalogue.drink_ids.size
     log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
-    counts = encoded.member_counts(data.train, int(data.member_vocab.size), n_drinks)
+    counts = part_counts.member_counts(data.train, int(data.member_vocab.size), n_drinks)
     history = MemberHistory.from_counts(counts)  # the history head's input, as trainer.task
     cat = CatalogueTensors.build(catalogue, log_q, device, history)
     config = ModelConfig(

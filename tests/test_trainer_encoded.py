@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from trainer import encoded
+from trainer import encoded, part_counts
 from trainer.data import generate, week_file
 from trainer.features import (
     encode_rows,
@@ -48,11 +48,11 @@ def test_encoded_rows_equal_the_parquet_encoding(manifest: dict, tmp_path: Path)
     assert data.train.columns["hour"].dtype == np.int8
     n_stores, n_drinks = catalogue.store_ids.size, catalogue.drink_ids.size
     assert np.array_equal(
-        encoded.store_popularity(data.train, n_stores, n_drinks, 3),
+        part_counts.store_popularity(data.train, n_stores, n_drinks, 3),
         store_popularity(train, catalogue, train_columns["week"], 3),
     )
     assert np.array_equal(
-        encoded.member_counts(data.train, vocab.size, n_drinks),
+        part_counts.member_counts(data.train, vocab.size, n_drinks),
         member_counts(train, vocab.size, n_drinks),
     )
     some = np.array([5, 0, 17])

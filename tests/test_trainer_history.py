@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer import encoded
+from trainer import encoded, part_counts
 from trainer.data import generate
 from trainer.features import UNKNOWN_MEMBER, read_catalogue
 from trainer.history import HistoryFormatError, MemberHistory, history_features
@@ -105,10 +105,10 @@ def test_reference_counts_stream_what_the_encoded_rows_count(
     counts = count_training_rows(manifest, vocab, catalogue, 3)
     assert counts.rows == len(data.train)
     assert np.array_equal(
-        counts.popularity, encoded.store_popularity(data.train, n_stores, n_drinks, 3)
+        counts.popularity, part_counts.store_popularity(data.train, n_stores, n_drinks, 3)
     )
     assert np.array_equal(
-        counts.member_counts, encoded.member_counts(data.train, vocab.size, n_drinks)
+        counts.member_counts, part_counts.member_counts(data.train, vocab.size, n_drinks)
     )
     # Members another model does not know stay out of the table (row 0 stays empty).
     fewer = count_training_rows(manifest, vocab[::2], catalogue, 3).member_counts

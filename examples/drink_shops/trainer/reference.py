@@ -51,8 +51,9 @@ def count_training_rows(
 ) -> ReferenceCounts:
     """Stream the manifest's training files and count popularity and members' purchases.
 
-    The same counts as `trainer.encoded.store_popularity` and `trainer.encoded.member_counts`
-    give over the encoded rows when `member_vocab` is the training vocabulary.
+    The same counts as `trainer.part_counts.store_popularity` and
+    `trainer.part_counts.member_counts` give over the encoded rows when `member_vocab` is the
+    training vocabulary.
 
     Args:
         manifest: a dataset manifest (`trainer.split`).

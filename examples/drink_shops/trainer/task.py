@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from trainer import encoded
+    from trainer import part_counts
     from trainer.checkpoint import CheckpointManager
     from trainer.distributed import cluster_from_env, init_process_group, scaled_learning_rate
     from trainer.export import export_model
@@ -216,18 +216,18 @@ def run(args: argparse.Namespace) -> int:
         catalogue.store_ids.size,
         catalogue.drink_ids.size,
     )
-    popularity = encoded.store_popularity(data.train, n_stores, n_drinks, args.baseline_weeks)
+    popularity = part_counts.store_popularity(data.train, n_stores, n_drinks, args.baseline_weeks)
     log_q = purchase_log_share(data.train.columns["drink"], n_drinks)
     # The members' training purchases: the history head's input and the "usual" reference;
     # decayed as of the day after training too when the head reads them (habits drift), with
     # the purchases in time for the training rows' as-of features.
-    counts = encoded.member_counts(data.train, int(member_vocab.size), n_drinks)
+    counts = part_counts.member_counts(data.train, int(member_vocab.size), n_drinks)
     half_life = round(7 * args.history_half_life_weeks) if args.history_hidden else 0
     if half_life:
-        as_of_day = encoded.last_day(data.train) + 1
+        as_of_day = part_counts.last_day(data.train) + 1
         history = MemberHistory.from_counts(
             counts,
-            encoded.member_decayed(
+            part_counts.member_decayed(
                 data.train, int(member_vocab.size), n_drinks, as_of_day, half_life
             ),
             as_of_day,
@@ -323,8 +323,8 @@ def run(args: argparse.Namespace) -> int:
         recent_table = (
             history.decayed
             if history.decayed is not None and history.half_life_days == RECENT_HALF_LIFE_DAYS
-            else encoded.member_decayed(data.train, int(member_vocab.size), n_drinks,
-                                        encoded.last_day(data.train) + 1, RECENT_HALF_LIFE_DAYS)
+            else part_counts.member_decayed(data.train, int(member_vocab.size), n_drinks,
+                                        part_counts.last_day(data.train) + 1, RECENT_HALF_LIFE_DAYS)
         )  # fmt: skip
         recent_usual = torch.as_tensor(recent_table, device=device)
         selection = rows_to_tensors(data.selection.rows(), device)

@@ -48,16 +48,20 @@ def display_names(spec: Mapping[str, Any]) -> dict[str, str]:
     return names
 
 
-def pipeline_display_names(pipeline: Any) -> dict[str, str]:
-    """:func:`display_names` of a ``@dsl.pipeline`` or a pipeline loaded from its YAML; empty
-    when it carries no compiled spec."""
+def _compiled_spec(pipeline: Any) -> dict[str, Any]:
+    """The compiled spec of a ``@dsl.pipeline`` or a pipeline loaded from its YAML, as a
+    dict; empty when it carries none."""
     from google.protobuf import json_format
     from google.protobuf.message import Message
 
     spec = getattr(pipeline, "pipeline_spec", None)
-    if not isinstance(spec, Message):
-        return {}
-    return display_names(json_format.MessageToDict(spec))
+    return json_format.MessageToDict(spec) if isinstance(spec, Message) else {}
+
+
+def pipeline_display_names(pipeline: Any) -> dict[str, str]:
+    """:func:`display_names` of a ``@dsl.pipeline`` or a pipeline loaded from its YAML; empty
+    when it carries no compiled spec."""
+    return display_names(_compiled_spec(pipeline))
 
 
 def group_tasks(spec: Mapping[str, Any]) -> frozenset[str]:
@@ -76,13 +80,7 @@ def group_tasks(spec: Mapping[str, Any]) -> frozenset[str]:
 def pipeline_group_tasks(pipeline: Any) -> frozenset[str]:
     """:func:`group_tasks` of a ``@dsl.pipeline`` or a pipeline loaded from its YAML; empty
     when it carries no compiled spec."""
-    from google.protobuf import json_format
-    from google.protobuf.message import Message
-
-    spec = getattr(pipeline, "pipeline_spec", None)
-    if not isinstance(spec, Message):
-        return frozenset()
-    return group_tasks(json_format.MessageToDict(spec))
+    return group_tasks(_compiled_spec(pipeline))
 
 
 def failed_step_line(

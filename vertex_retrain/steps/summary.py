@@ -219,11 +219,12 @@ def _data_facts(outputs: Mapping[str, TaskOutputs]) -> dict[str, Any]:
 def _cost(job_shape: Mapping[str, Any], hours: float, location: str = "") -> dict[str, Any]:
     # Vertex's prices of the region the run was in; a local run's (``local``) or a region the
     # price book does not hold: the book's default region, which the line names.
-    where = location if location in load_prices().locations() else None
+    book = load_prices()
+    where = location if location in book.locations() else None
     # An impossible shape is often why the run failed; the summary says so instead of failing.
     try:
         request = request_for_shape(job_shape)
-        estimate = estimate_training_cost(request, hours, location=where)
+        estimate = estimate_training_cost(request, hours, location=where, prices=book)
     except JobSpecError as error:
         return {"unavailable": str(error), "job_shape": dict(job_shape)}
     return {

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vertex_retrain.specs import CostEstimate, estimate_job_cost
+from vertex_retrain.specs.prices import PriceBook
 from vertex_retrain.steps.job_request import TrainingRequest, custom_job_payload
 
 _SHAPE_FIELDS: dict[str, type] = {
@@ -56,13 +57,17 @@ def estimate_training_cost(
     *,
     label: str = "train",
     location: str | None = None,
+    prices: PriceBook | None = None,
 ) -> CostEstimate:
     """Estimates one training job of ``hours`` on one GPU (multi-GPU jobs scale from that).
 
     ``location`` is the region whose prices apply (default: the price book's); each price
-    is labelled quoted, derived or unknown (:mod:`vertex_retrain.specs.prices`).
+    is labelled quoted, derived or unknown (:mod:`vertex_retrain.specs.prices`); ``prices``
+    is the book (default: the packaged one, read now).
 
     Raises:
         JobSpecError: The job is impossible.
     """
-    return estimate_job_cost(custom_job_payload(request), hours, label=label, location=location)
+    return estimate_job_cost(
+        custom_job_payload(request), hours, label=label, location=location, prices=prices
+    )

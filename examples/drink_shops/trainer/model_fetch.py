@@ -44,15 +44,12 @@ def local_model_dir(uri: str, *, storage_client: Any = None, cache_dir: Path | N
         storage_client = storage.Client()
     target = cache_dir or Path(tempfile.mkdtemp(prefix="model-"))
     try:
-        copied = _download(storage_client, bucket_name, prefix, target)
+        if not _download(storage_client, bucket_name, prefix, target):
+            raise FileNotFoundError(f"no objects under {uri}; is AIP_STORAGE_URI the model folder?")
     except BaseException:
         if cache_dir is None:  # a folder made here for a copy that failed is nobody's
             shutil.rmtree(target, ignore_errors=True)
         raise
-    if not copied:
-        if cache_dir is None:
-            shutil.rmtree(target, ignore_errors=True)
-        raise FileNotFoundError(f"no objects under {uri}; is AIP_STORAGE_URI the model folder?")
     return target
 
 

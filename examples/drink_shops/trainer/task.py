@@ -323,9 +323,14 @@ def run(args: argparse.Namespace) -> int:
         recent_table = (
             history.decayed
             if history.decayed is not None and history.half_life_days == RECENT_HALF_LIFE_DAYS
-            else part_counts.member_decayed(data.train, int(member_vocab.size), n_drinks,
-                                        part_counts.last_day(data.train) + 1, RECENT_HALF_LIFE_DAYS)
-        )  # fmt: skip
+            else part_counts.member_decayed(
+                data.train,
+                int(member_vocab.size),
+                n_drinks,
+                part_counts.last_day(data.train) + 1,
+                RECENT_HALF_LIFE_DAYS,
+            )
+        )
         recent_usual = torch.as_tensor(recent_table, device=device)
         selection = rows_to_tensors(data.selection.rows(), device)
         faults.pause("evaluate", result.step)

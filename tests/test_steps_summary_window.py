@@ -71,6 +71,30 @@ def test_summary_of_a_run_stopped_at_the_gate_has_a_window_but_no_split() -> Non
     assert facts["data_gate"]["passed"] is False and "decision" not in facts
 
 
+def test_render_markdown_counts_no_training_cost_for_a_run_that_trained_nothing() -> None:
+    # A week stopped by the data gate paid for no training: as in history and the run's report.
+    stopped = {
+        "check-data": TaskOutputs(parameters={"passed": False, "verdict": "stopped"}),
+    }
+    trained = {
+        **stopped,
+        "train-custom-job": TaskOutputs(artifacts={"model": {"uri": "/m", "metadata": {}}}),
+    }
+    lines = {}
+    for name, outputs in (("stopped", stopped), ("trained", trained)):
+        facts = build_summary(
+            outputs, run_name="r", state="FAILED", error_message="",
+            job_shape={}, expected_training_hours=2.0,
+        )  # fmt: skip
+        text = render_markdown(facts)
+        lines[name] = next(x for x in text.splitlines() if x.startswith("**Cost on Vertex"))
+    assert lines["stopped"].startswith(
+        "**Cost on Vertex:** none counted: no training finished in this run (the week as "
+        "planned, 2 h of training: on-demand "
+    )
+    assert lines["trained"].startswith("**Cost on Vertex** (2 h of training assumed): on-demand ")
+
+
 def test_render_markdown_names_the_deployed_model_id_apart_from_the_version() -> None:
     facts = {
         "registered": {"version_id": "3", "aliases": ["champion", "default"]},

@@ -368,21 +368,37 @@ def render_markdown(facts: Mapping[str, Any]) -> str:
             + ("" if isinstance(goodput, int | float) else " (the job records no step progress)")
         )
     lines += registration_lines(facts)
-    cost = facts.get("cost_on_vertex") or {}
-    if "unavailable" in cost:
-        lines.append(f"**Cost on Vertex:** unavailable: {cost['unavailable']}")
-    elif cost:
-        currency = cost.get("currency", "")
-        lines.append(
-            f"**Cost on Vertex** ({cost['assumed_training_hours']:g} h of training assumed): "
-            f"on-demand {format_money(cost.get('on_demand'), currency)}, "
-            f"Spot {format_money(cost.get('spot'), currency)}"
-            + _reused_note(cost.get("reused_from_cache") or [])
-        )
+    lines += _cost_lines(facts)
     if facts.get("warehouse"):
         lines.append(f"**Warehouse:** {warehouse_line(facts['warehouse'])}")
     lines += week_lines(facts)
     return "\n".join(lines) + "\n"
+
+
+def _cost_lines(facts: Mapping[str, Any]) -> list[str]:
+    """The training's price on Vertex; none for a run in which no training finished (stopped
+    by the data gate, failed before or during training), as ``history`` and the local run's
+    report count it, with the price of the week as planned beside it."""
+    cost = facts.get("cost_on_vertex") or {}
+    if not cost:
+        return []
+    if "unavailable" in cost:
+        return [f"**Cost on Vertex:** unavailable: {cost['unavailable']}"]
+    currency = cost.get("currency", "")
+    prices = (
+        f"on-demand {format_money(cost.get('on_demand'), currency)}, "
+        f"Spot {format_money(cost.get('spot'), currency)}"
+    )
+    hours = f"{cost['assumed_training_hours']:g} h of training"
+    if "training" not in facts:
+        return [
+            f"**Cost on Vertex:** none counted: no training finished in this run (the week "
+            f"as planned, {hours}: {prices})"
+        ]
+    return [
+        f"**Cost on Vertex** ({hours} assumed): {prices}"
+        + _reused_note(cost.get("reused_from_cache") or [])
+    ]
 
 
 def _reused_note(reused: Sequence[str]) -> str:

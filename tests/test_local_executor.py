@@ -114,6 +114,14 @@ def test_run_custom_job_two_pools_three_replicas_get_vertex_environment(
         assert env["CLOUD_ML_TRIAL_ID"] is None
         assert env["PROBE_EXTRA"] == "extra"
     assert sorted(env["RANK"] for env in envs.values()) == ["0", "1", "2"]
+    # Each replica a temporary folder of its own in the job's, as each Vertex replica has a
+    # machine's /tmp, and cloudml-hypertune's metric file in it, not the host's /tmp/hypertune.
+    for name, env in envs.items():
+        assert env["TMPDIR"] == str(result.job_dir / "tmp" / name)
+        assert env["CLOUD_ML_HP_METRIC_FILE"] == str(
+            result.job_dir / "tmp" / name / "hypertune" / "output.metrics"
+        )
+    assert not (result.job_dir / "tmp").exists()
     assert envs["workerpool0-0"]["RANK"] == "0"
     assert seen["workerpool0-0"]["argv"] == ["--lr=0.1"]
     assert "[workerpool1-1] probe workerpool1-1 done" in lines

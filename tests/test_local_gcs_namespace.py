@@ -80,7 +80,7 @@ def test_job_writing_vertex_gcs_paths_lands_under_the_local_root(root: Path) -> 
         # The replica is this process's own child: the namespace set-up exec'd it, same pid.
         assert run["ppid"] == os.getpid()
         # TMPDIR lies under the job's folder in the root, and is gone with the job.
-        assert Path(run["tmpdir"]) == result.job_dir / "tmp"
+        assert Path(run["tmpdir"]) == result.job_dir / "tmp" / "workerpool0-0"
         assert Path(run["scratch"]).is_relative_to(result.job_dir / "tmp")
         assert not (result.job_dir / "tmp").exists()
         assert os.path.lexists("/gcs") == host_had_gcs  # nothing created on this machine

@@ -22,6 +22,8 @@ NAMES = [
     "GCS_FUSE_ROOT",
     "CLOUD_ML_JOB_ID",
     "PROBE_EXTRA",
+    "TMPDIR",
+    "CLOUD_ML_HP_METRIC_FILE",
 ]
 out = Path(os.environ["PROBE_DIR"])
 spec = json.loads(os.environ["CLUSTER_SPEC"])

@@ -283,7 +283,7 @@ def _run_attempts(
                     env=_merge_env(
                         launch.inherited(os.environ),
                         vertex_env,
-                        sandbox.env,
+                        sandbox.env(replica.name),
                         launch.env,
                         extra_env,
                     ),

@@ -3,8 +3,13 @@
 - `/gcs`: `<root>/gcs`, through a namespace of their own (`gcs_namespace`); where namespaces
   are unavailable, the job is warned once per process and fails if it touched the host's
   `/gcs`.
-- `TMPDIR` (and `TMP`, `TEMP`): `<root>/jobs/<id>/tmp`, removed when the job ends, so
-  nothing a job leaves in its temporary files outlives it or lands outside the root.
+- `TMPDIR` (and `TMP`, `TEMP`): `<root>/jobs/<id>/tmp/<replica>`, one per replica as each
+  Vertex replica has a machine's `/tmp` of its own, removed when the job ends, so nothing a
+  job leaves in its temporary files outlives it or lands outside the root.
+- `CLOUD_ML_HP_METRIC_FILE`: in that folder. cloudml-hypertune writes the reported metric to
+  this variable's file, by default the fixed `/tmp/hypertune/output.metrics`: on a Vertex
+  replica a file of its own machine, here a file every local job (and run) would share,
+  outside the root. A tuning trial's own file (`extra_env`) takes its place.
 - Not this process's `PYTHONPATH` (and friends) when the replica runs in a package
   environment of its own (`python_env`).
 """
@@ -18,6 +23,7 @@ from pathlib import Path
 from vertex_retrain.backends.local.jobs import gcs_namespace
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+HYPERTUNE_FILE_VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
 CALLER_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")
 """Variables of this process that would let a package environment's Python see the caller's
 code; replicas and servers that run in one do not inherit them."""
@@ -59,10 +65,15 @@ class JobSandbox:
             return argv
         return gcs_namespace.in_gcs_namespace(argv, self.root)
 
-    @property
-    def env(self) -> dict[str, str]:
-        """Variables every replica gets."""
-        return dict.fromkeys(TEMP_VARIABLES, str(self.tmp))
+    def env(self, replica: str) -> dict[str, str]:
+        """The temporary folder (made here) and metric file of the replica named ``replica``
+        (``workerpool1-0``)."""
+        folder = self.tmp / replica
+        folder.mkdir(parents=True, exist_ok=True)
+        return {
+            **dict.fromkeys(TEMP_VARIABLES, str(folder)),
+            HYPERTUNE_FILE_VARIABLE: str(folder / "hypertune" / "output.metrics"),
+        }
 
     def violation(self) -> str | None:
         """Why the job must fail for what it did outside the root, or None."""

@@ -114,9 +114,15 @@ def run_measured(
 def python_env() -> dict[str, str]:
     """This environment with this checkout's library and trainer importable first (for
     `python -m trainer...`), ahead of the caller's PYTHONPATH: a benchmark measures the code
-    beside it, not a trainer installed from another checkout."""
+    beside it, not a trainer installed from another checkout. A trainer's cloudml-hypertune
+    report goes to the bench cache, not to the fixed `/tmp/hypertune/output.metrics`."""
     paths = [str(REPO), str(REPO / "examples" / "drink_shops"), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    hypertune = str(cache_root() / "hypertune" / "output.metrics")
+    return {
+        "CLOUD_ML_HP_METRIC_FILE": hypertune,
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, paths)),
+    }
 
 
 def cache_root() -> Path:

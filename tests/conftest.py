@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.leftover_processes import kill, leftovers, live_processes
+from vertex_retrain.backends.local.jobs.job_sandbox import HYPERTUNE_FILE_VARIABLE, TEMP_VARIABLES
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import local_root
 
@@ -20,6 +23,38 @@ settings.register_profile(
     "vertex-retrain", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("vertex-retrain")
+
+RUN_TEMP_VARIABLE = "VERTEX_RETRAIN_TESTS_TMPDIR"
+"""The run's temporary folder, which pytest-xdist's workers inherit from the controller."""
+_MADE_HERE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Points ``TMPDIR`` (``TMP``, ``TEMP``) of the tests, and of every process they start, at
+    one folder of the run, removed when the run ends.
+
+    What a test makes in the machine's temporary directory and does not remove (kfp.local's
+    ``ephemeral_component.py`` folders, a documentation example's ``mkdtemp``) would otherwise
+    pile up in ``/tmp`` run after run. cloudml-hypertune's metric file goes there too: a
+    trainer run outside a local job (the trainers' own tests) would write the fixed
+    ``/tmp/hypertune/output.metrics``.
+    """
+    folder = os.environ.get(RUN_TEMP_VARIABLE)
+    if not folder:  # the controller (or a run without xdist): it makes and removes the folder
+        folder = tempfile.mkdtemp(prefix="vertex-retrain-tests-")
+        config.stash[_MADE_HERE] = folder
+        os.environ[RUN_TEMP_VARIABLE] = folder
+    for name in TEMP_VARIABLES:
+        os.environ[name] = folder
+    os.environ[HYPERTUNE_FILE_VARIABLE] = os.path.join(folder, "hypertune", "output.metrics")
+    tempfile.tempdir = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Removes the run's temporary folder, once, in the process that made it."""
+    folder = config.stash.get(_MADE_HERE, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

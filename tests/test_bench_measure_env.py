@@ -1,0 +1,28 @@
+"""The environment benchmarks run the trainer in: this checkout first, and cloudml-hypertune's
+report kept in the bench cache rather than the fixed ``/tmp/hypertune/output.metrics``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.measure import python_env
+
+VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
+
+
+def test_python_env_puts_the_hypertune_file_in_the_bench_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_RETRAIN_BENCH_DATA", str(tmp_path / "cache"))
+    monkeypatch.delenv(VARIABLE, raising=False)
+    assert python_env()[VARIABLE] == str(tmp_path / "cache" / "hypertune" / "output.metrics")
+
+
+def test_python_env_keeps_a_hypertune_file_the_caller_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERTEX_RETRAIN_BENCH_DATA", str(tmp_path / "cache"))
+    monkeypatch.setenv(VARIABLE, str(tmp_path / "mine"))
+    assert python_env()[VARIABLE] == str(tmp_path / "mine")

@@ -27,6 +27,7 @@ settings.load_profile("vertex-retrain")
 RUN_TEMP_VARIABLE = "VERTEX_RETRAIN_TESTS_TMPDIR"
 """The run's temporary folder, which pytest-xdist's workers inherit from the controller."""
 _MADE_HERE = pytest.StashKey[str]()
+_BEFORE = pytest.StashKey[tuple[dict[str, str | None], str | None]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,6 +40,9 @@ def pytest_configure(config: pytest.Config) -> None:
     trainer run outside a local job (the trainers' own tests) would write the fixed
     ``/tmp/hypertune/output.metrics``.
     """
+    changed = (*TEMP_VARIABLES, HYPERTUNE_FILE_VARIABLE, RUN_TEMP_VARIABLE)
+    # Restored when the run ends: mutmut runs pytest several times in one process.
+    config.stash[_BEFORE] = ({name: os.environ.get(name) for name in changed}, tempfile.tempdir)
     folder = os.environ.get(RUN_TEMP_VARIABLE)
     if not folder:  # the controller (or a run without xdist): it makes and removes the folder
         folder = tempfile.mkdtemp(prefix="vertex-retrain-tests-")
@@ -51,7 +55,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Removes the run's temporary folder, once, in the process that made it."""
+    """Removes the run's temporary folder, in the process that made it, and puts the
+    variables back as they were."""
+    variables, tempdir = config.stash[_BEFORE]
+    for name, value in variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    tempfile.tempdir = tempdir
     folder = config.stash.get(_MADE_HERE, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)

@@ -21,7 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIP_", "CLOUD_ML_"))}
+    # No Vertex job variables, but the run's hypertune file (conftest): without one the trainer
+    # writes the host's /tmp/hypertune/output.metrics.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIP_", "CLOUD_ML_")) or k == "CLOUD_ML_HP_METRIC_FILE"
+    }
     env.pop("GCS_FUSE_ROOT", None)
     env.update(PYTHONPATH=str(ROOT), **extra)
     return env

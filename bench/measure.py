@@ -117,9 +117,13 @@ def python_env() -> dict[str, str]:
     beside it, not a trainer installed from another checkout. A trainer's cloudml-hypertune
     report goes to the bench cache, not to the fixed `/tmp/hypertune/output.metrics`."""
     paths = [str(REPO), str(REPO / "examples" / "drink_shops"), os.environ.get("PYTHONPATH", "")]
-    hypertune = str(cache_root() / "hypertune" / "output.metrics")
+    from vertex_retrain.backends.local.jobs.job_sandbox import (
+        HYPERTUNE_FILE_VARIABLE,
+        hypertune_file,
+    )
+
     return {
-        "CLOUD_ML_HP_METRIC_FILE": hypertune,
+        HYPERTUNE_FILE_VARIABLE: str(hypertune_file(cache_root())),
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, paths)),
     }

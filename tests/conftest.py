@@ -12,7 +12,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.leftover_processes import kill, leftovers, live_processes
-from vertex_retrain.backends.local.jobs.job_sandbox import HYPERTUNE_FILE_VARIABLE, TEMP_VARIABLES
+from vertex_retrain.backends.local.jobs.job_sandbox import (
+    HYPERTUNE_FILE_VARIABLE,
+    TEMP_VARIABLES,
+    hypertune_file,
+)
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.storage import local_root
 
@@ -50,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[RUN_TEMP_VARIABLE] = folder
     for name in TEMP_VARIABLES:
         os.environ[name] = folder
-    os.environ[HYPERTUNE_FILE_VARIABLE] = os.path.join(folder, "hypertune", "output.metrics")
+    os.environ[HYPERTUNE_FILE_VARIABLE] = str(hypertune_file(Path(folder)))
     tempfile.tempdir = folder
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.measure import python_env
-
-VARIABLE = "CLOUD_ML_HP_METRIC_FILE"
+from vertex_retrain.backends.local.jobs.job_sandbox import HYPERTUNE_FILE_VARIABLE as VARIABLE
 
 
 def test_python_env_puts_the_hypertune_file_in_the_bench_cache(

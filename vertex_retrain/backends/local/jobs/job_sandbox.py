@@ -29,6 +29,12 @@ CALLER_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONU
 code; replicas and servers that run in one do not inherit them."""
 
 
+def hypertune_file(folder: Path) -> Path:
+    """The cloudml-hypertune metric file of a process whose temporary folder is ``folder``
+    (the library's own layout under ``/tmp``: ``hypertune/output.metrics``)."""
+    return folder / "hypertune" / "output.metrics"
+
+
 @dataclass
 class JobSandbox:
     """The `/gcs` mapping and temporary folder of one job (see the module).
@@ -72,7 +78,7 @@ class JobSandbox:
         folder.mkdir(parents=True, exist_ok=True)
         return {
             **dict.fromkeys(TEMP_VARIABLES, str(folder)),
-            HYPERTUNE_FILE_VARIABLE: str(folder / "hypertune" / "output.metrics"),
+            HYPERTUNE_FILE_VARIABLE: str(hypertune_file(folder)),
         }
 
     def violation(self) -> str | None:

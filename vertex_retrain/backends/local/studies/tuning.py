@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from vertex_retrain.atomic_files import atomic_write_json
 from vertex_retrain.backends.local.jobs.executor import CANCELLED, FAILED, SUCCEEDED, run_custom_job
 from vertex_retrain.backends.local.jobs.job_payload import JobSpecError, base_output_uri, new_job_id
+from vertex_retrain.backends.local.jobs.job_sandbox import HYPERTUNE_FILE_VARIABLE
 from vertex_retrain.backends.local.storage import local_root
 from vertex_retrain.backends.local.studies import study_spec as ss
 from vertex_retrain.rules.flags import parameter_flags
@@ -201,7 +202,7 @@ def _run_trial(
         job_id=job_id,
         root=study.root,
         trial_id=trial_id,
-        extra_env={"CLOUD_ML_HP_METRIC_FILE": str(metric_file)},
+        extra_env={HYPERTUNE_FILE_VARIABLE: str(metric_file)},
         on_log=(lambda line: on_log(f"[trial {trial_id}]{line}")) if on_log else None,
         cancel=study.cancel,
         preemption=study.preemption,

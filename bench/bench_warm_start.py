@@ -16,10 +16,16 @@ machine is), wall time, peak resident memory (the process tree, sampled), and th
 loop's own seconds (steps x batch / samples per second, from metrics.json). The encoded
 dataset of each week is built before either training, so neither pays for it.
 
-A seed at the seeds' scale takes hours of one core, so each finished step (the first
-champion, each week's full and warm training with its score) is kept under
-`<bench cache>/warm-start/<scale>-seed<N>-<trainer digest>/` and a later run resumes at the
-step that was stopped; seeds can run as separate processes (`--seeds 0`, `--seeds 1`) at once.
+A seed at the seeds' scale takes hours of one core (about 3), more than one session of the
+2-core machine for 3 seeds, so each seed trains its warm line first (a chain: each week needs
+the model of the week before, which lives in the bench cache) and its full retrains after
+(independent: each needs only that week's data, generated again by any run). Each finished
+step's figures (the first champion, each week's full and warm training with its score) are
+kept, at the seeds' scale in the repository (`bench/results/warm-start/<scale>-seed<N>-<trainer
+digest>/`, so a commit carries them to the next machine; at other scales in the bench cache),
+and a later run of the same trainer code resumes at
+the step that was stopped. Seeds can run as separate processes (`--seeds 0`, `--seeds 1`) at
+once. `--kept` trains nothing: it prints the figure over the weeks kept for every seed so far.
 
 Targets (issue 24, at the seeds' scale): a warm week's training takes at most a fifth of a
 full retrain's, and its gate NDCG@10 is within 0.005 of the full retrain's in every week
@@ -50,6 +56,9 @@ from bench.measure import (
 )
 from vertex_retrain.atomic_files import atomic_write_json
 
+RESULTS_ROOT = Path(__file__).resolve().parent / "results" / "warm-start"
+"""Where each world's finished steps at the seeds' scale are kept (figures only, a few hundred
+bytes a step)."""
 REDUCED_SCALE = {"members": 20_000, "stores": 80, "weeks": 104}
 """What `make bench` runs (`run(quick=False)`): the seeds' scale (`--seed-scale`) would take
 hours on 2 cores (nine epochs at 500,000 members per seed)."""
@@ -126,14 +135,27 @@ def _kept(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     if path.is_file():
         return dict(json.loads(path.read_text(encoding="utf-8")))
     result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, result)  # whole or absent: a stop while writing keeps nothing
     return result
 
 
+def _key(scale: dict[str, int], seed: int) -> str:
+    return f"{scale['members']}x{scale['stores']}x{scale['weeks']}-seed{seed}-{trainer_digest()}"
+
+
+def steps_folder(scale: dict[str, int], seed: int) -> Path:
+    """Where one world's finished steps (figures only) are kept, keyed by scale, seed and
+    trainer code: at the seeds' scale under :data:`RESULTS_ROOT`, in the repository (hours
+    of a core a seed, so worth a commit); at other scales in the bench cache (minutes)."""
+    at_seed_scale = all(scale[key] == SEED_SCALE[key] for key in scale)
+    root = RESULTS_ROOT if at_seed_scale else cache_root() / "warm-start-steps"
+    return root / _key(scale, seed)
+
+
 def state_folder(scale: dict[str, int], seed: int) -> Path:
-    """Where one world's steps are kept between runs, keyed by scale, seed and trainer code."""
-    key = f"{scale['members']}x{scale['stores']}x{scale['weeks']}-seed{seed}-{trainer_digest()}"
-    return cache_root() / "warm-start" / key
+    """Where one world's data, encoded rows and models live while it runs (the bench cache)."""
+    return cache_root() / "warm-start" / _key(scale, seed)
 
 
 def _world(scale: dict[str, int], seed: int, state: Path) -> Path:
@@ -150,53 +172,106 @@ def _world(scale: dict[str, int], seed: int, state: Path) -> Path:
 
 
 def _week_split(data: Path, scale: dict[str, int], week: int, manifest: Path) -> None:
-    """Appends week +`week` (unless a stopped run did) and splits the data as of that week."""
+    """Appends weeks up to week +`week` (those a stopped run did not) and splits the data as
+    of that week. Appending adds a file per week and changes no other, so the split of an
+    earlier week stays valid after later weeks are appended.
+
+    Raises:
+        RuntimeError: The data is already past week +`week` and that week's split is gone
+            (it cannot be made again from this copy).
+    """
     from trainer.data import append_week
     from trainer.split import make_time_split
 
     if manifest.is_file():
         return
-    info = json.loads((data / "generation.json").read_text(encoding="utf-8"))
-    if len(info["weeks"]) < scale["weeks"] + week:
+    appended = (
+        len(json.loads((data / "generation.json").read_text("utf-8"))["weeks"]) - scale["weeks"]
+    )
+    if appended > week:
+        raise RuntimeError(
+            f"{data} already holds week +{appended} but the split as of week +{week} "
+            f"({manifest}) is gone; remove {data.parent} to start the world afresh"
+        )
+    for _ in range(week - appended):
         append_week(data)
     make_time_split(str(data), str(manifest.parent))
 
 
-def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
-    """One world: the first champion, then each next week trained fully and warm-started.
+def _model(out: Path) -> Path | None:
+    """The model a finished training wrote under `out`, or None when it is not here."""
+    model = out / "model"
+    return model if (model / "metrics.json").is_file() else None
 
-    Each finished step is kept under :func:`state_folder`; a later run reuses it. The world's
-    data, encoded rows and models are removed once every week of the seed is kept.
+
+def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
+    """One world: the first champion and the warm line (each week warm-started from the week
+    before), then each week's full retrain.
+
+    The warm line goes first because it is a chain: a warm week needs the previous week's
+    model, which only this machine's bench cache holds. The full retrains are independent:
+    each needs only the week's data, which any run can generate again. Each finished step's
+    figures are kept under :func:`steps_folder` (in the repository, so a commit carries them
+    to another machine or session) and reused by a later run of the same trainer code; when
+    the warm line is unfinished and the model it would continue from is gone, the line is
+    trained again from the first champion and its kept figures are replaced. The world's
+    data, encoded rows and models are removed once every step of the seed is kept.
     """
-    state = state_folder(scale, seed)
+    state, steps = state_folder(scale, seed), steps_folder(scale, seed)
     state.mkdir(parents=True, exist_ok=True)
     cache = state / "encoded"
-    weeks: list[dict[str, Any]] = []
-    first_manifest = state / "week0" / "manifest.json"
+    weeks = range(1, next_weeks + 1)
+
+    def split(week: int) -> Path:
+        manifest = state / f"week{week}" / "manifest.json"
+        _week_split(_world(scale, seed, state), scale, week, manifest)
+        _prime(manifest, cache)
+        return manifest
 
     def first_step() -> dict[str, Any]:
-        _week_split(_world(scale, seed, state), scale, 0, first_manifest)
-        _prime(first_manifest, cache)
-        return _train(first_manifest, state / "full0", cache)
+        return _train(split(0), state / "full0", cache)
 
-    first = _kept(state / "first.json", first_step)
-    champion = state / "full0" / "model"
+    warm_kept = {week: steps / f"week{week}-warm.json" for week in weeks}
+    missing = [week for week in weeks if not warm_kept[week].is_file()]
+    if missing:
+        start = missing[0]
+        champion = _model(state / ("full0" if start == 1 else f"warm{start - 1}"))
+        if champion is None:  # the chain's last model is gone: the line starts again
+            for path in [steps / "first.json", *warm_kept.values()]:
+                path.unlink(missing_ok=True)
+            start = 1
+        _kept(steps / "first.json", first_step)
+        champion = state / ("full0" if start == 1 else f"warm{start - 1}") / "model"
+        for week in range(start, next_weeks + 1):
+            out = state / f"warm{week}"
+            warm_from = f"--warm_start_from={champion}"
+            _kept(warm_kept[week], _trained_and_scored(split(week), out, cache, warm_from))
+            champion = out / "model"
+    for week in weeks:
+        kept = steps / f"week{week}-full.json"
+        if not kept.is_file():
+            _kept(kept, _trained_and_scored(split(week), state / f"full{week}", cache))
+    shutil.rmtree(state, ignore_errors=True)
+    return kept_seed(scale, seed, next_weeks)
+
+
+def kept_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
+    """The seed's figures as kept: the first champion and every week up to `next_weeks` with
+    both kinds kept (a stopped run's weeks so far)."""
+    steps = steps_folder(scale, seed)
+
+    def read(name: str) -> dict[str, Any] | None:
+        path = steps / name
+        return dict(json.loads(path.read_text("utf-8"))) if path.is_file() else None
+
+    first = read("first.json")
+    weeks = []
     for week in range(1, next_weeks + 1):
-        manifest = state / f"week{week}" / "manifest.json"
-        kept = {kind: state / f"week{week}-{kind}.json" for kind in ("full", "warm")}
-        if not all(path.is_file() for path in kept.values()):
-            _week_split(_world(scale, seed, state), scale, week, manifest)
-            _prime(manifest, cache)
-        full = _kept(kept["full"], _trained_and_scored(manifest, state / f"full{week}", cache))
-        warm_from = f"--warm_start_from={champion}"
-        warm_out = state / f"warm{week}"
-        warm = _kept(kept["warm"], _trained_and_scored(manifest, warm_out, cache, warm_from))
-        champion = warm_out / "model"
-        weeks.append({"week": week, "full": full, "warm": warm})
-    for leftover in ("data", "data.partial", "encoded", *(p.name for p in state.glob("*[0-9]"))):
-        shutil.rmtree(state / leftover, ignore_errors=True)
-    return {"seed": seed, "scale": scale, "load_at_start": first["load_at_start"],
-            "first": first, "weeks": weeks}  # fmt: skip
+        full, warm = read(f"week{week}-full.json"), read(f"week{week}-warm.json")
+        if full is not None and warm is not None:
+            weeks.append({"week": week, "full": full, "warm": warm})
+    load = first["load_at_start"] if first else None
+    return {"seed": seed, "scale": scale, "load_at_start": load, "first": first, "weeks": weeks}
 
 
 def _mean(values: list[float]) -> float:
@@ -226,11 +301,22 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"weeks": per_week, "time_met": time_met, "quality_met": quality_met}
 
 
+def common_weeks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each seed's result with only the weeks every seed has (pure)."""
+    shared = set.intersection(*({w["week"] for w in r["weeks"]} for r in results))
+    return [{**r, "weeks": [w for w in r["weeks"] if w["week"] in shared]} for r in results]
+
+
+class NothingKeptError(Exception):
+    """`--kept` found no week kept for every seed."""
+
+
 def run(
     quick: bool,
     scale: dict[str, int] | None = None,
     seeds: tuple[int, ...] = SEEDS,
     next_weeks: int = NEXT_WEEKS,
+    kept_only: bool = False,
 ) -> dict[str, Any]:
     """Every seed, then the figure.
 
@@ -240,6 +326,10 @@ def run(
             :data:`QUICK_SCALE` when quick).
         seeds: The worlds.
         next_weeks: Weeks appended and trained both ways.
+        kept_only: Train nothing; the figure covers the weeks kept for every seed.
+
+    Raises:
+        NothingKeptError: `kept_only` and no week is kept for every seed.
     """
     if scale is None:
         scale = QUICK_SCALE if quick else REDUCED_SCALE
@@ -247,7 +337,13 @@ def run(
             seeds, next_weeks = seeds[:1], min(next_weeks, 2)
     load = os.getloadavg()[0]
     began = time.perf_counter()
-    results = [run_seed(scale, seed, next_weeks) for seed in seeds]
+    measure = kept_seed if kept_only else run_seed
+    results = common_weeks([measure(scale, seed, next_weeks) for seed in seeds])
+    if not results[0]["weeks"]:
+        raise NothingKeptError(
+            f"no week is kept for every one of seeds {','.join(map(str, seeds))} under "
+            f"{RESULTS_ROOT} (for this scale and trainer code); run without --kept first"
+        )
     summary = summarize(results)
     rows: list[tuple[str, float | int | str, str]] = []
     for row in summary["weeks"]:
@@ -281,6 +377,12 @@ def run(
         f"{'met' if summary['time_met'] else 'MISSED'}, quality verdict "
         f"{'met' if summary['quality_met'] else 'MISSED'}."
     )
+    reported = [row["week"] for row in summary["weeks"]]
+    if len(reported) < next_weeks:
+        notes += (
+            f" PARTIAL: weeks {', '.join(f'+{w}' for w in reported)} of {next_weeks} (those kept "
+            "for every seed so far); the verdicts cover only these."
+        )
     if not full_scale:
         notes += (
             " Reduced scale: the issue's claims are for the seeds' scale (500,000 members: a "
@@ -295,7 +397,7 @@ def run(
         )
     last = summary["weeks"][-1]
     return figure(
-        name=f"Warm start against full retrain over {next_weeks} weeks, {len(seeds)} seeds, "
+        name=f"Warm start against full retrain over {len(reported)} weeks, {len(seeds)} seeds, "
         + ("the seeds' scale" if full_scale else f"reduced scale ({scale['members']:,} members)"),
         what=(
             "Each next week trained fully and warm-started from the previous week's warm "
@@ -307,7 +409,7 @@ def run(
         unit="s",
         ratio_meaning="warm / full training CPU time of the last week (mean over seeds)",
         target=TARGET,
-        met=summary["time_met"] and summary["quality_met"],
+        met=summary["time_met"] and summary["quality_met"] and len(reported) == next_weeks,
         notes=notes,
         rows=rows,
     )
@@ -322,6 +424,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one seed, two weeks, 3,000 members")
     parser.add_argument("--next-weeks", type=int, default=NEXT_WEEKS)
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated")
+    parser.add_argument(
+        "--kept", action="store_true", help="train nothing: the figure over the kept weeks"
+    )
     args = parser.parse_args()
     scale = (
         {k: v for k, v in SEED_SCALE.items() if k != "seed"}
@@ -332,7 +437,11 @@ def main() -> None:
     if args.quick:
         print_figure(run(True))
         return
-    print_figure(run(False, scale, seeds, args.next_weeks))
+    try:
+        print_figure(run(False, scale, seeds, args.next_weeks, kept_only=args.kept))
+    except NothingKeptError as error:
+        print(f"bench_warm_start: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

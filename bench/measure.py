@@ -115,15 +115,20 @@ def python_env() -> dict[str, str]:
     """This environment with this checkout's library and trainer importable first (for
     `python -m trainer...`), ahead of the caller's PYTHONPATH: a benchmark measures the code
     beside it, not a trainer installed from another checkout. A trainer's cloudml-hypertune
-    report goes to the bench cache, not to the fixed `/tmp/hypertune/output.metrics`."""
+    report goes to the bench cache, not to the fixed `/tmp/hypertune/output.metrics`, and so
+    do its temporary files (`TMPDIR`: torch's compile cache, `/tmp/torchinductor_<user>` by
+    default, outlives the process), unless the caller chose a place for either."""
     paths = [str(REPO), str(REPO / "examples" / "drink_shops"), os.environ.get("PYTHONPATH", "")]
     from vertex_retrain.backends.local.jobs.job_sandbox import (
         HYPERTUNE_FILE_VARIABLE,
         hypertune_file,
     )
 
+    temporary = cache_root() / "tmp"
+    temporary.mkdir(parents=True, exist_ok=True)
     return {
         HYPERTUNE_FILE_VARIABLE: str(hypertune_file(cache_root())),
+        "TMPDIR": str(temporary),
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, paths)),
     }

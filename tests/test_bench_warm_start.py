@@ -99,3 +99,155 @@ def test_week_split_appends_a_week_once_across_a_stop(tmp_path: Path) -> None:
     assert _weeks(data) == 7 and manifest.is_file()
     bws._week_split(data, scale, 2, tmp_path / "week2" / "manifest.json")
     assert _weeks(data) == 8
+
+
+def test_week_split_appends_every_week_up_to_the_one_asked(tmp_path: Path) -> None:
+    from trainer.data import generate
+    from trainer.world import WorldConfig
+
+    scale = {"members": 60, "stores": 5, "weeks": 6}
+    data = tmp_path / "data"
+    generate(WorldConfig(**scale, seed=2), data)
+    # A later run whose warm line is kept regenerates the world and goes straight to week +2.
+    bws._week_split(data, scale, 2, tmp_path / "week2" / "manifest.json")
+    assert _weeks(data) == 8
+    manifest = json.loads((tmp_path / "week2" / "manifest.json").read_text())
+    assert manifest["gate"]["files"] == [json.loads((data / "generation.json").read_text())[
+        "weeks"][-1]["path"]]  # fmt: skip
+
+
+def test_week_split_refuses_data_past_the_week_without_its_split(tmp_path: Path) -> None:
+    from trainer.data import generate
+    from trainer.world import WorldConfig
+
+    scale = {"members": 60, "stores": 5, "weeks": 6}
+    data = tmp_path / "data"
+    generate(WorldConfig(**scale, seed=2), data)
+    bws._week_split(data, scale, 2, tmp_path / "week2" / "manifest.json")
+    with pytest.raises(RuntimeError, match=r"already holds week \+2 but the split as of week \+1"):
+        bws._week_split(data, scale, 1, tmp_path / "week1" / "manifest.json")
+    assert _weeks(data) == 8
+
+
+SMALL = {"members": 60, "stores": 5, "weeks": 6}
+
+
+class FakeTrainings:
+    """Stands in for the trainer processes: records each training (its folder and the model
+    it warm-starts from), writes the model's marker, and can stop at a chosen training."""
+
+    def __init__(self, stop_at: str | None = None) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+        self.stop_at = stop_at
+
+    def train(self, manifest: Path, out: Path, cache: Path, *extra: str) -> dict[str, Any]:
+        warm_from = next((e.split("=", 1)[1] for e in extra if e.startswith("--warm_start")), None)
+        source = Path(warm_from).parent.name if warm_from else None
+        if out.name == self.stop_at:
+            raise KeyboardInterrupt
+        self.calls.append((out.name, source))
+        (out / "model").mkdir(parents=True)
+        (out / "model" / "metrics.json").write_text("{}")
+        return _kind(10.0 if source is None else 1.0, 0.6) | {"load_at_start": 0.5}
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeTrainings:
+    monkeypatch.setenv("VERTEX_RETRAIN_BENCH_DATA", str(tmp_path / "cache"))
+    trainings = FakeTrainings()
+    monkeypatch.setattr(bws, "_world", lambda scale, seed, state: state / "data")
+    monkeypatch.setattr(bws, "_week_split", lambda data, scale, week, manifest: None)
+    monkeypatch.setattr(bws, "_prime", lambda manifest, cache: None)
+    monkeypatch.setattr(bws, "_gate_ndcg", lambda model, manifest, out: 0.6)
+    monkeypatch.setattr(bws, "_train", lambda *a: trainings.train(*a))
+    return trainings
+
+
+def test_run_seed_trains_the_warm_line_before_the_full_retrains(fake: FakeTrainings) -> None:
+    result = bws.run_seed(SMALL, 0, 3)
+    warm_line = [("full0", None), ("warm1", "full0"), ("warm2", "warm1"), ("warm3", "warm2")]
+    assert fake.calls == [*warm_line, ("full1", None), ("full2", None), ("full3", None)]
+    assert [w["week"] for w in result["weeks"]] == [1, 2, 3]
+    assert result["weeks"][0]["warm"]["cpu_seconds"] == 1.0
+    # Only the figures outlive the seed: data, encoded rows and models are removed.
+    assert not bws.state_folder(SMALL, 0).exists()
+    assert (bws.steps_folder(SMALL, 0) / "week3-full.json").is_file()
+
+
+def test_run_seed_resumes_the_warm_line_from_the_last_kept_model(fake: FakeTrainings) -> None:
+    fake.stop_at = "warm3"
+    with pytest.raises(KeyboardInterrupt):
+        bws.run_seed(SMALL, 0, 3)
+    fake.stop_at, fake.calls = None, []
+    bws.run_seed(SMALL, 0, 3)
+    assert fake.calls == [("warm3", "warm2"), ("full1", None), ("full2", None), ("full3", None)]
+
+
+def test_run_seed_trains_the_warm_line_again_when_its_model_is_gone(fake: FakeTrainings) -> None:
+    fake.stop_at = "warm3"
+    with pytest.raises(KeyboardInterrupt):
+        bws.run_seed(SMALL, 0, 3)
+    # Another machine: the kept figures came with the repository, the models did not.
+    import shutil
+
+    shutil.rmtree(bws.state_folder(SMALL, 0))
+    fake.stop_at, fake.calls = None, []
+    bws.run_seed(SMALL, 0, 3)
+    assert [name for name, _ in fake.calls] == ["full0", "warm1", "warm2", "warm3",
+                                                "full1", "full2", "full3"]  # fmt: skip
+
+
+def test_run_seed_needs_no_model_for_full_retrains_once_the_warm_line_is_kept(
+    fake: FakeTrainings,
+) -> None:
+    fake.stop_at = "full2"
+    with pytest.raises(KeyboardInterrupt):
+        bws.run_seed(SMALL, 0, 3)
+    import shutil
+
+    shutil.rmtree(bws.state_folder(SMALL, 0))
+    fake.stop_at, fake.calls = None, []
+    bws.run_seed(SMALL, 0, 3)
+    assert fake.calls == [("full2", None), ("full3", None)]
+
+
+def test_steps_folder_is_in_the_repository_only_at_the_seeds_scale(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("VERTEX_RETRAIN_BENCH_DATA", str(tmp_path))
+    seed_scale = {k: v for k, v in bws.SEED_SCALE.items() if k != "seed"}
+    assert bws.steps_folder(seed_scale, 1).parent == bws.RESULTS_ROOT
+    near = dict(seed_scale, weeks=seed_scale["weeks"] - 1)
+    assert bws.steps_folder(near, 1).is_relative_to(tmp_path)
+
+
+def test_common_weeks_keeps_the_weeks_every_seed_has() -> None:
+    weeks = [{"week": w} for w in (1, 2, 3)]
+    trimmed = bws.common_weeks([{"seed": 0, "weeks": weeks}, {"seed": 1, "weeks": weeks[:2]}])
+    assert [[w["week"] for w in r["weeks"]] for r in trimmed] == [[1, 2], [1, 2]]
+
+
+def test_run_kept_only_reports_the_weeks_kept_for_every_seed(fake: FakeTrainings) -> None:
+    bws.run_seed(SMALL, 0, 2)
+    fake.stop_at = "full2"
+    with pytest.raises(KeyboardInterrupt):
+        bws.run_seed(SMALL, 1, 2)
+    fake.calls = []
+    result = bws.run(False, SMALL, (0, 1), 2, kept_only=True)
+    assert fake.calls == []  # trains nothing
+    assert "over 1 weeks" in result["name"] and "PARTIAL: weeks +1 of 2" in result["notes"]
+    assert result["met"] is False  # a partial run meets nothing, whatever its weeks show
+    complete = bws.run(False, SMALL, (0,), 2, kept_only=True)
+    assert complete["met"] is True and "PARTIAL" not in complete["notes"]
+
+
+def test_main_kept_with_nothing_kept_exits_2_with_one_line(
+    fake: FakeTrainings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench_warm_start", "--members", "60", "--stores", "5", "--weeks", "6", "--kept"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stopped:
+        bws.main()
+    assert stopped.value.code == 2 and fake.calls == []
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no week is kept for every one of seeds 0,1,2" in err

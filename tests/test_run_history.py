@@ -410,6 +410,32 @@ def test_history_metric_option_picks_the_column_else_each_runs_primary_metric(
     assert row[5] == "0.4100"  # the declared reference's recall, four decimals as the summary
 
 
+def test_history_metric_no_run_recorded_is_one_line_and_exit_2(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    RunHistory().record(_record(run="w1", as_of="2026-11-16", spot_fallback={}))
+    assert main(["history", "guess-your-order", "--no-plot", "--metric", "recal_at_10"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "--metric 'recal_at_10'" in captured.err
+    assert "did you mean 'recall_at_10'" in captured.err
+
+
+def test_recorded_metrics_takes_every_role() -> None:
+    from vertex_retrain.cli.history_command import recorded_metrics
+
+    record = replace(_record(), candidate={"a": 1.0}, champion={"b": 1.0},
+                     references={"usual": {"c": 1.0}})  # fmt: skip
+    assert recorded_metrics([record]) == {"a", "b", "c"}
+
+
+def test_history_metric_is_not_checked_without_runs(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", "--no-plot", "--metric", "anything"]) == 0
+    assert "no run recorded yet" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("direction", "low", "high", "shown"),
     [

@@ -13,6 +13,7 @@ a ``.png``) is one line on stderr and exit 2.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -215,6 +216,8 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
         every_run = _load(model, getattr(args, "db", None))
         rows = [WeekRow(r) for r in every_run] if all_runs else rows_of_weeks(every_run)
         records = [row.record for row in rows]
+        if metric:
+            check_metric(metric, records)
         models = sorted({r.model for r in records})
         plots = (
             {}
@@ -256,6 +259,34 @@ def cli_history(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for line in written:
         out.write(line + "\n")
     return 0
+
+
+def recorded_metrics(records: Sequence[RunRecord]) -> set[str]:
+    """Every metric name the records hold, for any role (candidate, champion, reference)."""
+    names: set[str] = set()
+    for record in records:
+        names |= set(record.candidate) | set(record.champion)
+        for metrics in record.references.values():
+            names |= set(metrics)
+    return names
+
+
+def check_metric(metric: str, records: Sequence[RunRecord]) -> None:
+    """Refuses a ``--metric`` no shown run recorded (a typo would print a column of ``-``).
+
+    Raises:
+        HistoryInputError: Runs are shown and none has ``metric``; names the close matches and
+            the metrics recorded.
+    """
+    known = sorted(recorded_metrics(records))
+    if not records or metric in known:
+        return
+    close = difflib.get_close_matches(metric, known, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    raise HistoryInputError(
+        f"--metric {metric!r}: no run shown recorded it{hint}; "
+        f"the runs' metrics: {', '.join(known) or '(none)'}"
+    )
 
 
 def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str | None) -> None:

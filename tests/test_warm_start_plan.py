@@ -116,6 +116,14 @@ def test_trainer_warm_start_flag_of_the_examples() -> None:
     assert trainer_warm_start_flag("local", str(DAILY_DEMAND / "demand_forecast")) == ""
 
 
+def test_trainer_warm_start_flag_refuses_a_source_that_is_not_a_folder(tmp_path: Path) -> None:
+    assert trainer_warm_start_flag("local", str(tmp_path)) == ""  # a folder without pyproject
+    (tmp_path / "file").write_text("x")
+    for missing in (tmp_path / "nope", tmp_path / "file"):
+        with pytest.raises(FileNotFoundError, match=r"source_uri .*: no such folder"):
+            trainer_warm_start_flag("local", str(missing))
+
+
 class _Registry:
     """A backend with a champion (what plan_week_training asks of one)."""
 

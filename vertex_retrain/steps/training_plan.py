@@ -17,8 +17,16 @@ def trainer_warm_start_flag(backend: str | Backend, source_uri: str) -> str:
 
     Raises:
         ValueError: The declaration is malformed.
+        FileNotFoundError: ``source_uri`` is not a folder here (the plan would otherwise read
+            "declares no warm start" for a source it never saw).
     """
     folder = readable_path(backend, source_uri)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"source_uri {source_uri!r}: no such folder ({folder}); expected the training "
+            "package's source folder, whose pyproject.toml may declare [tool.vertex-retrain] "
+            "warm-start-flag"
+        )
     pyproject = folder / "pyproject.toml"
     return declared_flag(pyproject.read_text(encoding="utf-8") if pyproject.is_file() else None)
 

@@ -4,6 +4,7 @@ kept steps a stopped seed resumes from."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -174,41 +175,35 @@ def test_run_seed_trains_the_warm_line_before_the_full_retrains(fake: FakeTraini
     assert (bws.steps_folder(SMALL, 0) / "week3-full.json").is_file()
 
 
-def test_run_seed_resumes_the_warm_line_from_the_last_kept_model(fake: FakeTrainings) -> None:
-    fake.stop_at = "warm3"
+def _rerun(fake: FakeTrainings, stop_at: str, *, models_lost: bool) -> list[Any]:
+    """The trainings of a second run of seed 0, after a first stopped at `stop_at` (and, with
+    `models_lost`, the bench cache gone: another machine, where only the repository's kept
+    figures came along)."""
+    fake.stop_at = stop_at
     with pytest.raises(KeyboardInterrupt):
         bws.run_seed(SMALL, 0, 3)
+    if models_lost:
+        shutil.rmtree(bws.state_folder(SMALL, 0))
     fake.stop_at, fake.calls = None, []
     bws.run_seed(SMALL, 0, 3)
-    assert fake.calls == [("warm3", "warm2"), ("full1", None), ("full2", None), ("full3", None)]
+    return fake.calls
+
+
+def test_run_seed_resumes_the_warm_line_from_the_last_kept_model(fake: FakeTrainings) -> None:
+    calls = _rerun(fake, "warm3", models_lost=False)
+    assert calls == [("warm3", "warm2"), ("full1", None), ("full2", None), ("full3", None)]
 
 
 def test_run_seed_trains_the_warm_line_again_when_its_model_is_gone(fake: FakeTrainings) -> None:
-    fake.stop_at = "warm3"
-    with pytest.raises(KeyboardInterrupt):
-        bws.run_seed(SMALL, 0, 3)
-    # Another machine: the kept figures came with the repository, the models did not.
-    import shutil
-
-    shutil.rmtree(bws.state_folder(SMALL, 0))
-    fake.stop_at, fake.calls = None, []
-    bws.run_seed(SMALL, 0, 3)
-    assert [name for name, _ in fake.calls] == ["full0", "warm1", "warm2", "warm3",
-                                                "full1", "full2", "full3"]  # fmt: skip
+    calls = _rerun(fake, "warm3", models_lost=True)
+    assert [name for name, _ in calls] == ["full0", "warm1", "warm2", "warm3",
+                                           "full1", "full2", "full3"]  # fmt: skip
 
 
 def test_run_seed_needs_no_model_for_full_retrains_once_the_warm_line_is_kept(
     fake: FakeTrainings,
 ) -> None:
-    fake.stop_at = "full2"
-    with pytest.raises(KeyboardInterrupt):
-        bws.run_seed(SMALL, 0, 3)
-    import shutil
-
-    shutil.rmtree(bws.state_folder(SMALL, 0))
-    fake.stop_at, fake.calls = None, []
-    bws.run_seed(SMALL, 0, 3)
-    assert fake.calls == [("full2", None), ("full3", None)]
+    assert _rerun(fake, "full2", models_lost=True) == [("full2", None), ("full3", None)]
 
 
 def test_steps_folder_is_in_the_repository_only_at_the_seeds_scale(

@@ -11,10 +11,13 @@ both ways on the same split: a full retrain, and a warm start from the previous 
 model (`--warm_start_from`, the trainer's defaults: the newest 2 weeks plus a 5% replay, one
 epoch), the line a run of warm weeks would follow. Each model is scored on the week's gate
 period by `python -m trainer.evaluate` (NDCG@10). Measured per training process: CPU time
-(the time verdict's: one thread, so its time on a core of its own however loaded the shared
-machine is), wall time, peak resident memory (the process tree, sampled), and the training
-loop's own seconds (steps x batch / samples per second, from metrics.json). The encoded
-dataset of each week is built before either training, so neither pays for it.
+(the time verdict's: one thread, so far less stretched by a shared machine than its wall
+time, though not untouched: seed 0's first champion took 1,942 s of CPU at load 2.2-2.6 and
+2,388 s with five busy processes on the 2 cores, 3 December 2026; each week's rows give the
+load at the start of each kind), wall time, peak resident memory (the process tree,
+sampled), and the training loop's own seconds (steps x batch / samples per second, from
+metrics.json). The encoded dataset of each week is built before either training, so neither
+pays for it.
 
 A seed at the seeds' scale takes hours of one core (about 3), more than one session of the
 2-core machine for 3 seeds, so each seed trains its warm line first (a chain: each week needs
@@ -287,15 +290,16 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         row: dict[str, Any] = {"week": weeks[0]["week"]}
         for kind in ("full", "warm"):
             for key in ("wall_seconds", "cpu_seconds", "loop_seconds", "peak_rss_gib",
-                        "ndcg_at_10"):  # fmt: skip
+                        "ndcg_at_10", "load_at_start"):  # fmt: skip
                 row[f"{kind}_{key}"] = _mean([w[kind][key] for w in weeks])
         row["wall_ratio"] = row["warm_wall_seconds"] / row["full_wall_seconds"]
         row["cpu_ratio"] = row["warm_cpu_seconds"] / row["full_cpu_seconds"]
         row["loop_ratio"] = row["warm_loop_seconds"] / row["full_loop_seconds"]
         row["ndcg_gap"] = row["warm_ndcg_at_10"] - row["full_ndcg_at_10"]
         per_week.append(row)
-    # CPU seconds, not wall: each training runs one thread, so its CPU time is its time on a
-    # core of its own, and a seed's steps span hours (and sessions) of a shared machine.
+    # CPU seconds, not wall: each training runs one thread, so its CPU time is close to its
+    # time on a core of its own (cache sharing still adds some under load), and a seed's steps
+    # span hours (and sessions) of a shared machine.
     time_met = all(row["cpu_ratio"] <= MAX_TIME_RATIO for row in per_week)
     quality_met = all(abs(row["ndcg_gap"]) <= MAX_NDCG_GAP for row in per_week)
     return {"weeks": per_week, "time_met": time_met, "quality_met": quality_met}
@@ -358,6 +362,8 @@ def run(
             (f"{week}: warm / full training-loop time", row["loop_ratio"], ""),
             (f"{week}: peak memory full / warm (mean)",
              f"{row['full_peak_rss_gib']:.2f} / {row['warm_peak_rss_gib']:.2f}", "GiB"),
+            (f"{week}: load average at start full / warm (mean)",
+             f"{row['full_load_at_start']:.1f} / {row['warm_load_at_start']:.1f}", ""),
             (f"{week}: gate NDCG@10 full / warm (mean)",
              f"{row['full_ndcg_at_10']:.4f} / {row['warm_ndcg_at_10']:.4f}", ""),
             (f"{week}: warm - full gate NDCG@10 (mean)", f"{row['ndcg_gap']:+.4f}", ""),

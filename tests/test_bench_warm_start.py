@@ -20,7 +20,8 @@ from bench import bench_warm_start as bws  # noqa: E402
 
 def _kind(cpu: float, ndcg: float, wall: float | None = None) -> dict[str, float]:
     return {"wall_seconds": cpu if wall is None else wall, "cpu_seconds": cpu,
-            "loop_seconds": cpu / 2, "peak_rss_gib": 1.0, "ndcg_at_10": ndcg}  # fmt: skip
+            "loop_seconds": cpu / 2, "peak_rss_gib": 1.0, "ndcg_at_10": ndcg,
+            "load_at_start": cpu / 10}  # fmt: skip
 
 
 def _seed(warm_cpu: float, warm_ndcg: float, warm_wall: float | None = None) -> dict[str, Any]:
@@ -37,6 +38,7 @@ def test_summarize_means_each_week_over_seeds() -> None:
     assert week["warm_wall_seconds"] == pytest.approx(2.0)
     assert week["cpu_ratio"] == pytest.approx(0.2)
     assert week["ndcg_gap"] == pytest.approx(0.001)
+    assert week["warm_load_at_start"] == pytest.approx(0.2)
     assert summary["time_met"] and summary["quality_met"]
 
 
@@ -149,7 +151,7 @@ class FakeTrainings:
         self.calls.append((out.name, source))
         (out / "model").mkdir(parents=True)
         (out / "model" / "metrics.json").write_text("{}")
-        return _kind(10.0 if source is None else 1.0, 0.6) | {"load_at_start": 0.5}
+        return _kind(10.0 if source is None else 1.0, 0.6)
 
 
 @pytest.fixture

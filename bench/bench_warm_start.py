@@ -47,21 +47,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.bench_quality import trainer_digest
 from bench.figures import figure, print_figure
 from bench.measure import (
     SEED_SCALE,
-    cache_root,
     ensure_dataset,
     exit_on_sigterm,
     python_env,
     run_measured,
 )
-from vertex_retrain.atomic_files import atomic_write_json
+from bench.warm_start_kept import (
+    RESULTS_ROOT,
+    common_weeks,
+    kept_seed,
+    kept_step,
+    state_folder,
+    steps_folder,
+)
 
-RESULTS_ROOT = Path(__file__).resolve().parent / "results" / "warm-start"
-"""Where each world's finished steps at the seeds' scale are kept (figures only, a few hundred
-bytes a step)."""
 REDUCED_SCALE = {"members": 20_000, "stores": 80, "weeks": 104}
 """What `make bench` runs (`run(quick=False)`): the seeds' scale (`--seed-scale`) would take
 hours on 2 cores (nine epochs at 500,000 members per seed)."""
@@ -130,35 +132,6 @@ def _trained_and_scored(
         return result
 
     return step
-
-
-def _kept(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """A step's result, kept from an earlier run or computed now and kept: a seed at the
-    seeds' scale takes hours, so a stopped run resumes at the step it was in."""
-    if path.is_file():
-        return dict(json.loads(path.read_text(encoding="utf-8")))
-    result = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, result)  # whole or absent: a stop while writing keeps nothing
-    return result
-
-
-def _key(scale: dict[str, int], seed: int) -> str:
-    return f"{scale['members']}x{scale['stores']}x{scale['weeks']}-seed{seed}-{trainer_digest()}"
-
-
-def steps_folder(scale: dict[str, int], seed: int) -> Path:
-    """Where one world's finished steps (figures only) are kept, keyed by scale, seed and
-    trainer code: at the seeds' scale under :data:`RESULTS_ROOT`, in the repository (hours
-    of a core a seed, so worth a commit); at other scales in the bench cache (minutes)."""
-    at_seed_scale = all(scale[key] == SEED_SCALE[key] for key in scale)
-    root = RESULTS_ROOT if at_seed_scale else cache_root() / "warm-start-steps"
-    return root / _key(scale, seed)
-
-
-def state_folder(scale: dict[str, int], seed: int) -> Path:
-    """Where one world's data, encoded rows and models live while it runs (the bench cache)."""
-    return cache_root() / "warm-start" / _key(scale, seed)
 
 
 def _world(scale: dict[str, int], seed: int, state: Path) -> Path:
@@ -243,38 +216,19 @@ def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any
             for path in [steps / "first.json", *warm_kept.values()]:
                 path.unlink(missing_ok=True)
             start = 1
-        _kept(steps / "first.json", first_step)
+        kept_step(steps / "first.json", first_step)
         champion = state / ("full0" if start == 1 else f"warm{start - 1}") / "model"
         for week in range(start, next_weeks + 1):
             out = state / f"warm{week}"
             warm_from = f"--warm_start_from={champion}"
-            _kept(warm_kept[week], _trained_and_scored(split(week), out, cache, warm_from))
+            kept_step(warm_kept[week], _trained_and_scored(split(week), out, cache, warm_from))
             champion = out / "model"
     for week in weeks:
         kept = steps / f"week{week}-full.json"
         if not kept.is_file():
-            _kept(kept, _trained_and_scored(split(week), state / f"full{week}", cache))
+            kept_step(kept, _trained_and_scored(split(week), state / f"full{week}", cache))
     shutil.rmtree(state, ignore_errors=True)
     return kept_seed(scale, seed, next_weeks)
-
-
-def kept_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
-    """The seed's figures as kept: the first champion and every week up to `next_weeks` with
-    both kinds kept (a stopped run's weeks so far)."""
-    steps = steps_folder(scale, seed)
-
-    def read(name: str) -> dict[str, Any] | None:
-        path = steps / name
-        return dict(json.loads(path.read_text("utf-8"))) if path.is_file() else None
-
-    first = read("first.json")
-    weeks = []
-    for week in range(1, next_weeks + 1):
-        full, warm = read(f"week{week}-full.json"), read(f"week{week}-warm.json")
-        if full is not None and warm is not None:
-            weeks.append({"week": week, "full": full, "warm": warm})
-    load = first["load_at_start"] if first else None
-    return {"seed": seed, "scale": scale, "load_at_start": load, "first": first, "weeks": weeks}
 
 
 def _mean(values: list[float]) -> float:
@@ -303,12 +257,6 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     time_met = all(row["cpu_ratio"] <= MAX_TIME_RATIO for row in per_week)
     quality_met = all(abs(row["ndcg_gap"]) <= MAX_NDCG_GAP for row in per_week)
     return {"weeks": per_week, "time_met": time_met, "quality_met": quality_met}
-
-
-def common_weeks(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each seed's result with only the weeks every seed has (pure)."""
-    shared = set.intersection(*({w["week"] for w in r["weeks"]} for r in results))
-    return [{**r, "weeks": [w for w in r["weeks"] if w["week"] in shared]} for r in results]
 
 
 class NothingKeptError(Exception):
@@ -440,11 +388,11 @@ def main() -> None:
         else {key: getattr(args, key) for key in REDUCED_SCALE}
     )
     seeds = tuple(int(s) for s in args.seeds.split(","))
-    if args.quick:
-        print_figure(run(True))
-        return
     try:
-        print_figure(run(False, scale, seeds, args.next_weeks, kept_only=args.kept))
+        if args.quick:
+            print_figure(run(True, kept_only=args.kept))
+        else:
+            print_figure(run(False, scale, seeds, args.next_weeks, kept_only=args.kept))
     except NothingKeptError as error:
         print(f"bench_warm_start: {error}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -63,12 +63,12 @@ def test_summarize_time_verdict_reads_cpu_time_not_wall(
 
 def test_kept_reuses_a_kept_step_without_running_it(tmp_path: Path) -> None:
     path = tmp_path / "step.json"
-    assert bws._kept(path, lambda: {"ndcg_at_10": 0.5}) == {"ndcg_at_10": 0.5}
+    assert bws.kept_step(path, lambda: {"ndcg_at_10": 0.5}) == {"ndcg_at_10": 0.5}
 
     def again() -> dict[str, Any]:
         raise AssertionError("a kept step ran again")
 
-    assert bws._kept(path, again) == {"ndcg_at_10": 0.5}
+    assert bws.kept_step(path, again) == {"ndcg_at_10": 0.5}
 
 
 def test_kept_keeps_nothing_from_a_step_that_stopped(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_kept_keeps_nothing_from_a_step_that_stopped(tmp_path: Path) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        bws._kept(path, stopped)
+        bws.kept_step(path, stopped)
     assert not path.exists()
 
 
@@ -248,3 +248,13 @@ def test_main_kept_with_nothing_kept_exits_2_with_one_line(
     assert stopped.value.code == 2 and fake.calls == []
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no week is kept for every one of seeds 0,1,2" in err
+
+
+def test_main_quick_kept_trains_nothing(
+    fake: FakeTrainings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench_warm_start", "--quick", "--kept"])
+    with pytest.raises(SystemExit) as stopped:
+        bws.main()
+    assert stopped.value.code == 2 and fake.calls == []
+    assert "no week is kept for every one of seeds 0 " in capsys.readouterr().err

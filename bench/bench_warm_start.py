@@ -57,6 +57,7 @@ from bench.measure import (
 )
 from bench.warm_start_kept import (
     RESULTS_ROOT,
+    at_seed_scale,
     common_weeks,
     kept_seed,
     kept_step,
@@ -174,10 +175,9 @@ def _week_split(data: Path, scale: dict[str, int], week: int, manifest: Path) ->
     make_time_split(str(data), str(manifest.parent))
 
 
-def _model(out: Path) -> Path | None:
-    """The model a finished training wrote under `out`, or None when it is not here."""
-    model = out / "model"
-    return model if (model / "metrics.json").is_file() else None
+def _has_model(out: Path) -> bool:
+    """Whether a finished training's model is under `out`."""
+    return (out / "model" / "metrics.json").is_file()
 
 
 def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any]:
@@ -207,22 +207,22 @@ def run_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, Any
     def first_step() -> dict[str, Any]:
         return _train(split(0), state / "full0", cache)
 
+    def before(week: int) -> Path:  # the training a warm week continues
+        return state / ("full0" if week == 1 else f"warm{week - 1}")
+
     warm_kept = {week: steps / f"week{week}-warm.json" for week in weeks}
     missing = [week for week in weeks if not warm_kept[week].is_file()]
     if missing:
         start = missing[0]
-        champion = _model(state / ("full0" if start == 1 else f"warm{start - 1}"))
-        if champion is None:  # the chain's last model is gone: the line starts again
+        if not _has_model(before(start)):  # the chain's last model is gone: start again
             for path in [steps / "first.json", *warm_kept.values()]:
                 path.unlink(missing_ok=True)
             start = 1
         kept_step(steps / "first.json", first_step)
-        champion = state / ("full0" if start == 1 else f"warm{start - 1}") / "model"
         for week in range(start, next_weeks + 1):
+            warm_from = f"--warm_start_from={before(week) / 'model'}"
             out = state / f"warm{week}"
-            warm_from = f"--warm_start_from={champion}"
             kept_step(warm_kept[week], _trained_and_scored(split(week), out, cache, warm_from))
-            champion = out / "model"
     for week in weeks:
         kept = steps / f"week{week}-full.json"
         if not kept.is_file():
@@ -322,7 +322,7 @@ def run(
         )
         rows.append((f"seed {result['seed']}: warm - full NDCG@10 per week", gaps, ""))
         rows.append((f"seed {result['seed']}: load average at start", result["load_at_start"], ""))
-    full_scale = all(scale[key] == SEED_SCALE[key] for key in scale)
+    full_scale = at_seed_scale(scale)
     notes = (
         f"{len(seeds)} seed(s) at {scale['members']:,} members x {scale['stores']:,} stores x "
         f"{scale['weeks']} weeks, then {next_weeks} weeks appended, drift on; "

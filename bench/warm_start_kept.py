@@ -23,11 +23,17 @@ RESULTS_ROOT = Path(__file__).resolve().parent / "results" / "warm-start"
 bytes a step)."""
 
 
+def read_kept(path: Path) -> dict[str, Any] | None:
+    """A kept step's figures, or None when the step is not kept."""
+    return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+
+
 def kept_step(path: Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """A step's result, kept from an earlier run or computed now and kept: a seed at the
     seeds' scale takes hours, so a stopped run resumes at the step it was in."""
-    if path.is_file():
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+    kept = read_kept(path)
+    if kept is not None:
+        return kept
     result = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, result)  # whole or absent: a stop while writing keeps nothing
@@ -38,12 +44,16 @@ def _key(scale: dict[str, int], seed: int) -> str:
     return f"{scale['members']}x{scale['stores']}x{scale['weeks']}-seed{seed}-{trainer_digest()}"
 
 
+def at_seed_scale(scale: dict[str, int]) -> bool:
+    """Whether `scale` (members, stores, weeks) is the worked example's full scale."""
+    return all(scale[key] == SEED_SCALE[key] for key in scale)
+
+
 def steps_folder(scale: dict[str, int], seed: int) -> Path:
     """Where one world's finished steps (figures only) are kept, keyed by scale, seed and
     trainer code: at the seeds' scale under :data:`RESULTS_ROOT`, in the repository (hours
     of a core a seed, so worth a commit); at other scales in the bench cache (minutes)."""
-    at_seed_scale = all(scale[key] == SEED_SCALE[key] for key in scale)
-    root = RESULTS_ROOT if at_seed_scale else cache_root() / "warm-start-steps"
+    root = RESULTS_ROOT if at_seed_scale(scale) else cache_root() / "warm-start-steps"
     return root / _key(scale, seed)
 
 
@@ -56,15 +66,11 @@ def kept_seed(scale: dict[str, int], seed: int, next_weeks: int) -> dict[str, An
     """The seed's figures as kept: the first champion and every week up to `next_weeks` with
     both kinds kept (a stopped run's weeks so far)."""
     steps = steps_folder(scale, seed)
-
-    def read(name: str) -> dict[str, Any] | None:
-        path = steps / name
-        return dict(json.loads(path.read_text("utf-8"))) if path.is_file() else None
-
-    first = read("first.json")
+    first = read_kept(steps / "first.json")
     weeks = []
     for week in range(1, next_weeks + 1):
-        full, warm = read(f"week{week}-full.json"), read(f"week{week}-warm.json")
+        full = read_kept(steps / f"week{week}-full.json")
+        warm = read_kept(steps / f"week{week}-warm.json")
         if full is not None and warm is not None:
             weeks.append({"week": week, "full": full, "warm": warm})
     load = first["load_at_start"] if first else None

@@ -23,9 +23,9 @@ import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from vertex_retrain.cli.package_checks import module_problems, package_problems
 from vertex_retrain.components.image import DEFAULT_COMPONENT_IMAGE
 from vertex_retrain.invocation import command
 from vertex_retrain.specs.display_names import display_name_problems, evaluates
@@ -33,7 +33,7 @@ from vertex_retrain.specs.package_compat import executor_image_problems
 from vertex_retrain.specs.problems import Problem, error, warning
 from vertex_retrain.specs.region_rules import availability_problems
 
-__all__ = ["Settings", "executor_images", "pipeline_problems", "resolve_package"]
+__all__ = ["Settings", "executor_images", "pipeline_problems"]
 _SERVICE_ACCOUNT = re.compile(
     # A user-managed account (6-30 characters, a letter first), or the project's default
     # Compute Engine account, PROJECT_NUMBER-compute@developer.gserviceaccount.com.
@@ -111,26 +111,6 @@ def _component_image_problems(spec: Mapping[str, Any], settings: Settings) -> li
     return problems
 
 
-def resolve_package(uri: str) -> Path | None:
-    """A local copy of a training package to read offline, if there is one.
-
-    A local path is read where it is; a ``gs://`` or ``/gcs/`` URI where a local run keeps
-    Cloud Storage files (the local storage root, :mod:`vertex_retrain.backends.local.storage`).
-
-    Returns:
-        The local file or folder, or None when there is none.
-    """
-    from vertex_retrain.backends.local.storage import StorageError, to_local_path
-
-    if not uri.startswith(("gs://", "/gcs/")):
-        return Path(uri) if Path(uri).exists() else None
-    try:
-        local = to_local_path(uri)
-    except StorageError:
-        return None
-    return local if local.exists() else None
-
-
 def _job_problems(
     spec: Mapping[str, Any], arguments: Mapping[str, Any], settings: Settings
 ) -> list[Problem]:
@@ -176,39 +156,11 @@ def _job_problems(
         for index, uri in enumerate(job.package_uris[:1]):
             if image and (uri, image) not in checked_packages:
                 checked_packages.add((uri, image))
-                found += _package_problems(uri, image, f"{field}.packageUris[{index}]")
+                found += package_problems(uri, image, f"{field}.packageUris[{index}]")
         if job.unchecked:
             found.append(_unchecked(job.unchecked))
         problems += [(job.name, problem) for problem in found]
     return problems_by_task(problems)
-
-
-def _package_problems(uri: str, image: str, field: str) -> list[Problem]:
-    """Whether the package installs on the executor image, when it can be read offline."""
-    from vertex_retrain.build.context import BuildError
-    from vertex_retrain.build.package_metadata import read_package_metadata
-    from vertex_retrain.specs.package_compat import package_problems
-
-    local = resolve_package(uri)
-    if local is None:
-        return [
-            warning(
-                field,
-                uri,
-                "The package cannot be read offline, so whether it installs on the "
-                "executor image is not checked.",
-                [
-                    "a copy where local runs keep gs:// files ($VERTEX_LOCAL_ROOT/gcs/...)",
-                    command("run PIPELINE --local"),
-                ],
-                code="package-unread",
-            )
-        ]
-    try:
-        metadata = read_package_metadata(local)
-    except BuildError as failure:
-        return [error(field, uri, str(failure), code="package-unreadable")]
-    return package_problems(metadata, image, field)
 
 
 def _unchecked(unchecked: Mapping[str, str]) -> Problem:
@@ -393,7 +345,8 @@ def job_errors(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Pr
     them without a location: what a local run checks before it starts any task, so an
     impossible job is refused before the steps ahead of it have run (and before Vertex would
     have been paid for them)."""
-    return [p for p in _job_problems(spec, arguments, Settings()) if p.severity == "error"]
+    found = _job_problems(spec, arguments, Settings()) + module_problems(arguments)
+    return [p for p in found if p.severity == "error"]
 
 
 def pipeline_problems(
@@ -423,6 +376,7 @@ def pipeline_problems(
         str(spec.get("pipelineInfo", {}).get("name", "pipeline")), arguments
     )
     problems += _job_problems(spec, arguments, settings)
+    problems += module_problems(arguments)
     problems += _cache_problems(spec)
     problems += _notification_problems(spec, arguments)
     problems += display_name_problems(arguments, evaluation_job=evaluates(spec))

@@ -1,0 +1,69 @@
+"""Which package's modules preflight checks: the source a Python-package run builds, read
+where it is or where a local run keeps Cloud Storage files; nothing for a container run or a
+run of a package built elsewhere (``package_uri``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.examples import DRINK_SHOPS, example_module
+from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
+from vertex_retrain.cli.package_checks import module_problems
+from vertex_retrain.cli.preflight_checks import Settings, job_errors, pipeline_problems
+
+SOURCE = str(DRINK_SHOPS / "trainer")
+MISSPELT = {"training_code": "python_package", "source_uri": SOURCE,
+            "training_module": "trainer.task", "evaluation_module": "trainer.evalute"}  # fmt: skip
+
+
+def _fields(problems: list) -> list[str]:
+    return [p.field for p in problems]
+
+
+def test_module_problems_check_every_module_parameter_of_a_package_run() -> None:
+    assert _fields(module_problems(MISSPELT)) == ["--param evaluation_module"]
+    both = {**MISSPELT, "training_module": "trainer.tsk"}
+    assert _fields(module_problems(both)) == [
+        "--param evaluation_module",
+        "--param training_module",
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"training_code": "container"}, {"package_uri": "gs://b/t-1.0-py3-none-any.whl"},
+     {"source_uri": ""}, {"source_uri": str(DRINK_SHOPS / "trainer" / "task.py")},
+     {"source_uri": "gs://nobody-has-this-bucket/src"}],
+    ids=["container", "built-package", "no-source", "source-is-a-file", "source-not-here"],
+)  # fmt: skip
+def test_module_problems_say_nothing_without_the_source_the_jobs_run(
+    root: Path, change: dict[str, Any]
+) -> None:
+    assert module_problems({**MISSPELT, **change}) == []
+
+
+def test_module_problems_read_a_gs_source_where_local_runs_keep_it(root: Path) -> None:
+    kept = root / "gcs" / "b" / "src"
+    shutil.copytree(DRINK_SHOPS / "trainer", kept, ignore=shutil.ignore_patterns("*.egg-info"))
+    assert _fields(module_problems({**MISSPELT, "source_uri": "gs://b/src"})) == [
+        "--param evaluation_module"
+    ]
+
+
+@pytest.fixture(scope="module")
+def weekly() -> dict[str, Any]:
+    return compile_to_dict(example_module(DRINK_SHOPS, "pipelines").weekly)
+
+
+@pytest.mark.parametrize("check", [job_errors, lambda s, a: pipeline_problems(s, a, Settings())])
+def test_preflight_and_local_run_checks_include_the_module_check(
+    weekly: dict[str, Any], check: Any
+) -> None:
+    arguments = {**default_arguments(weekly), **MISSPELT}
+    assert "--param evaluation_module" in _fields(check(weekly, arguments))
+    right = {**arguments, "evaluation_module": "trainer.evaluate"}
+    assert "--param evaluation_module" not in _fields(check(weekly, right))

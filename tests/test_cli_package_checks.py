@@ -1,6 +1,7 @@
-"""Which package's modules preflight checks: the source a Python-package run builds, read
-where it is or where a local run keeps Cloud Storage files; nothing for a container run or a
-run of a package built elsewhere (``package_uri``)."""
+"""Which code's modules preflight checks: the source a run builds its package from, or whose
+Dockerfile installs it, read where it is or where a local run keeps Cloud Storage files;
+nothing for a package built elsewhere (``package_uri``) or an image that keeps its code its
+own way."""
 
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ def test_module_problems_check_every_module_parameter_of_a_package_run() -> None
 
 @pytest.mark.parametrize(
     "change",
-    [{"training_code": "container"}, {"package_uri": "gs://b/t-1.0-py3-none-any.whl"},
+    [{"training_code": "custom"}, {"package_uri": "gs://b/t-1.0-py3-none-any.whl"},
      {"source_uri": ""}, {"source_uri": str(DRINK_SHOPS / "trainer" / "task.py")},
      {"source_uri": "gs://nobody-has-this-bucket/src"}],
-    ids=["container", "built-package", "no-source", "source-is-a-file", "source-not-here"],
+    ids=["unknown-code", "built-package", "no-source", "source-is-a-file", "source-not-here"],
 )  # fmt: skip
 def test_module_problems_say_nothing_without_the_source_the_jobs_run(
     root: Path, change: dict[str, Any]
@@ -52,6 +53,46 @@ def test_module_problems_read_a_gs_source_where_local_runs_keep_it(root: Path) -
     assert _fields(module_problems({**MISSPELT, "source_uri": "gs://b/src"})) == [
         "--param evaluation_module"
     ]
+
+
+def _source(tmp_path: Path, **dockerfiles: str) -> str:
+    """A copy of the drink shops' trainer with `dockerfiles` (file name -> text) in it."""
+    copy = tmp_path / "trainer"
+    shutil.copytree(DRINK_SHOPS / "trainer", copy, ignore=shutil.ignore_patterns("*.egg-info"))
+    for name, text in dockerfiles.items():
+        (copy / name).write_text(text, encoding="utf-8")
+    return str(copy)
+
+
+INSTALLS = 'FROM python:3.12-slim\nCOPY . /src/t\nRUN pip install "/src/t[framework]"\n'
+ON_PATH = 'FROM python:3.12-slim\nCOPY . /app\nWORKDIR /app\nENTRYPOINT ["python"]\n'
+
+
+def test_module_problems_check_a_container_whose_dockerfile_installs_the_source(
+    tmp_path: Path,
+) -> None:
+    container = {**MISSPELT, "training_code": "container"}
+    assert _fields(module_problems(container)) == ["--param evaluation_module"]  # the examples'
+    source = _source(tmp_path, Dockerfile=ON_PATH, **{"Dockerfile.pkg": INSTALLS})
+    # An image that keeps the source on its own path: where python -m looks is its business.
+    assert module_problems({**container, "source_uri": source}) == []
+    chosen = {**container, "source_uri": source, "dockerfile": "Dockerfile.pkg"}
+    assert _fields(module_problems(chosen)) == ["--param evaluation_module"]
+
+
+@pytest.mark.parametrize("dockerfile", ["../Dockerfile", "Dockerfile.missing", "Dockerfile.big"])
+def test_module_problems_say_nothing_of_a_dockerfile_they_do_not_read(
+    tmp_path: Path, dockerfile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vertex_retrain.cli import package_checks
+
+    (tmp_path / "Dockerfile").write_text(INSTALLS, encoding="utf-8")  # outside the source
+    source = _source(tmp_path, **{"Dockerfile.big": INSTALLS})
+    monkeypatch.setattr(package_checks, "_DOCKERFILE_BYTES", len(INSTALLS) - 1)
+    arguments = {**MISSPELT, "training_code": "container", "source_uri": source}
+    assert module_problems({**arguments, "dockerfile": dockerfile}) == []
+    monkeypatch.setattr(package_checks, "_DOCKERFILE_BYTES", len(INSTALLS))
+    assert bool(module_problems({**arguments, "dockerfile": "Dockerfile.big"}))
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
-"""What preflight checks of the package a Python-package job installs, where it can be read
-here: whether it installs on the executor image
-(:mod:`vertex_retrain.specs.package_compat`) and whether the modules the jobs run are in its
-source (:mod:`vertex_retrain.build.package_modules`).
+"""What preflight checks of the code the jobs run, where it can be read here: whether a
+Python-package job's package installs on its executor image
+(:mod:`vertex_retrain.specs.package_compat`) and whether the modules the jobs run are in the
+source they are built from (:mod:`vertex_retrain.build.package_modules`).
 """
 
 from __future__ import annotations
@@ -11,14 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from vertex_retrain.build.context import BuildError
+from vertex_retrain.build.dockerfile_lint import parse_dockerfile
 from vertex_retrain.build.package_metadata import read_package_metadata
 from vertex_retrain.build.package_modules import module_problems as source_module_problems
 from vertex_retrain.invocation import command
-from vertex_retrain.specs.defaults import PYTHON_PACKAGE
+from vertex_retrain.specs.defaults import CONTAINER, PYTHON_PACKAGE
 from vertex_retrain.specs.package_compat import package_problems as requirement_problems
 from vertex_retrain.specs.problems import Problem, error, warning
 
 __all__ = ["module_problems", "package_problems", "resolve_package"]
+
+_DOCKERFILE_BYTES = 1 << 20
+"""A larger Dockerfile is not read here (a planted huge file costs nothing)."""
 
 
 def resolve_package(uri: str) -> Path | None:
@@ -65,18 +69,41 @@ def package_problems(uri: str, image: str, field: str) -> list[Problem]:
     return requirement_problems(metadata, image, field)
 
 
+def _installs_source(source: Path, dockerfile: Any) -> bool:
+    """Whether the source's Dockerfile pip-installs its whole build context, so the image's
+    ``python -m`` finds the modules where the package built from the source has them."""
+    path = (source / str(dockerfile or "Dockerfile")).resolve()
+    if source.resolve() not in path.parents or not path.is_file():
+        return False  # the build step says so, with the path it looked at
+    if path.stat().st_size > _DOCKERFILE_BYTES:
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return parse_dockerfile(text).installed_context() is not None
+
+
 def module_problems(arguments: Mapping[str, Any]) -> list[Problem]:
-    """Each ``*_module`` parameter against the package source ``source_uri`` names, when the
-    jobs run the package built from it (``training_code="python_package"`` and no built
-    ``package_uri`` given instead) and its source folder can be read here
-    (:mod:`vertex_retrain.build.package_modules`)."""
+    """Each ``*_module`` parameter against the source folder ``source_uri`` names, when the
+    jobs run the project built from it and that folder can be read here
+    (:mod:`vertex_retrain.build.package_modules`).
+
+    The jobs run that project with ``training_code="python_package"`` (unless a built
+    ``package_uri`` is given instead) and with ``training_code="container"`` when the
+    source's Dockerfile pip-installs its build context, the templates' layout. Any other
+    image may put its code anywhere, so nothing is said of it.
+    """
     source = arguments.get("source_uri")
-    if arguments.get("training_code") != PYTHON_PACKAGE or arguments.get("package_uri"):
-        return []
-    if not isinstance(source, str):
-        return []
-    local = resolve_package(source) if source else None
+    local = resolve_package(source) if isinstance(source, str) and source else None
     if local is None or not local.is_dir():
+        return []
+    code = arguments.get("training_code")
+    if code == PYTHON_PACKAGE and arguments.get("package_uri"):
+        return []
+    if code == CONTAINER and not _installs_source(local, arguments.get("dockerfile")):
+        return []
+    if code not in (PYTHON_PACKAGE, CONTAINER):
         return []
     return [
         problem

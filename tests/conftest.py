@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
         folder = tempfile.mkdtemp(prefix="vertex-retrain-tests-")
         config.stash[_MADE_HERE] = folder
         os.environ[RUN_TEMP_VARIABLE] = folder
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            # A terminated run ends as an interrupted one, so the folder is still removed.
+            signal.signal(signal.SIGTERM, _interrupt)
     for name in TEMP_VARIABLES:
         os.environ[name] = folder
     os.environ[HYPERTUNE_FILE_VARIABLE] = str(hypertune_file(Path(folder)))
@@ -71,6 +75,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_MADE_HERE, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture

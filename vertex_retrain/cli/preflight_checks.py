@@ -8,6 +8,8 @@ alternatives), as ``validate`` does:
   component builds it (:mod:`vertex_retrain.cli.job_tasks`), its machine and accelerator are
   offered in the region, its executor image is a prebuilt training image, and its package
   installs there (:mod:`vertex_retrain.specs.package_compat`);
+- every ``*_module`` parameter names a module the code built from ``source_uri`` holds
+  (:mod:`vertex_retrain.cli.package_checks`);
 - in a pipeline with a data window, no cached task can be served another week's output
   (:mod:`vertex_retrain.cli.cache_keys`);
 - the display names the run gives its model and endpoint fit Vertex's limit;

@@ -14,7 +14,7 @@ import pytest
 from tests.examples import DRINK_SHOPS, example_module
 from vertex_retrain.cli.compiling import compile_to_dict, default_arguments
 from vertex_retrain.cli.package_checks import module_problems
-from vertex_retrain.cli.preflight_checks import Settings, job_errors, pipeline_problems
+from vertex_retrain.cli.preflight_checks import Settings, local_run_problems, pipeline_problems
 
 SOURCE = str(DRINK_SHOPS / "trainer")
 MISSPELT = {"training_code": "python_package", "source_uri": SOURCE,
@@ -100,7 +100,9 @@ def weekly() -> dict[str, Any]:
     return compile_to_dict(example_module(DRINK_SHOPS, "pipelines").weekly)
 
 
-@pytest.mark.parametrize("check", [job_errors, lambda s, a: pipeline_problems(s, a, Settings())])
+@pytest.mark.parametrize(
+    "check", [local_run_problems, lambda s, a: pipeline_problems(s, a, Settings())]
+)
 def test_preflight_and_local_run_checks_include_the_module_check(
     weekly: dict[str, Any], check: Any
 ) -> None:

@@ -13,6 +13,8 @@ from tests.examples import DRINK_SHOPS
 from vertex_retrain.cli.main import main
 
 EXPERIMENT = f"{DRINK_SHOPS / 'pipelines.py'}:experiment"
+HERE = ["--param", f"source_uri={DRINK_SHOPS / 'trainer'}", "--param", f"data_uri={DRINK_SHOPS}"]
+"""Folders on this machine for the code and data the first steps read (checked before any)."""
 
 
 @pytest.fixture
@@ -34,7 +36,7 @@ def test_run_local_refuses_an_impossible_job_before_any_step(
     root: Path, started: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
-        ["run", EXPERIMENT, "--local", "--param", "machine_type=n1-standard-4",
+        ["run", EXPERIMENT, "--local", *HERE, "--param", "machine_type=n1-standard-4",
          "--param", "accelerator_type=NVIDIA_A100_80GB", "--param", "accelerator_count=1"]
     )  # fmt: skip
     err = capsys.readouterr().err.splitlines()
@@ -51,7 +53,7 @@ def test_run_local_preflight_lets_a_possible_job_through(
 ) -> None:
     # The same GPU on a machine that takes it: the run goes on to start its steps.
     main(
-        ["run", EXPERIMENT, "--local", "--param", "machine_type=a2-ultragpu-1g",
+        ["run", EXPERIMENT, "--local", *HERE, "--param", "machine_type=a2-ultragpu-1g",
          "--param", "accelerator_type=NVIDIA_A100_80GB", "--param", "accelerator_count=1"]
     )  # fmt: skip
     assert len(started) == 1
@@ -59,13 +61,12 @@ def test_run_local_preflight_lets_a_possible_job_through(
 
 
 WEEKLY = f"{DRINK_SHOPS / 'pipelines.py'}:weekly"
-SOURCE = ["--param", f"source_uri={DRINK_SHOPS / 'trainer'}"]
 
 
 def test_run_local_refuses_a_misspelt_evaluation_module_before_training(
     root: Path, started: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["run", WEEKLY, "--local", *SOURCE, "--param", "evaluation_module=trainer.evalute"])
+    code = main(["run", WEEKLY, "--local", *HERE, "--param", "evaluation_module=trainer.evalute"])
     err = capsys.readouterr().err
     assert code == 2 and started == []
     (line,) = [x for x in err.splitlines() if "--param evaluation_module" in x]
@@ -82,5 +83,26 @@ def test_run_local_says_nothing_of_a_module_that_is_there(
         "--param",
         f"training_code={training_code}",
     ]
-    main(["run", WEEKLY, "--local", *SOURCE, *right])
+    main(["run", WEEKLY, "--local", *HERE, *right])
     assert "evaluation_module" not in capsys.readouterr().err
+
+
+def test_run_local_warns_of_a_module_the_source_lacks_and_goes_on(
+    root: Path, started: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 'traner' may be a dependency's package: said, not refused.
+    main(["run", WEEKLY, "--local", *HERE, "--param", "training_module=traner.task"])
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "training_module" in x]
+    assert line.startswith("run: warning: ") and "Valid alternatives: trainer." in line
+    assert len(started) == 1
+
+
+def test_run_local_refuses_a_missing_source_before_any_step(
+    root: Path, started: list[Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = ["--param", f"source_uri={tmp_path / 'nope'}", "--param", f"data_uri={DRINK_SHOPS}"]
+    code = main(["run", WEEKLY, "--local", *missing])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and started == []
+    assert err[0].startswith(f'run: error: source_uri = "{tmp_path / "nope"}": it does not exist')
+    assert len(err) == 2  # the problem once, then the refusal

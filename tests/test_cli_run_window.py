@@ -62,7 +62,7 @@ def test_run_local_refuses_an_as_of_before_the_local_data_starts(
     # A process of its own: the local run prints its progress to the real stdout.
     done = subprocess.run(
         [sys.executable, str(REPO / "compile.py"), "run", WEEKLY, "--local",
-         "--param", "as_of=2022-06-01"],
+         "--param", "as_of=2022-06-01", "--param", f"source_uri={DRINK_SHOPS / 'trainer'}"],
         capture_output=True, text=True, check=False, timeout=300,
         env={**os.environ, "VERTEX_LOCAL_ROOT": str(root)},
     )  # fmt: skip

@@ -68,16 +68,36 @@ def _package_dir(source: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in mapping.items() if isinstance(v, str)}
 
 
+def _layout(source: Path) -> tuple[dict[str, str], list[Path]] | None:
+    """A project's ``package-dir`` and the folders its top-level names are found in (the
+    mapped root, else none when it names its packages, else the root and ``src/``); None
+    for a bare package folder."""
+    if not ((source / "pyproject.toml").is_file() or (source / "setup.py").is_file()):
+        return None
+    mapping = _package_dir(source)
+    bases = [source / mapping[""]] if "" in mapping else [] if mapping else [source, source / "src"]
+    return mapping, bases
+
+
+def _tops(source: Path) -> list[str]:
+    """The top-level names the build would package from `source` (for alternatives)."""
+    layout = _layout(source)
+    if layout is None:
+        return [source.name]
+    mapping, bases = layout
+    return sorted({name for name in mapping if name} | {e.stem for b in bases for e in _listing(b)})
+
+
 def _top(source: Path, top: str) -> Path | None:
     """Where the source keeps top-level package `top` (its folder) or module `top` (its
     file), as the build packages it; None when it does not hold it."""
-    if not ((source / "pyproject.toml").is_file() or (source / "setup.py").is_file()):
-        # A bare package folder is packaged as the package named after it (build.wheel).
+    layout = _layout(source)
+    if layout is None:  # a bare package folder is packaged as the package named after it
         return source if source.name == top else None
-    mapping = _package_dir(source)
+    mapping, bases = layout
     if top in mapping:
         return source / mapping[top]
-    for base in [source / mapping[""]] if "" in mapping else [source, source / "src"]:
+    for base in bases:
         if (base / top).is_dir():
             return base / top
         if (base / f"{top}.py").is_file():
@@ -111,7 +131,7 @@ def module_problems(source: Path, module: str, field: str) -> list[Problem]:
         ]
     found = _top(source, parts[0])
     if found is None:
-        tops = [e.stem for e in _listing(source) + _listing(source / "src")]
+        tops = _tops(source)
         return [
             warning(
                 field,

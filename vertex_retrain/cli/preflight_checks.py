@@ -342,13 +342,16 @@ def _notification_problems(spec: Mapping[str, Any], arguments: Mapping[str, Any]
     return problems
 
 
-def job_errors(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Problem]:
-    """The errors of the jobs the pipeline would submit, as :func:`pipeline_problems` finds
-    them without a location: what a local run checks before it starts any task, so an
-    impossible job is refused before the steps ahead of it have run (and before Vertex would
-    have been paid for them)."""
-    found = _job_problems(spec, arguments, Settings()) + module_problems(arguments)
-    return [p for p in found if p.severity == "error"]
+def local_run_problems(spec: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[Problem]:
+    """What a local run checks before it starts any task, so an impossible run is refused
+    before the steps ahead of the failure have run (and before Vertex would have been paid
+    for them): the errors of the jobs the pipeline would submit, as :func:`pipeline_problems`
+    finds them without a location; the modules the jobs run (warnings too); and the code and
+    data the first steps read (:mod:`vertex_retrain.cli.local_inputs`)."""
+    from vertex_retrain.cli.local_inputs import missing_input_problems
+
+    jobs = [p for p in _job_problems(spec, arguments, Settings()) if p.severity == "error"]
+    return jobs + missing_input_problems(spec, arguments) + module_problems(arguments)
 
 
 def pipeline_problems(

@@ -122,11 +122,12 @@ def _preflight(args: argparse.Namespace, spec: dict, arguments: dict) -> int | N
 
 
 def _local_preflight(spec: dict, arguments: dict) -> int | None:
-    """2 (with one line per problem) when a job the run would submit is impossible."""
+    """2 (with one line per problem) when the run would fail for a reason seen here; the
+    warnings are printed and the run goes on."""
     from vertex_retrain.cli.preflight import refusal
-    from vertex_retrain.cli.preflight_checks import job_errors
+    from vertex_retrain.cli.preflight_checks import local_run_problems
 
-    return refusal("run", job_errors(spec, arguments), spared="no step ran")
+    return refusal("run", local_run_problems(spec, arguments), spared="no step ran")
 
 
 def _run_local(

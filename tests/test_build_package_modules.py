@@ -140,3 +140,16 @@ def test_module_problems_ignore_an_unreadable_pyproject(tmp_path: Path) -> None:
     # The build reports a broken pyproject.toml; here the flat layout is assumed.
     source = _project(tmp_path / "p", "[project\n", "pkg/__init__.py", "pkg/task.py")
     assert module_problems(source, "pkg.task", FIELD) == []
+
+
+def test_module_problems_do_not_read_an_oversized_pyproject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vertex_retrain.build import package_modules
+
+    source = _project(tmp_path / "t", MAPPED, "__init__.py", "task.py")
+    monkeypatch.setattr(package_modules, "_PYPROJECT_BYTES", len(MAPPED))
+    assert module_problems(source, "trainer.task", FIELD) == []  # read: at the bound
+    monkeypatch.setattr(package_modules, "_PYPROJECT_BYTES", len(MAPPED) - 1)
+    # Not read: no package-dir, so 'trainer' is not found in the source.
+    assert module_problems(source, "trainer.task", FIELD)[0].code == "module-not-in-source"

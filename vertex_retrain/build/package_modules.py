@@ -1,14 +1,16 @@
-"""Whether ``python -m MODULE`` finds MODULE in a training package's source folder.
+"""Whether ``python -m MODULE`` finds MODULE in the code built from a source folder.
 
-A Python-package job runs ``python -m <module>`` once its package is installed. A misspelt
+A job runs ``python -m <module>`` once the package built from the source is installed (a
+Python-package job, or an image whose Dockerfile pip-installs it). A misspelt
 ``evaluation_module`` would otherwise be found only when the evaluation job starts, after a
 training has been paid for; here it is found before any step runs, from the source folder.
 
 The check refuses only what cannot run: MODULE's top-level package is in the source (flat or
-``src/`` layout) but the rest of its path is not there. A top-level name the source does not
-hold may come from one of the package's dependencies, so it is a warning. Only the folders on
-MODULE's path are listed, so a large or hostile source tree costs a few directory reads.
-"""
+``src/`` layout, setuptools' ``package-dir``, or a bare package folder named after it) but
+the rest of its path is not there. A top-level name the source does not hold may come from
+one of the package's dependencies, so it is a warning. Only the folders on MODULE's path are
+listed, at most :data:`_LISTED` entries each, and a ``pyproject.toml`` over
+:data:`_PYPROJECT_BYTES` is not read, so a large or planted source costs a few reads."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ __all__ = ["module_problems"]
 
 _SHOWN = 8
 """At most this many runnable modules are offered as alternatives."""
+_PYPROJECT_BYTES = 1 << 20
+"""A larger ``pyproject.toml`` is not read (its ``package-dir`` is taken as empty)."""
 _LISTED = 10_000
 """At most this many entries of a folder are read for alternatives (a planted huge folder
 costs no more)."""
@@ -58,8 +62,11 @@ def _nearest(name: str, found: list[str], prefix: str) -> list[str]:
 def _package_dir(source: Path) -> dict[str, str]:
     """setuptools' ``[tool.setuptools] package-dir`` of the project (empty when unreadable:
     the build reports a broken ``pyproject.toml`` itself)."""
+    path = source / "pyproject.toml"
     try:
-        document = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))
+        if path.stat().st_size > _PYPROJECT_BYTES:
+            return {}
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
     mapping = document.get("tool", {}).get("setuptools", {}).get("package-dir", {})

@@ -322,7 +322,13 @@ def test_history_shows_the_interval_and_marks_forced_and_replayed_weeks(
     assert main(["history", "m", "--no-plot", "--all-runs"]) == 0  # two runs of one week
     lines = capsys.readouterr().out.splitlines()
     assert "! = decision forced, ~ = champion not comparable (a replay)" in lines[0]
-    assert "COST = Vertex's price, estimated" in lines[0]
+    assert (
+        "COST = Vertex's price of the training at the hours assumed for its TRAIN kind" in lines[0]
+    )
+    assert (
+        "warm: expected_warm_training_hours" in lines[0]
+        and "ROWS = the newest period's" in lines[0]
+    )
     assert "CI-LOW" in lines[1].split()
     assert "+0.0040c" in lines[2].split()
     assert lines[3].split()[1] == "champion!~"

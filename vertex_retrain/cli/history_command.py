@@ -295,7 +295,9 @@ def _write_heading(out: TextIO, name: str, rows: Sequence[WeekRow], metric: str 
     what = ", ".join(shown_metrics) or "no metric"
     heading = (
         f"{name}: {what} of each model; CI-LOW = worst gain the interval allows "
-        "over the champion (c) or the reference (r); COST = Vertex's price, estimated; "
+        "over the champion (c) or the reference (r); ROWS = the newest period's; COST = Vertex's "
+        "price of the training at the hours assumed for its TRAIN kind (full: "
+        "expected_training_hours, warm: expected_warm_training_hours); "
         "! = decision forced, ~ = champion "
         "not comparable (a replay), * = Spot fell back to on-demand"
     )

@@ -94,16 +94,16 @@ def module_problems(arguments: Mapping[str, Any]) -> list[Problem]:
     source's Dockerfile pip-installs its build context, the templates' layout. Any other
     image may put its code anywhere, so nothing is said of it.
     """
+    code = arguments.get("training_code")
+    if code not in (PYTHON_PACKAGE, CONTAINER) or (
+        code == PYTHON_PACKAGE and arguments.get("package_uri")
+    ):
+        return []
     source = arguments.get("source_uri")
     local = resolve_package(source) if isinstance(source, str) and source else None
     if local is None or not local.is_dir():
         return []
-    code = arguments.get("training_code")
-    if code == PYTHON_PACKAGE and arguments.get("package_uri"):
-        return []
     if code == CONTAINER and not _installs_source(local, arguments.get("dockerfile")):
-        return []
-    if code not in (PYTHON_PACKAGE, CONTAINER):
         return []
     return [
         problem

@@ -28,7 +28,9 @@ def deploy_model(
     service_account: str = ...,
     project: str = ...,
     location: str = ...,
-) -> NamedTuple("Outputs", [("deployed_model_id", str), ("traffic", dict)]):
+) -> NamedTuple(
+    "Outputs", [("deployed_model_id", str), ("traffic", dict), ("previous_traffic", dict)]
+):
     """Deploys the version and gives it ``traffic_percentage`` of the endpoint's traffic.
 
     The endpoint is created on first use. Models already deployed keep the rest of the
@@ -65,6 +67,8 @@ def deploy_model(
     Returns:
         deployed_model_id: The id of the new deployment.
         traffic: The endpoint's traffic split after the call.
+        previous_traffic: The split before this deployment: what a rollback restores
+            (empty on the endpoint's first deployment).
     """
     from vertex_retrain.steps.deploy import DeploymentRequest, deploy
 
@@ -90,4 +94,4 @@ def deploy_model(
     )
     endpoint.uri = deployed.endpoint_uri
     endpoint.metadata["resourceName"] = deployed.endpoint_resource_name
-    return (deployed.deployed_model_id, deployed.traffic)
+    return (deployed.deployed_model_id, deployed.traffic, deployed.previous_traffic)

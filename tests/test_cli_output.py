@@ -22,6 +22,7 @@ from vertex_retrain.cli.console import ANSI, Column, cell_text, render_table
 from vertex_retrain.cli.registry_commands import cli_endpoints, cli_models
 from vertex_retrain.cli.run_progress import RunProgress, format_duration
 from vertex_retrain.cli.run_report import build_report
+from vertex_retrain.invocation import ENVIRONMENT_VARIABLE
 
 
 class FakeTerminal(io.StringIO):
@@ -207,6 +208,7 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
         "http://127.0.0.1:8080/v1/endpoints/gyo:predict\n"
     ) in text
     assert text.count("http://") == 1
+    assert "roll back" not in text  # the endpoint's first deployment: nothing to go back to
     assert "evaluation      better than the champion: beats the champion" in text
     assert "{" not in text and not ANSI.search(text)
     as_json = report.to_json()
@@ -225,6 +227,39 @@ def test_run_report_names_root_tuning_report_model_and_endpoint(tmp_path: Path) 
     plain = ANSI.sub("", terminal.getvalue())
     assert len(str(run_dir)) + 16 > 80
     assert any(line.endswith(str(run_dir)) for line in plain.splitlines()), plain
+
+
+@pytest.mark.parametrize(
+    ("previous", "row"),
+    [
+        (
+            {"6": 100},
+            "roll back      vertex-retrain endpoints rollback 'shop recs' restores the split "
+            "before this deployment, 100% to deployed model id 6\n",
+        ),
+        ({"7": 100}, None),  # a re-run that changed no share
+    ],
+)
+def test_run_report_names_the_rollback_command_and_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, previous: dict[str, int], row: str | None
+) -> None:
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
+    run_dir = tmp_path / "weekly-retraining-2"
+    deployed = {"deployed_model_id": "7", "traffic": {"7": 100}, "previous_traffic": previous}
+    _task(run_dir, "deploy-model", {"parameterValues": deployed})
+    report = build_report(
+        "weekly-retraining", succeeded=True, wall_seconds=1, log_path=tmp_path / "run.log",
+        run_dir=run_dir, arguments={"endpoint_display_name": "shop recs"}, summary={},
+    )  # fmt: skip
+    out = io.StringIO()
+    report.render(out)
+    # Both commands paste back as they are, quoted.
+    assert "serve again    vertex-retrain serve 'shop recs', then POST" in out.getvalue()
+    if row is None:
+        assert "roll back" not in out.getvalue()
+    else:
+        assert row in out.getvalue(), out.getvalue()
+    assert report.to_json()["endpoint"]["previous_traffic"] == previous
 
 
 def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None:

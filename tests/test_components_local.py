@@ -476,6 +476,7 @@ class DeploymentOutputs(NamedTuple):
 
     deployed_model_id: str
     traffic: dict
+    previous_traffic: dict
 
 
 @dsl.pipeline(name="deploy-imported")
@@ -496,7 +497,11 @@ def deploy_imported(
         project=LOCAL_PROJECT,
         location=LOCAL_LOCATION,
     )
-    return DeploymentOutputs(deployed.outputs["deployed_model_id"], deployed.outputs["traffic"])
+    return DeploymentOutputs(
+        deployed.outputs["deployed_model_id"],
+        deployed.outputs["traffic"],
+        deployed.outputs["previous_traffic"],
+    )
 
 
 @dataclass(frozen=True)
@@ -614,6 +619,9 @@ def test_deploy_model_local_keeps_the_previous_version_for_rollback(
     second_id = lifecycle.second_deployment["deployed_model_id"]
     assert lifecycle.first_deployment["traffic"] == {first_id: 100}
     assert lifecycle.second_deployment["traffic"] == {first_id: 70, second_id: 30}
+    # What a rollback restores, as the run summary names it: nothing before the first.
+    assert lifecycle.first_deployment["previous_traffic"] == {}
+    assert lifecycle.second_deployment["previous_traffic"] == {first_id: 100}
     endpoint = LocalEndpoints().get("direct-endpoint")
     assert all(deployed.running for deployed in endpoint.deployed_models)
 
@@ -808,6 +816,7 @@ def test_components_local_small_pipeline_runs_every_component_in_order(
     (deployed,) = endpoint.deployed_models
     assert deployed.model_version_id == version.version_id and deployed.running
     assert summary["deployment"]["traffic"] == {deployed.deployed_model_id: 100}
+    assert summary["deployment"]["endpoint"] == "endpoints/pipeline-endpoint"
 
     # The study's best embedding size is what the training task trained with.
     run_dir = outcome.run_dir

@@ -75,7 +75,7 @@ def local_root_problem(value: str | None) -> str | None:
 
 
 def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
-    """``models``, ``endpoints [stop|undeploy|history]`` and ``serve``."""
+    """``models``, ``endpoints [stop|undeploy|rollback|history]`` and ``serve``."""
     models = subparsers.add_parser(
         "models", help="list the local model registry (or one model's versions and aliases)"
     )
@@ -83,11 +83,15 @@ def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
     add_listing_options(models)
     endpoints = subparsers.add_parser(
         "endpoints",
-        help="list the local endpoints; stop their servers, undeploy, show traffic history",
+        help=(
+            "list the local endpoints; stop their servers, undeploy, roll back, show traffic "
+            "history"
+        ),
         description=(
             "Without an action, list the local endpoints, their deployed models, traffic and "
             "server state. `stop` stops model servers (deployments stay; `serve` starts them "
-            "again), `undeploy` removes a deployed model, `history` shows traffic changes."
+            "again), `undeploy` removes a deployed model, `rollback` restores the traffic "
+            "split from before the latest deployment, `history` shows traffic changes."
         ),
     )
     add_listing_options(endpoints)
@@ -103,6 +107,17 @@ def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
         metavar="ID_OR_MODEL@VERSION",
         help="the deployed model: its id (see `endpoints`) or MODEL@VERSION",
     )
+    rollback = actions.add_parser(
+        "rollback",
+        help="restore endpoint NAME's traffic split from before its latest deployment",
+        description=(
+            "Restore the traffic split from before the endpoint's latest deployment (the split "
+            "a run summary's Rollback line names). Running it again changes nothing. Only "
+            "traffic moves: nothing is undeployed and no alias moves, so the champion stays "
+            "the newer version for the next run's gate (docs/operations.md says how to move it)."
+        ),
+    )
+    rollback.add_argument("endpoint", metavar="NAME", help="endpoint display name")
     history = actions.add_parser("history", help="traffic changes of endpoint NAME")
     history.add_argument("endpoint", metavar="NAME", help="endpoint display name")
     add_listing_options(history, nested=True)
@@ -120,5 +135,5 @@ def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
         "--port", type=port_number, default=8080, help="port (default 8080; 0: any free port)"
     )
     serve.add_argument("--seed", type=int, help="seed of the traffic draw (reproducible splits)")
-    for parser in (models, endpoints, stop, undeploy, history, serve):
+    for parser in (models, endpoints, stop, undeploy, rollback, history, serve):
         add_db_option(parser)

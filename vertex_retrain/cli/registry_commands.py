@@ -1,4 +1,4 @@
-"""Command-line handlers for `models`, `endpoints [stop|undeploy|history]` and `serve ENDPOINT`.
+"""Command-line handlers for `models`, `endpoints [stop|undeploy|rollback|history]` and `serve`.
 
 Each handler takes the parsed arguments and returns the exit code. Listings print a table
 (`--wide` shows every cell whole) or, with `--json`, the same records as JSON. Bad input,
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import shlex
 import socket
 import sys
 from collections.abc import Callable
@@ -215,7 +216,7 @@ def metrics_cell(metrics: dict[str, Any], primary: str | None, width: int | None
 
 
 def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """`endpoints [stop NAME|--all | undeploy NAME --model M | history NAME]`.
+    """`endpoints [stop NAME|--all | undeploy NAME --model M | rollback NAME | history NAME]`.
 
     Args:
         args: `action` (None lists), `endpoint`, `all`, `model`, `db`, `json`, `wide`.
@@ -227,6 +228,8 @@ def cli_endpoints(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _guarded(lambda: _stop(args, _database(args), out))
     if action == "undeploy":
         return _guarded(lambda: _undeploy(args.endpoint, args.model, _database(args), out))
+    if action == "rollback":
+        return _guarded(lambda: _rollback(args.endpoint, _database(args), out))
     if action == "history":
         return _guarded(lambda: _history(args, _database(args), out))
     from vertex_retrain.backends.local.model_registry.registry_tables import endpoint_records
@@ -250,7 +253,7 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
         print(
             f"endpoint {printable(name)}: {stopped} model server(s) stopped; deployments and "
             "traffic stay "
-            f"(`{command('serve ' + name)}` serves it again)",
+            f"(`{command('serve ' + shlex.quote(name))}` serves it again)",
             file=out,
         )
     if not names:
@@ -284,6 +287,29 @@ def _undeploy(endpoint: str, model: str, db: str | None, out: TextIO) -> None:
     print(
         f"endpoint {endpoint}: undeployed {model} (deployed model id {gone.deployed_model_id}, "
         f"version {gone.model_version_id}); traffic now {split or 'none'}",
+        file=out,
+    )
+
+
+def _rollback(endpoint: str, db: str | None, out: TextIO) -> None:
+    """The split from before the endpoint's latest deployment, as `Backend.rollback` restores
+    it on both backends: running it again changes nothing, and nothing is undeployed."""
+    from vertex_retrain.backends.local.serving.deployment import rollback_locally
+    from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+
+    endpoints = LocalEndpoints(db)
+    outcome = rollback_locally(endpoints, endpoint)
+    versions = {
+        d.deployed_model_id: d.model_version_id for d in endpoints.get(endpoint).deployed_models
+    }
+    now = traffic_text(outcome.traffic, versions)
+    if outcome.previous_traffic == outcome.traffic:
+        print(f"endpoint {printable(endpoint)}: traffic already {now}; nothing changed", file=out)
+        return
+    before = traffic_text(outcome.previous_traffic, versions) or "none"
+    print(
+        f"endpoint {printable(endpoint)}: rolled back to the split before its latest deployment: "
+        f"traffic now {now} (was {before}); model aliases unchanged",
         file=out,
     )
 

@@ -8,6 +8,7 @@ table (no dict reprs) or, with ``--json``, as JSON.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import urllib.parse
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.steps.summary import DECISION_KEYS
+from vertex_retrain.steps.summary_registration import local_rollback_command
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
@@ -102,6 +104,13 @@ class LocalRunReport:
             table.add_row("model servers", "stopped with this run")
             serve = self.endpoint["serve_command"]
             table.add_row("serve again", f"{serve}, then POST to {self.endpoint['url']}")
+            previous = self.endpoint.get("previous_traffic") or {}
+            if previous and previous != self.endpoint.get("traffic"):
+                table.add_row(
+                    "roll back",
+                    f"{self.endpoint['rollback_command']} restores the split before this "
+                    f"deployment, {traffic_text(previous, {})}",
+                )
         if self.cost:
             table.add_row("cost on Vertex", _cost_line(self.cost))
         for error in self.errors:
@@ -260,8 +269,10 @@ def build_report(
             "display_name": endpoint,
             "deployed_model_id": parameters.get("deployed_model_id"),
             "traffic": dict(parameters.get("traffic") or {}),
+            "previous_traffic": dict(parameters.get("previous_traffic") or {}),
+            "rollback_command": local_rollback_command(endpoint),
             "url": endpoint_url(endpoint),
-            "serve_command": command(f"serve {endpoint}"),
+            "serve_command": command(f"serve {shlex.quote(endpoint)}"),
         }
     html = sorted(run_dir.glob("hp-tune*/trials_report"))
     if html:

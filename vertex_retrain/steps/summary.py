@@ -10,7 +10,6 @@ from typing import Any
 from vertex_retrain.compiled_dags import numbered_tasks
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.same_model import is_same_model
-from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.rules.warm_start import FULL, NO_TRAINING, WARM
 from vertex_retrain.specs import JobSpecError
 from vertex_retrain.specs.bigquery_cost import bigquery_query_cost, warehouse_line
@@ -18,6 +17,7 @@ from vertex_retrain.specs.cost import format_money
 from vertex_retrain.specs.defaults import TRAINING
 from vertex_retrain.specs.prices import load_prices
 from vertex_retrain.steps.run_outputs import TaskOutputs, read_task_outputs
+from vertex_retrain.steps.summary_registration import registration_lines
 from vertex_retrain.steps.summary_week import (
     evidence_lines,
     fallback_facts,
@@ -153,7 +153,13 @@ def build_summary(
         facts["registered"] = dict(registered.parameters)
     deployment = _last(outputs, "deploy-model")
     if deployment is not None:
-        facts["deployment"] = dict(deployment.parameters)
+        facts["deployment"] = {
+            **deployment.parameters,
+            # Where a rollback command points (local or Vertex endpoint resource name).
+            "endpoint": deployment.artifacts.get("endpoint", {})
+            .get("metadata", {})
+            .get("resourceName", ""),
+        }
     elif registered is not None and state != "SUCCEEDED":
         aliases = registered.parameters.get("aliases") or []
         if CHAMPION_ALIAS in aliases:
@@ -289,32 +295,6 @@ def summarize_run(
     if unreadable:
         facts["outputs_unreadable"] = unreadable
     return facts
-
-
-def registration_lines(facts: Mapping[str, Any]) -> list[str]:
-    """``**Registered:** version 3 (aliases champion, default)`` and ``**Deployment:** 100%
-    to deployed model id 2 (version 3)``: a deployed model's id is never read as a version."""
-    lines = []
-    registered = facts.get("registered") or {}
-    version = str(registered.get("version_id") or "")
-    if registered:
-        aliases = ", ".join(str(alias) for alias in registered.get("aliases") or []) or "none"
-        lines.append(f"**Registered:** version {version or '?'} (aliases {aliases})")
-    deployment = facts.get("deployment") or {}
-    if deployment:
-        # The deployed model this run made serves the version it registered.
-        deployed = str(deployment.get("deployed_model_id") or "")
-        versions = {deployed: version} if deployed and version else {}
-        split = traffic_text(deployment.get("traffic") or {}, versions)
-        lines.append(f"**Deployment:** {split or 'no traffic'}")
-    if facts.get("champion_not_deployed"):
-        lines.append(
-            f"**Not deployed:** version {facts['champion_not_deployed']} holds the "
-            f"{CHAMPION_ALIAS} alias, but the run ended before its deploy finished: the endpoint "
-            "still serves the previous version. A local run moves the alias back before it "
-            "starts; on Vertex, move it back in the Model Registry."
-        )
-    return lines
 
 
 def decision_verdict(decision: Mapping[str, Any]) -> str:

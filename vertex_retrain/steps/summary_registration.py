@@ -11,7 +11,7 @@ from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 
-__all__ = ["local_rollback_command", "registration_lines", "rollback_command"]
+__all__ = ["local_rollback_command", "registration_lines", "rollback_command", "rollback_split"]
 
 # A Vertex endpoint's resource name; a local endpoint's is ``endpoints/<display name>``.
 _VERTEX_ENDPOINT = re.compile(
@@ -80,10 +80,24 @@ def registration_lines(facts: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def rollback_split(deployment: Mapping[str, Any]) -> dict[str, int]:
+    """The split a rollback of this deployment restores, or ``{}`` when there is none to name.
+
+    Args:
+        deployment: ``deploy_model``'s outputs (``traffic``, ``previous_traffic``).
+
+    Returns:
+        ``previous_traffic``; empty for the endpoint's first deployment and for one that
+        changed no share (a re-run), where rolling back would change nothing.
+    """
+    previous = dict(deployment.get("previous_traffic") or {})
+    return {} if previous == dict(deployment.get("traffic") or {}) else previous
+
+
 def _rollback_lines(deployment: Mapping[str, Any]) -> list[str]:
-    previous = deployment.get("previous_traffic") or {}
-    if not previous or previous == (deployment.get("traffic") or {}):
-        return []  # the endpoint's first deployment, or one that changed no share
+    previous = rollback_split(deployment)
+    if not previous:
+        return []
     # The deploy never prunes a model of this split, so it can always be restored.
     split = traffic_text(previous, {})
     how = rollback_command(str(deployment.get("endpoint") or ""), previous)

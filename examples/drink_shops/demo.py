@@ -214,9 +214,9 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
         print(f"endpoint {chain.MODEL}: no prediction ({error})", file=out)
     else:
         changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
-        versions = served_versions(chain.MODEL)
-        print(f"endpoint {chain.MODEL} ({changed}): {traffic_text(traffic, versions)}", file=out)
-        rollback = rollback_line(summary.get("deployment") or {}, chain.MODEL, versions)
+        served = served_versions(chain.MODEL)
+        print(f"endpoint {chain.MODEL} ({changed}): {traffic_text(traffic, served)}", file=out)
+        rollback = rollback_line(summary.get("deployment") or {}, chain.MODEL, served)
         if rollback:
             print(rollback, file=out)
         top = answer["predictions"][0]

@@ -260,6 +260,9 @@ def test_run_report_names_the_rollback_command_and_split(
     else:
         assert row in out.getvalue(), out.getvalue()
     assert report.to_json()["endpoint"]["previous_traffic"] == previous
+    assert report.to_json()["endpoint"]["rollback_command"] == (
+        "vertex-retrain endpoints rollback 'shop recs'"
+    )
 
 
 def test_run_report_of_a_run_that_never_promotes_says_so(tmp_path: Path) -> None:

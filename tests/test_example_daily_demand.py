@@ -24,6 +24,7 @@ from tests.examples import DAILY_DEMAND, example_module
 from vertex_retrain.backends.local.model_registry.registry import ModelRegistry
 from vertex_retrain.backends.local.serving.endpoint_servers import stop_servers
 from vertex_retrain.backends.local.serving.endpoints import LocalEndpoints
+from vertex_retrain.cli import main as cli
 from vertex_retrain.cli.local_run import cached_tasks
 
 DEMAND = example_module(DAILY_DEMAND, "pipelines")
@@ -133,3 +134,16 @@ def test_daily_demand_weekly_promotes_a_first_champion_then_judges_the_next_week
         "model servers stopped; `vertex-retrain serve daily-demand` serves again"
     )
     assert stop_servers(MODEL) == 0
+    # Week 2's report named the rollback to week 1's split, and it does what it says.
+    old_id = next(m.deployed_model_id for m in deployed if m.model_version_id == old.version_id)
+    assert re.findall(r"^roll back: (.*)$", text, re.MULTILINE) == [
+        f"vertex-retrain endpoints rollback {MODEL} restores the split before this deployment, "
+        f"100% to deployed model id {old_id}"
+    ]
+    assert cli.main(["endpoints", "rollback", MODEL]) == 0
+    after = LocalEndpoints().get(MODEL).deployed_models
+    assert {m.model_version_id: m.traffic_percentage for m in after} == {
+        new.version_id: 0,
+        old.version_id: 100,
+    }
+    assert ModelRegistry().get_version(MODEL, "champion").version_id == new.version_id

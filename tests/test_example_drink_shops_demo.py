@@ -112,17 +112,3 @@ def test_demo_runs_the_newest_week_again_when_its_run_failed(
 )
 def test_demo_period_span_reads_as_a_range(periods: Any, shown: str) -> None:
     assert DEMO.period_span(periods) == shown
-
-
-def test_demo_rollback_line_names_the_command_and_the_split_it_restores(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("VERTEX_RETRAIN_COMMAND", raising=False)
-    replaced = {"deployed_model_id": "2", "traffic": {"2": 100}, "previous_traffic": {"1": 100}}
-    assert DEMO.rollback_line(replaced, "guess-your-order", {"1": "1", "2": "2"}) == (
-        "roll back: `vertex-retrain endpoints rollback guess-your-order` restores 100% to "
-        "deployed model id 1 (version 1)"
-    )
-    first = {"deployed_model_id": "1", "traffic": {"1": 100}, "previous_traffic": {}}
-    assert DEMO.rollback_line(first, "guess-your-order", {"1": "1"}) == ""
-    assert DEMO.rollback_line({}, "guess-your-order", {}) == ""

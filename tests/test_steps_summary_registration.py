@@ -9,6 +9,7 @@ from vertex_retrain.invocation import ENVIRONMENT_VARIABLE
 from vertex_retrain.steps.summary import build_summary, render_markdown
 from vertex_retrain.steps.summary_registration import (
     local_rollback_command,
+    local_rollback_text,
     registration_lines,
     rollback_command,
 )
@@ -104,3 +105,19 @@ def test_build_summary_reads_the_endpoint_for_the_rollback_line() -> None:
         "--traffic-split=30=100` restores the split before this deployment, 100% to deployed "
         "model id 30"
     ) in render_markdown(facts)
+
+
+def test_local_rollback_text_names_command_and_versions_or_nothing() -> None:
+    replaced = {"deployed_model_id": "2", "traffic": {"2": 100}, "previous_traffic": {"1": 100}}
+    assert local_rollback_text(replaced, "guess-your-order", {"1": "1", "2": "2"}) == (
+        "vertex-retrain endpoints rollback guess-your-order restores the split before this "
+        "deployment, 100% to deployed model id 1 (version 1)"
+    )
+    assert local_rollback_text(replaced, "e") == (
+        "vertex-retrain endpoints rollback e restores the split before this deployment, 100% "
+        "to deployed model id 1"
+    )
+    first = {"deployed_model_id": "1", "traffic": {"1": 100}, "previous_traffic": {}}
+    rerun = {"deployed_model_id": "2", "traffic": {"2": 100}, "previous_traffic": {"2": 100}}
+    for deployment in (first, rerun, {}):
+        assert local_rollback_text(deployment, "e") == ""

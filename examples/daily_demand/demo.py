@@ -85,7 +85,10 @@ def forecast(endpoint: str, instances: list[Any]) -> tuple[dict[str, int], list[
 
 
 def report(team: ModuleType, outcome: Any, out: TextIO) -> None:
-    """The week's decision, its metrics and a served forecast."""
+    """The week's decision, its metrics, a served forecast and, when the week's deployment
+    replaced a split, the command that restores it."""
+    from vertex_retrain.steps.summary_registration import local_rollback_text
+
     summary = outcome.summary or {}
     decision, metrics = summary.get("decision", {}), summary.get("metrics", {})
     rmse = {
@@ -106,6 +109,9 @@ def report(team: ModuleType, outcome: Any, out: TextIO) -> None:
         f"units (traffic {traffic})",
         file=out,
     )
+    rollback = local_rollback_text(summary.get("deployment") or {}, team.MODEL)
+    if rollback:
+        print(f"roll back: {rollback}", file=out)
 
 
 def run_weeks(team: ModuleType, weeks: int, overrides: dict[str, Any], out: TextIO) -> list[Any]:

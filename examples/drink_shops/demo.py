@@ -195,6 +195,7 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
     from vertex_retrain.cli.run_report import metrics_line
     from vertex_retrain.rules.traffic import traffic_text
     from vertex_retrain.specs.cost import format_money
+    from vertex_retrain.steps.summary_registration import local_rollback_text
 
     decision = summary.get("decision", {})
     print("\n=== drink-shops-weekly: summary ===", file=out)
@@ -216,9 +217,9 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
         changed = "changed by this run" if summary.get("deployment") else "untouched by this run"
         served = served_versions(chain.MODEL)
         print(f"endpoint {chain.MODEL} ({changed}): {traffic_text(traffic, served)}", file=out)
-        rollback = rollback_line(summary.get("deployment") or {}, chain.MODEL, served)
+        rollback = local_rollback_text(summary.get("deployment") or {}, chain.MODEL, served)
         if rollback:
-            print(rollback, file=out)
+            print(f"roll back: {rollback}", file=out)
         top = answer["predictions"][0]
         drinks = top.get("drinks") if isinstance(top, dict) else None
         shown = (
@@ -241,25 +242,6 @@ def print_report(summary: Mapping[str, Any], chain: ModuleType, out: TextIO) -> 
             + (f" in {cost['location']}" if cost.get("location") else ""),
             file=out,
         )
-
-
-def rollback_line(deployment: Mapping[str, Any], endpoint: str, versions: Mapping[str, str]) -> str:
-    """``roll back: `vertex-retrain endpoints rollback E` restores 100% to ...``, or ``""``
-    when the run's deployment replaced no split (the endpoint's first).
-
-    Args:
-        deployment: The run summary's ``deployment`` (``deploy_model``'s outputs).
-        endpoint: The endpoint's display name.
-        versions: Deployed model id -> the version it serves.
-    """
-    from vertex_retrain.rules.traffic import traffic_text
-    from vertex_retrain.steps.summary_registration import local_rollback_command, rollback_split
-
-    split = rollback_split(deployment)
-    if not split:
-        return ""
-    shares = traffic_text(split, versions)
-    return f"roll back: `{local_rollback_command(endpoint)}` restores {shares}"
 
 
 def period_span(periods: object) -> str:

@@ -26,7 +26,7 @@ from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 from vertex_retrain.steps.summary import DECISION_KEYS
-from vertex_retrain.steps.summary_registration import local_rollback_command, rollback_split
+from vertex_retrain.steps.summary_registration import local_rollback_command, local_rollback_text
 
 SERVE_PORT = 8080
 """``vertex-retrain serve``'s default port, for the URL the report gives."""
@@ -104,13 +104,9 @@ class LocalRunReport:
             table.add_row("model servers", "stopped with this run")
             serve = self.endpoint["serve_command"]
             table.add_row("serve again", f"{serve}, then POST to {self.endpoint['url']}")
-            previous = rollback_split(self.endpoint)
-            if previous:
-                table.add_row(
-                    "roll back",
-                    f"{self.endpoint['rollback_command']} restores the split before this "
-                    f"deployment, {traffic_text(previous, {})}",
-                )
+            rollback = local_rollback_text(self.endpoint, self.endpoint["display_name"])
+            if rollback:
+                table.add_row("roll back", rollback)
         if self.cost:
             table.add_row("cost on Vertex", _cost_line(self.cost))
         for error in self.errors:

@@ -11,7 +11,13 @@ from vertex_retrain.invocation import command
 from vertex_retrain.rules.aliases import CHAMPION_ALIAS
 from vertex_retrain.rules.traffic import traffic_text
 
-__all__ = ["local_rollback_command", "registration_lines", "rollback_command", "rollback_split"]
+__all__ = [
+    "local_rollback_command",
+    "local_rollback_text",
+    "registration_lines",
+    "rollback_command",
+    "rollback_split",
+]
 
 # A Vertex endpoint's resource name; a local endpoint's is ``endpoints/<display name>``.
 _VERTEX_ENDPOINT = re.compile(
@@ -92,6 +98,26 @@ def rollback_split(deployment: Mapping[str, Any]) -> dict[str, int]:
     """
     previous = dict(deployment.get("previous_traffic") or {})
     return {} if previous == dict(deployment.get("traffic") or {}) else previous
+
+
+def local_rollback_text(
+    deployment: Mapping[str, Any], endpoint: str, versions: Mapping[str, str] | None = None
+) -> str:
+    """``vertex-retrain endpoints rollback E restores the split before this deployment, 100%
+    to deployed model id 1 (version 1)`` for a local run's report, or ``""`` (no split to name).
+
+    Args:
+        deployment: ``deploy_model``'s outputs (``traffic``, ``previous_traffic``).
+        endpoint: The local endpoint's display name.
+        versions: Deployed model id -> the version it serves, where known.
+    """
+    split = rollback_split(deployment)
+    if not split:
+        return ""
+    return (
+        f"{local_rollback_command(endpoint)} restores the split before this deployment, "
+        f"{traffic_text(split, versions or {})}"
+    )
 
 
 def _rollback_lines(deployment: Mapping[str, Any]) -> list[str]:

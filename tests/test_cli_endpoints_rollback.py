@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from data.serving.support import register_echo, stop_all_servers
@@ -75,3 +76,23 @@ def test_endpoints_rollback_refuses_an_unknown_endpoint_or_nothing_to_go_back_to
     err = capsys.readouterr().err
     assert "nothing to roll back to" in err and err.count("\n") == 1
     assert endpoints.get("ep").traffic_split == {only: 100}
+
+
+def test_endpoints_rollback_uses_the_registry_db_option(
+    registry: ModelRegistry,
+    endpoints: LocalEndpoints,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    register_echo(registry, "a", 0)
+    register_echo(registry, "b", 1)
+    endpoints.get_or_create("ep")
+    first = endpoints.deploy("ep", "recs", "1").deployed_model_id
+    endpoints.deploy("ep", "recs", "2")
+    monkeypatch.setenv("VERTEX_LOCAL_ROOT", str(tmp_path / "another-root"))
+    assert cli.main(["endpoints", "rollback", "ep"]) == 2  # not in this root's registry
+    capsys.readouterr()
+    database = str(registry.db.path)
+    assert cli.main(["endpoints", "rollback", "ep", "--db", database]) == 0
+    assert LocalEndpoints(database).get("ep").traffic_split[first] == 100

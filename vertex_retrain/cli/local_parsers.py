@@ -114,7 +114,8 @@ def add_local_inspection(subparsers: argparse._SubParsersAction) -> None:
             "Restore the traffic split from before the endpoint's latest deployment (the split "
             "a run summary's Rollback line names). Running it again changes nothing. Only "
             "traffic moves: nothing is undeployed and no alias moves, so the champion stays "
-            "the newer version for the next run's gate (docs/operations.md says how to move it)."
+            "the newer version for the next run's gate (move it back with the local registry's "
+            "ModelRegistry.set_alias)."
         ),
     )
     rollback.add_argument("endpoint", metavar="NAME", help="endpoint display name")

@@ -52,6 +52,16 @@ def test_invoked_as_names_the_command_for_this_process_and_its_children(
     assert command_name() == CONSOLE_SCRIPT  # pytest's own argv[0] is no invocation of ours
 
 
+def test_command_quotes_the_values_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENVIRONMENT_VARIABLE, raising=False)
+    assert command("serve", "shop recs") == "vertex-retrain serve 'shop recs'"
+    assert command("endpoints rollback", "gyo") == "vertex-retrain endpoints rollback gyo"
+    assert command("endpoints rollback", "it's") == (
+        "vertex-retrain endpoints rollback 'it'\"'\"'s'"
+    )
+    assert command("models") == "vertex-retrain models"
+
+
 @pytest.mark.parametrize(
     ("argv", "name"),
     [

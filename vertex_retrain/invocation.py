@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,13 +78,19 @@ def command_name() -> str:
     return name_from_argv0(sys.argv[0]) if sys.argv and sys.argv[0] else CONSOLE_SCRIPT
 
 
-def command(arguments: str) -> str:
+def command(arguments: str, *values: str) -> str:
     """A command line to show the user: the invoked command followed by ``arguments``.
 
     Example: ``command("preflight NAME")`` is ``"vertex-retrain preflight NAME"`` under the
     console script and ``"python compile.py preflight NAME"`` under the shim.
+
+    Args:
+        arguments: The command's words, as they are shown.
+        *values: Words appended shell-quoted: names the user chose (``command("serve",
+            "shop recs")`` is ``vertex-retrain serve 'shop recs'``), so the line pastes back.
     """
-    return f"{command_name()} {arguments}".rstrip()
+    quoted = " ".join(shlex.quote(value) for value in values)
+    return f"{command_name()} {arguments} {quoted}".rstrip()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import shlex
 import socket
 import sys
 from collections.abc import Callable
@@ -253,7 +252,7 @@ def _stop(args: argparse.Namespace, db: str | None, out: TextIO) -> None:
         print(
             f"endpoint {printable(name)}: {stopped} model server(s) stopped; deployments and "
             "traffic stay "
-            f"(`{command('serve ' + shlex.quote(name))}` serves it again)",
+            f"(`{command('serve', name)}` serves it again)",
             file=out,
         )
     if not names:

@@ -8,7 +8,6 @@ table (no dict reprs) or, with ``--json``, as JSON.
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import urllib.parse
 from collections.abc import Mapping
@@ -268,7 +267,7 @@ def build_report(
             "previous_traffic": dict(parameters.get("previous_traffic") or {}),
             "rollback_command": local_rollback_command(endpoint),
             "url": endpoint_url(endpoint),
-            "serve_command": command(f"serve {shlex.quote(endpoint)}"),
+            "serve_command": command("serve", endpoint),
         }
     html = sorted(run_dir.glob("hp-tune*/trials_report"))
     if html:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,7 +54,7 @@ def rollback_command(endpoint_resource_name: str, split: Mapping[str, object]) -
 
 def local_rollback_command(endpoint_display_name: str) -> str:
     """``vertex-retrain endpoints rollback NAME``, as the user invoked the command line."""
-    return command(f"endpoints rollback {shlex.quote(endpoint_display_name)}")
+    return command("endpoints rollback", endpoint_display_name)
 
 
 def registration_lines(facts: Mapping[str, Any]) -> list[str]:

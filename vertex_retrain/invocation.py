@@ -87,7 +87,7 @@ def command(arguments: str, *values: str) -> str:
     Args:
         arguments: The command's words, as they are shown.
         *values: Words appended shell-quoted: names the user chose (``command("serve",
-            "shop recs")`` is ``vertex-retrain serve 'shop recs'``), so the line pastes back.
+            "my endpoint")`` is ``vertex-retrain serve 'my endpoint'``), so it pastes back.
     """
     quoted = " ".join(shlex.quote(value) for value in values)
     return f"{command_name()} {arguments} {quoted}".rstrip()
